@@ -1,0 +1,316 @@
+package sysmem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CgroupEntry is one line of /proc/PID/cgroup:
+// "hierarchy-ID:controller-list:cgroup-path".
+type CgroupEntry struct {
+	// HierarchyID is 0 for the cgroup v2 (unified) hierarchy.
+	HierarchyID int
+	// Controllers are the v1 controllers bound to the hierarchy, such as
+	// "memory" or "cpu", "cpuacct", or a named hierarchy such as
+	// "name=systemd"; empty for v2.
+	Controllers []string
+	// Path is the cgroup's path, relative to the hierarchy's root (as
+	// seen from this process's cgroup namespace).
+	Path string
+}
+
+// ParseCgroupFile parses the contents of /proc/PID/cgroup.
+func ParseCgroupFile(r io.Reader) ([]CgroupEntry, error) {
+	var entries []CgroupEntry
+	err := eachLine(r, 4<<10, func(n int, line []byte) error {
+		line = bytes.TrimRight(line, "\r")
+		if len(line) == 0 {
+			return nil
+		}
+		id, rest, ok1 := bytes.Cut(line, []byte{':'})
+		ctrls, cpath, ok2 := bytes.Cut(rest, []byte{':'})
+		if !ok1 || !ok2 {
+			return &SyntaxError{Line: n, Msg: "want hierarchy-ID:controllers:path"}
+		}
+		hid, ok := parseDec(id)
+		if !ok || hid > 1<<31-1 {
+			return &SyntaxError{Line: n, Msg: fmt.Sprintf("bad hierarchy id %q", id)}
+		}
+		if len(cpath) == 0 || cpath[0] != '/' {
+			return &SyntaxError{Line: n, Msg: fmt.Sprintf("cgroup path %q is not absolute", cpath)}
+		}
+		e := CgroupEntry{HierarchyID: int(hid), Path: string(cpath)}
+		if len(ctrls) > 0 {
+			e.Controllers = strings.Split(string(ctrls), ",")
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("parse cgroup: %w", err)
+	}
+	return entries, nil
+}
+
+// Cgroup describes the memory cgroup of a process: its limit, its usage
+// and the kernel's breakdown of that usage.
+type Cgroup struct {
+	// Version is 1 when memory is accounted by a cgroup v1 memory
+	// controller (v1 and hybrid hosts), 2 on the unified hierarchy.
+	Version int
+	// Path is the process's cgroup, as in /proc/PID/cgroup.
+	Path string
+	// Dir is the cgroupfs directory the figures were read from.
+	Dir string
+	// Limit is the memory limit in bytes that applies: the smallest set
+	// on the cgroup or any of its ancestors; 0 when Unlimited.
+	Limit uint64
+	// LimitDir is the cgroupfs directory whose limit is Limit; "" when
+	// Unlimited.
+	LimitDir string
+	// Unlimited reports whether no limit applies ("max" in v2, the
+	// kernel's huge sentinel in v1).
+	Unlimited bool
+	// Usage is the memory charged to the cgroup, in bytes: page cache
+	// included, so it can be close to Limit with little real pressure.
+	Usage uint64
+	// Stat is memory.stat: anon, file, shmem, ... in v2; rss, cache,
+	// mapped_file, total_*, ... in v1. Values are bytes, except the
+	// event counters (pgfault and the like).
+	Stat map[string]uint64
+	// Notes explain what could not be read as expected: a fallback to
+	// the hierarchy's root, a file missing from the root cgroup.
+	Notes []string
+}
+
+// v1Unlimited is the smallest value cgroup v1 uses to mean "no limit"
+// (the kernel writes the largest page-aligned int64,
+// 0x7FFFFFFFFFFFF000 with 4 KiB pages).
+const v1Unlimited = 1 << 62
+
+// Cgroup reads the memory cgroup of process pid: /proc/PID/cgroup names
+// it; its figures come from Root+"/sys/fs/cgroup"+path on cgroup v2, or
+// Root+"/sys/fs/cgroup/memory"+path when a v1 memory controller accounts
+// for it (v1 and hybrid hosts). When that directory does not exist (the
+// process is in another cgroup namespace, or a container mounts its own
+// cgroup as the root), the hierarchy's root is read instead and Notes say
+// so.
+func (p Proc) Cgroup(pid int) (Cgroup, error) {
+	data, file, err := p.readPID(pid, "cgroup")
+	if err != nil {
+		return Cgroup{}, err
+	}
+	entries, err := ParseCgroupFile(bytes.NewReader(data))
+	if err != nil {
+		return Cgroup{}, fmt.Errorf("read %s: %w", file, err)
+	}
+	var v1, v2 *CgroupEntry
+	for i := range entries {
+		e := &entries[i]
+		if e.HierarchyID == 0 && len(e.Controllers) == 0 {
+			v2 = e
+		}
+		for _, c := range e.Controllers {
+			if c == "memory" {
+				v1 = e
+			}
+		}
+	}
+	switch {
+	case v1 != nil:
+		return p.cgroupV1(v1)
+	case v2 != nil:
+		return p.cgroupV2(v2)
+	}
+	return Cgroup{}, fmt.Errorf("read %s: no cgroup v2 entry and no v1 memory controller", file)
+}
+
+// cgroupV1 reads a cgroup of the v1 memory controller.
+func (p Proc) cgroupV1(e *CgroupEntry) (Cgroup, error) {
+	cg := Cgroup{Version: 1, Path: e.Path}
+	mount := p.path("sys", "fs", "cgroup", "memory")
+	if !isDir(mount) {
+		// Mounted with other controllers, as "memory,cpu" for instance.
+		mount = p.path("sys", "fs", "cgroup", strings.Join(e.Controllers, ","))
+	}
+	if !isDir(mount) {
+		return cg, fmt.Errorf("read cgroup %s: no cgroup v1 memory hierarchy at %s", e.Path, p.path("sys", "fs", "cgroup", "memory"))
+	}
+	cg.Dir = p.cgroupDir(&cg, mount)
+	err := p.cgroupLimit(&cg, mount, "memory.limit_in_bytes", func(s string) (uint64, bool, error) {
+		v, err := parseCgroupUint(s)
+		return v, v >= v1Unlimited, err
+	})
+	if err != nil {
+		return cg, err
+	}
+	if err := p.cgroupUsage(&cg, "memory.usage_in_bytes"); err != nil {
+		return cg, err
+	}
+	return cg, p.cgroupStat(&cg)
+}
+
+// cgroupV2 reads a cgroup of the unified hierarchy.
+func (p Proc) cgroupV2(e *CgroupEntry) (Cgroup, error) {
+	cg := Cgroup{Version: 2, Path: e.Path}
+	// Hybrid hosts mount the unified hierarchy at /sys/fs/cgroup/unified.
+	mount := p.path("sys", "fs", "cgroup")
+	if !exists(filepath.Join(mount, "cgroup.controllers")) {
+		if u := p.path("sys", "fs", "cgroup", "unified"); exists(filepath.Join(u, "cgroup.controllers")) {
+			mount = u
+		}
+	}
+	cg.Dir = p.cgroupDir(&cg, mount)
+	err := p.cgroupLimit(&cg, mount, "memory.max", func(s string) (uint64, bool, error) {
+		if s == "max" {
+			return 0, true, nil
+		}
+		v, err := parseCgroupUint(s)
+		return v, false, err
+	})
+	if err != nil {
+		return cg, err
+	}
+	if err := p.cgroupUsage(&cg, "memory.current"); err != nil {
+		return cg, err
+	}
+	return cg, p.cgroupStat(&cg)
+}
+
+// cgroupDir returns the directory of cg under the hierarchy mounted at
+// mount, or mount itself, with a note, when that does not exist.
+func (p Proc) cgroupDir(cg *Cgroup, mount string) string {
+	dir := filepath.Join(mount, cg.Path)
+	if isDir(dir) && (dir == mount || strings.HasPrefix(dir, mount+string(filepath.Separator))) {
+		return dir
+	}
+	cg.Notes = append(cg.Notes, fmt.Sprintf("cgroup %s is not under %s (another cgroup namespace, or a container that mounts its own cgroup as the root): read the hierarchy's root instead", cg.Path, mount))
+	return mount
+}
+
+// cgroupLimit sets the limit of cg: the smallest of the limits in file on
+// cg.Dir and its ancestors up to mount. parse returns a file's value and
+// whether it means no limit.
+func (p Proc) cgroupLimit(cg *Cgroup, mount, file string, parse func(string) (uint64, bool, error)) error {
+	cg.Unlimited = true
+	read := 0
+	for dir := cg.Dir; ; dir = filepath.Dir(dir) {
+		s, err := readCgroupFile(filepath.Join(dir, file))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The root cgroup has no limit file.
+		case err != nil:
+			return err
+		default:
+			read++
+			v, unlimited, err := parse(s)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", filepath.Join(dir, file), err)
+			}
+			if !unlimited && (cg.Unlimited || v < cg.Limit) {
+				cg.Limit, cg.LimitDir, cg.Unlimited = v, dir, false
+			}
+		}
+		if dir == mount || len(dir) <= len(mount) {
+			break
+		}
+	}
+	if read == 0 {
+		cg.Notes = append(cg.Notes, fmt.Sprintf("no %s in %s or its ancestors (the root cgroup has none): no limit", file, cg.Dir))
+	}
+	return nil
+}
+
+// cgroupUsage sets the usage of cg from file in cg.Dir.
+func (p Proc) cgroupUsage(cg *Cgroup, file string) error {
+	name := filepath.Join(cg.Dir, file)
+	s, err := readCgroupFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		cg.Notes = append(cg.Notes, fmt.Sprintf("no %s in %s (the root cgroup has none): usage unknown", file, cg.Dir))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cg.Usage, err = parseCgroupUint(s); err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	return nil
+}
+
+// cgroupStat sets the stat of cg from memory.stat in cg.Dir.
+func (p Proc) cgroupStat(cg *Cgroup) error {
+	name := filepath.Join(cg.Dir, "memory.stat")
+	data, err := readFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		cg.Notes = append(cg.Notes, fmt.Sprintf("no memory.stat in %s", cg.Dir))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cg.Stat, err = ParseMemoryStat(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	return nil
+}
+
+// ParseMemoryStat parses the contents of a cgroup's memory.stat: one
+// "key value" pair a line.
+func ParseMemoryStat(r io.Reader) (map[string]uint64, error) {
+	stat := make(map[string]uint64)
+	err := eachLine(r, 4<<10, func(n int, line []byte) error {
+		line = trimSpace(line)
+		if len(line) == 0 {
+			return nil
+		}
+		key, rest := nextField(line)
+		val, extra := nextField(rest)
+		v, ok := parseDec(val)
+		if !ok || len(extra) > 0 {
+			return &SyntaxError{Line: n, Msg: fmt.Sprintf("want \"key value\", got %q", line)}
+		}
+		stat[string(key)] = v
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("parse memory.stat: %w", err)
+	}
+	return stat, nil
+}
+
+// readCgroupFile reads a one-value cgroupfs file, blanks trimmed.
+func readCgroupFile(name string) (string, error) {
+	data, err := readFile(name)
+	if err != nil {
+		return "", err
+	}
+	return string(trimSpace(bytes.TrimRight(data, "\n"))), nil
+}
+
+// parseCgroupUint parses a cgroupfs number of bytes.
+func parseCgroupUint(s string) (uint64, error) {
+	v, ok := parseDec([]byte(s))
+	if !ok {
+		return 0, fmt.Errorf("%q is not a number of bytes", s)
+	}
+	return v, nil
+}
+
+// isDir reports whether name is a directory.
+func isDir(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
+}
+
+// exists reports whether name exists.
+func exists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
