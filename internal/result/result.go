@@ -1,0 +1,305 @@
+// Package result defines the summary of a profiling run as it is stored in
+// result.json: the contract between the run that writes it and everything
+// that reads it later (reports, diagnose, compare). Its JSON Schema is
+// docs/result-schema.json.
+//
+// Conventions: snake_case keys, bytes as integers, durations in seconds with
+// a _seconds suffix, timestamps in RFC 3339 UTC, rates per second.
+package result
+
+import "time"
+
+// SchemaVersion is the version of the result.json layout. It changes when a
+// field changes meaning or disappears; new fields keep it.
+const SchemaVersion = 1
+
+// FileName is the name of the summary inside a run directory. A directory
+// without it is not a run.
+const FileName = "result.json"
+
+// Status says how much of a run was collected.
+type Status string
+
+// The statuses of a run.
+const (
+	// StatusComplete: every requested collection succeeded.
+	StatusComplete Status = "complete"
+	// StatusPartial: some collection failed; Failures says which.
+	StatusPartial Status = "partial"
+	// StatusFailed: nothing useful was collected.
+	StatusFailed Status = "failed"
+)
+
+// Run is the content of result.json.
+type Run struct {
+	SchemaVersion int    `json:"schema_version"`
+	Status        Status `json:"status"`
+	// Failures lists what could not be collected in a partial run.
+	Failures []Failure `json:"failures,omitempty"`
+	// Warnings are problems that did not stop the run.
+	Warnings []string `json:"warnings,omitempty"`
+
+	Heapscope Tool   `json:"heapscope"`
+	Target    Target `json:"target"`
+	Window    Window `json:"window"`
+
+	MemStats   MemStats     `json:"memstats"`
+	RSS        RSS          `json:"rss"`
+	Load       *Load        `json:"load,omitempty"`
+	PerRequest *PerRequest  `json:"per_request,omitempty"`
+	HeapGrowth *HeapGrowth  `json:"heap_growth,omitempty"`
+	Top        []TopTable   `json:"top"`
+	Findings   []Finding    `json:"findings"`
+	Profiles   []Profile    `json:"profiles"`
+	Files      RunDirectory `json:"files"`
+}
+
+// Failure names one collection step that failed and why.
+type Failure struct {
+	Step  string `json:"step"`
+	Error string `json:"error"`
+}
+
+// Tool identifies the heapscope that wrote the run.
+type Tool struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"go_version"`
+}
+
+// Target describes the profiled service.
+type Target struct {
+	URL      string `json:"url"`
+	PprofURL string `json:"pprof_url"`
+	// PID is set when the process runs on this machine and was found.
+	PID int `json:"pid,omitempty"`
+	// Local is true when /proc of the process could be read.
+	Local bool `json:"local"`
+	// GoVersion, MainModule and Dependencies come from the build info of
+	// /proc/PID/exe when the process is local.
+	GoVersion    string   `json:"go_version,omitempty"`
+	MainModule   string   `json:"main_module,omitempty"`
+	Dependencies []Module `json:"dependencies,omitempty"`
+	// Env holds GOGC, GOMEMLIMIT, GODEBUG and GOMAXPROCS as set in the
+	// process environment (only those that are set).
+	Env map[string]string `json:"env,omitempty"`
+	// UptimeSeconds is how long the process had run at the window's end.
+	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
+}
+
+// Module is one module of the target's build.
+type Module struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+}
+
+// Window is the collection window every alloc_* and GC figure refers to.
+type Window struct {
+	Start           time.Time `json:"start"`
+	End             time.Time `json:"end"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	// ForcedGCs counts the collections heapscope itself forced (heap?gc=1
+	// at every snapshot) so that inuse figures are current.
+	ForcedGCs int `json:"forced_gcs"`
+}
+
+// MemStats holds the runtime's own accounting: values at the window's end
+// and GC figures over the window, from /debug/pprof/heap?debug=1.
+type MemStats struct {
+	AllocBytes        uint64 `json:"alloc_bytes"`
+	TotalAllocBytes   uint64 `json:"total_alloc_bytes"`
+	SysBytes          uint64 `json:"sys_bytes"`
+	HeapSysBytes      uint64 `json:"heap_sys_bytes"`
+	HeapInuseBytes    uint64 `json:"heap_inuse_bytes"`
+	HeapIdleBytes     uint64 `json:"heap_idle_bytes"`
+	HeapReleasedBytes uint64 `json:"heap_released_bytes"`
+	HeapObjects       uint64 `json:"heap_objects"`
+	StackInuseBytes   uint64 `json:"stack_inuse_bytes"`
+	NextGCBytes       uint64 `json:"next_gc_bytes"`
+	NumGC             uint32 `json:"num_gc"`
+	MaxRSSBytes       uint64 `json:"max_rss_bytes,omitempty"`
+
+	// Over the window:
+	AllocatedBytes          uint64  `json:"allocated_bytes"`
+	AllocatedBytesPerSecond float64 `json:"allocated_bytes_per_second"`
+	Mallocs                 uint64  `json:"mallocs"`
+	MallocsPerSecond        float64 `json:"mallocs_per_second"`
+	GCCycles                uint32  `json:"gc_cycles"`
+	GCForcedCycles          uint32  `json:"gc_forced_cycles"`
+	// GCCyclesPerSecond counts the cycles the runtime started by itself,
+	// leaving out the forced ones.
+	GCCyclesPerSecond float64 `json:"gc_cycles_per_second"`
+	GCPauseP50Seconds float64 `json:"gc_pause_p50_seconds"`
+	GCPauseP99Seconds float64 `json:"gc_pause_p99_seconds"`
+	GCPauseMaxSeconds float64 `json:"gc_pause_max_seconds"`
+	// GCPausesCovered is how many of the window's cycles the pause figures
+	// cover: the runtime keeps the last 256 pauses only.
+	GCPausesCovered  int  `json:"gc_pauses_covered"`
+	GCRingOverflowed bool `json:"gc_ring_overflowed"`
+	// GCCPUFraction is the share of CPU spent in GC; GCCPUFractionScope
+	// says whether it covers the window or the process' lifetime (when the
+	// process' uptime is unknown).
+	GCCPUFraction      float64 `json:"gc_cpu_fraction"`
+	GCCPUFractionScope string  `json:"gc_cpu_fraction_scope"`
+}
+
+// RSS is resident memory as the kernel sees it.
+type RSS struct {
+	// Source is "proc" (/proc/PID of a local process), "metrics" (the
+	// target's process_resident_memory_bytes) or "unknown".
+	Source   string `json:"source"`
+	RSSBytes uint64 `json:"rss_bytes,omitempty"`
+	// HWMBytes is the peak RSS (VmHWM).
+	HWMBytes uint64 `json:"hwm_bytes,omitempty"`
+	// GoHeapMappings describes the anonymous mappings that hold the Go heap
+	// arenas, from /proc/PID/smaps.
+	GoHeapMappings *HeapMappings `json:"go_heap_mappings,omitempty"`
+	// Cgroup is the memory limit of the process' cgroup, when it has one.
+	Cgroup *Cgroup `json:"cgroup,omitempty"`
+	Note   string  `json:"note,omitempty"`
+}
+
+// HeapMappings sums the Go heap arenas' mappings.
+type HeapMappings struct {
+	Count     int    `json:"count"`
+	SizeBytes uint64 `json:"size_bytes"`
+	RSSBytes  uint64 `json:"rss_bytes"`
+	// CommittedBytes is HeapSys - HeapReleased: what the runtime believes
+	// it holds, to be compared with RSSBytes.
+	CommittedBytes uint64 `json:"committed_bytes"`
+	Consistent     bool   `json:"consistent"`
+}
+
+// Cgroup is the memory accounting of the target's cgroup.
+type Cgroup struct {
+	Version    int    `json:"version"`
+	Path       string `json:"path"`
+	LimitBytes uint64 `json:"limit_bytes,omitempty"`
+	UsageBytes uint64 `json:"usage_bytes,omitempty"`
+	Unlimited  bool   `json:"unlimited"`
+}
+
+// Load summarises the load driven during the window.
+type Load struct {
+	Method         string            `json:"method"`
+	URL            string            `json:"url"`
+	RequestedRate  float64           `json:"requested_rate"`
+	Requests       uint64            `json:"requests"`
+	Completed      uint64            `json:"completed"`
+	Errors         uint64            `json:"errors"`
+	Dropped        uint64            `json:"dropped"`
+	AchievedRate   float64           `json:"achieved_rate"`
+	StatusCodes    map[string]uint64 `json:"status_codes,omitempty"`
+	ErrorKinds     map[string]uint64 `json:"error_kinds,omitempty"`
+	LatencySeconds Latency           `json:"latency_seconds"`
+}
+
+// Latency holds latency percentiles in seconds.
+type Latency struct {
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9"`
+	Max  float64 `json:"max"`
+}
+
+// PerRequest divides the window's allocations by the requests completed in
+// it.
+type PerRequest struct {
+	Requests uint64 `json:"requests"`
+	// BytesPerRequest and ObjectsPerRequest come from the window's delta heap
+	// profile (sampled, but attributable to sites).
+	BytesPerRequest   float64 `json:"bytes"`
+	ObjectsPerRequest float64 `json:"objects"`
+	// MemStats figures count every allocation of the process, exactly,
+	// including what serving the profiles cost.
+	MemStatsBytesPerRequest   float64 `json:"memstats_bytes"`
+	MemStatsObjectsPerRequest float64 `json:"memstats_objects"`
+}
+
+// HeapGrowth is in-use heap across the window's snapshots.
+type HeapGrowth struct {
+	Snapshots []HeapSnapshot `json:"snapshots"`
+	// SlopeBytesPerMinute is the least-squares slope of inuse_space over
+	// time; R2 its coefficient of determination.
+	SlopeBytesPerMinute float64 `json:"slope_bytes_per_minute"`
+	R2                  float64 `json:"r2"`
+	// GrowthBytes is the last snapshot's inuse_space minus the first's.
+	GrowthBytes int64 `json:"growth_bytes"`
+}
+
+// HeapSnapshot is one heap profile's in-use totals, as of the GC heapscope
+// forced when it fetched it.
+type HeapSnapshot struct {
+	Time          time.Time `json:"time"`
+	OffsetSeconds float64   `json:"offset_seconds"`
+	InuseBytes    int64     `json:"inuse_bytes"`
+	InuseObjects  int64     `json:"inuse_objects"`
+	Profile       string    `json:"profile"`
+}
+
+// TopTable is the heaviest sites of one sample type.
+type TopTable struct {
+	SampleType string `json:"sample_type"`
+	Unit       string `json:"unit"`
+	// Semantics says what the numbers are: a delta over the window, or a
+	// snapshot as of the last GC before a named time.
+	Semantics string `json:"semantics"`
+	Profile   string `json:"profile"`
+	Total     int64  `json:"total"`
+	Sites     []Site `json:"sites"`
+}
+
+// Site is one source line's share of a sample type.
+type Site struct {
+	Function  string   `json:"function"`
+	File      string   `json:"file"`
+	Line      int64    `json:"line"`
+	Flat      int64    `json:"flat"`
+	FlatShare float64  `json:"flat_share"`
+	Cum       int64    `json:"cum"`
+	CumShare  float64  `json:"cum_share"`
+	Inlined   []string `json:"inlined,omitempty"`
+}
+
+// Finding is one diagnosis: a named problem at a site, with the numbers
+// behind it and a fix.
+type Finding struct {
+	ID         string             `json:"id"`
+	Severity   string             `json:"severity"`
+	Title      string             `json:"title"`
+	Function   string             `json:"function,omitempty"`
+	File       string             `json:"file,omitempty"`
+	Line       int64              `json:"line,omitempty"`
+	Evidence   map[string]float64 `json:"evidence"`
+	Fix        string             `json:"fix"`
+	Confidence float64            `json:"confidence"`
+}
+
+// Profile is one raw profile kept in the run directory, as fetched (or, for
+// the delta, as computed).
+type Profile struct {
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	// Semantics says what the profile covers.
+	Semantics string    `json:"semantics"`
+	Time      time.Time `json:"time"`
+}
+
+// RunDirectory names the other files of the run directory, relative to it.
+type RunDirectory struct {
+	Report   string `json:"report"`
+	MemStats string `json:"memstats"`
+	Load     string `json:"load,omitempty"`
+}
+
+// TopFor returns the table of the sample type, or nil.
+func (r *Run) TopFor(sampleType string) *TopTable {
+	for i := range r.Top {
+		if r.Top[i].SampleType == sampleType {
+			return &r.Top[i]
+		}
+	}
+	return nil
+}
