@@ -1,0 +1,232 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, rewriting it with -update; on a
+// mismatch it leaves testdata/name.got for a diff.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (create it with -update): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		os.WriteFile(path+".got", got, 0o644)
+		t.Errorf("%s differs from the golden file; see diff %s %s.got (or rerun with -update)", name, path, path)
+	}
+}
+
+// leakyRun is a run of a leaking cache service under load, with numbers of
+// the size such a run gives.
+func leakyRun() *result.Run {
+	start := time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC)
+	end := start.Add(20 * time.Second)
+	return &result.Run{
+		SchemaVersion: result.SchemaVersion,
+		Status:        result.StatusComplete,
+		Heapscope:     result.Tool{Version: "v0.1.0", GoVersion: "go1.26.8"},
+		Target: result.Target{
+			URL: "http://127.0.0.1:6060", PprofURL: "http://127.0.0.1:6060/debug/pprof/",
+			PID: 4242, Local: true, GoVersion: "go1.26.8", MainModule: "example.com/cache",
+			Env: map[string]string{"GOGC": "100", "GOMEMLIMIT": "512MiB"}, UptimeSeconds: 31.5,
+		},
+		Window: result.Window{Start: start, End: end, DurationSeconds: 20, ForcedGCs: 3},
+		MemStats: result.MemStats{
+			AllocBytes: 48 << 20, TotalAllocBytes: 900 << 20, SysBytes: 80 << 20, HeapSysBytes: 64 << 20,
+			HeapInuseBytes: 50 << 20, HeapIdleBytes: 14 << 20, HeapReleasedBytes: 6 << 20, HeapObjects: 310000,
+			StackInuseBytes: 512 << 10, NextGCBytes: 96 << 20, NumGC: 41,
+			AllocatedBytes: 412 << 20, AllocatedBytesPerSecond: 20.6 * (1 << 20), Mallocs: 1_200_000, MallocsPerSecond: 60000,
+			GCCycles: 12, GCForcedCycles: 2, GCCyclesPerSecond: 0.5,
+			GCPauseP50Seconds: 45e-6, GCPauseP99Seconds: 180e-6, GCPauseMaxSeconds: 210e-6, GCPausesCovered: 12,
+			GCCPUFraction: 0.021, GCCPUFractionScope: "window",
+		},
+		RSS: result.RSS{
+			Source: "proc", RSSBytes: 71 << 20, HWMBytes: 75 << 20,
+			GoHeapMappings: &result.HeapMappings{Count: 1, SizeBytes: 64 << 20, RSSBytes: 57 << 20, CommittedBytes: 58 << 20, Consistent: true},
+			Cgroup:         &result.Cgroup{Version: 2, Path: "/app.slice", LimitBytes: 256 << 20, UsageBytes: 90 << 20},
+		},
+		Load: &result.Load{
+			Method: "GET", URL: "http://127.0.0.1:6060/process?id=user-{rand:100000}", RequestedRate: 500,
+			Requests: 10000, Completed: 10000, AchievedRate: 499.8,
+			StatusCodes:    map[string]uint64{"200": 10000},
+			LatencySeconds: result.Latency{Min: 90e-6, Mean: 400e-6, P50: 310e-6, P90: 700e-6, P99: 2.1e-3, P999: 4e-3, Max: 6e-3},
+		},
+		PerRequest: &result.PerRequest{Requests: 10000, BytesPerRequest: 43100, ObjectsPerRequest: 118, MemStatsBytesPerRequest: 43200, MemStatsObjectsPerRequest: 120},
+		HeapGrowth: &result.HeapGrowth{
+			Snapshots: []result.HeapSnapshot{
+				{Time: start, OffsetSeconds: 0, InuseBytes: 12 << 20, InuseObjects: 90000, Profile: "profiles/heap-000.pb.gz"},
+				{Time: start.Add(10 * time.Second), OffsetSeconds: 10, InuseBytes: 30 << 20, InuseObjects: 200000, Profile: "profiles/heap-001.pb.gz"},
+				{Time: end, OffsetSeconds: 20, InuseBytes: 48 << 20, InuseObjects: 310000, Profile: "profiles/heap-002.pb.gz"},
+			},
+			SlopeBytesPerMinute: 108 << 20, R2: 1, GrowthBytes: 36 << 20,
+		},
+		Top: []result.TopTable{
+			{SampleType: "alloc_space", Unit: "bytes", Semantics: "allocations delta over the window 10:15:00.000Z–10:15:20.000Z (20s)",
+				Profile: "profiles/allocs-delta.pb.gz", Total: 412 << 20, Sites: []result.Site{
+					{Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42, Flat: 170 << 20, FlatShare: 0.4126, Cum: 170 << 20, CumShare: 0.4126},
+					{Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 41, Flat: 90 << 20, FlatShare: 0.2184, Cum: 90 << 20, CumShare: 0.2184},
+					{Function: "net/http.(*conn).readRequest", File: "/usr/local/go/src/net/http/server.go", Line: 1100, Flat: 60 << 20, FlatShare: 0.1456, Cum: 80 << 20, CumShare: 0.1942},
+					{Function: "bufio.NewReaderSize", File: "/usr/local/go/src/bufio/bufio.go", Line: 57, Flat: 20 << 20, FlatShare: 0.0485, Cum: 20 << 20, CumShare: 0.0485,
+						Inlined: []string{"bufio.NewReaderSize", "net/http.newBufioReader"}},
+				}},
+			{SampleType: "inuse_space", Unit: "bytes", Semantics: "in use as of the GC forced at 10:15:20.000Z (a snapshot, not a delta)",
+				Profile: "profiles/heap-002.pb.gz", Total: 48 << 20, Sites: []result.Site{
+					{Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42, Flat: 40 << 20, FlatShare: 0.8333, Cum: 40 << 20, CumShare: 0.8333},
+				}},
+		},
+		Findings: []result.Finding{},
+		Profiles: []result.Profile{
+			{Kind: "heap", Path: "profiles/heap-000.pb.gz", Semantics: "heap snapshot as of the GC forced at 10:15:00.000Z (window start)", Time: start},
+			{Kind: "allocs-delta", Path: "profiles/allocs-delta.pb.gz", Semantics: "allocations over the window", Time: start},
+		},
+		Files: result.RunDirectory{Report: "report.md", MemStats: "memstats.json", Load: "load.json"},
+	}
+}
+
+// remoteIdleRun is a partial run of a remote service with no load, no RSS
+// and no GC in the window.
+func remoteIdleRun() *result.Run {
+	r := leakyRun()
+	r.Status = result.StatusPartial
+	r.Failures = []result.Failure{{Step: "cpu profile", Error: "fetch CPU profile: the target is already being CPU-profiled"}}
+	r.Warnings = []string{"top cpu: no samples"}
+	r.Target = result.Target{URL: "https://svc.example:8443", PprofURL: "https://svc.example:8443/debug/pprof/"}
+	r.Load, r.PerRequest = nil, nil
+	r.RSS = result.RSS{Source: "unknown", Note: "RSS is unknown: the target is not on this machine and serves no process_resident_memory_bytes on /metrics"}
+	r.MemStats.GCCycles, r.MemStats.GCForcedCycles, r.MemStats.GCPausesCovered = 0, 0, 0
+	r.MemStats.AllocatedBytes, r.MemStats.Mallocs = 0, 0
+	r.MemStats.GCCPUFractionScope = "lifetime"
+	return r
+}
+
+func TestSummary_Golden(t *testing.T) {
+	tests := []struct {
+		name string
+		run  *result.Run
+		dir  string
+	}{
+		{"leaky", leakyRun(), "heapscope-runs/127.0.0.1_6060-20261122T101500Z"},
+		{"remote-idle", remoteIdleRun(), "runs/svc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Summary(&buf, tt.run, tt.dir); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "summary-"+tt.name+".txt", buf.Bytes())
+		})
+	}
+}
+
+func TestSummary_LeadsWithTheHeaviestSites(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Summary(&buf, leakyRun(), "out/run"); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"cache.(*Worker).Process", "worker.go:42", "41.3%", "12.0 MiB → 30.0 MiB → 48.0 MiB", "out/run/report.md"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// Three sites per table, not the fourth.
+	if strings.Contains(out, "bufio.NewReaderSize") {
+		t.Errorf("summary shows more than 3 allocation sites:\n%s", out)
+	}
+}
+
+func TestMarkdown_Golden(t *testing.T) {
+	for name, r := range map[string]*result.Run{"leaky": leakyRun(), "remote-idle": remoteIdleRun()} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Markdown(&buf, r); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "report-"+name+".md", buf.Bytes())
+		})
+	}
+}
+
+func TestTop_Golden(t *testing.T) {
+	tab := leakyRun().Top[0]
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON} {
+		t.Run(string(f), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Top(&buf, tab, f); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "top."+string(f), buf.Bytes())
+		})
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Format
+		wantErr bool
+	}{
+		{"text", FormatText, false},
+		{"json", FormatJSON, false},
+		{"markdown", FormatMarkdown, false},
+		{"md", FormatMarkdown, false},
+		{"html", "", true},
+		{"", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseFormat(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ParseFormat(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestFormatters(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{"bytes small", Bytes(512), "512 B"},
+		{"bytes KiB", Bytes(1536), "1.5 KiB"},
+		{"bytes MiB", Bytes(150 << 20), "150 MiB"},
+		{"bytes negative", Bytes(-2 << 20), "-2.0 MiB"},
+		{"count", Count(950), "950"},
+		{"count k", Count(12345), "12.3k"},
+		{"count fraction", Count(3.25), "3.2"},
+		{"seconds µs", Seconds(45e-6), "45µs"},
+		{"seconds ms", Seconds(2.5e-3), "2.5ms"},
+		{"seconds s", Seconds(20), "20s"},
+		{"seconds zero", Seconds(0), "0"},
+		{"short function", ShortFunction("github.com/a/b/cache.(*W).Process"), "cache.(*W).Process"},
+		{"short function stdlib", ShortFunction("bytes.(*Buffer).grow"), "bytes.(*Buffer).grow"},
+		{"short file", ShortFile("/src/app/cache/cache.go"), "cache/cache.go"},
+		{"short file bare", ShortFile("cache.go"), "cache.go"},
+		{"location", Location("/a/b/c.go", 7), "b/c.go:7"},
+		{"location unknown", Location("", 0), "?"},
+		{"value ns", Value(1_500_000, "nanoseconds"), "1.5ms"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// summarySites is how many sites the terminal summary shows per table.
+const summarySites = 3
+
+// Summary writes what a person needs from a run in ten seconds: the
+// heaviest allocation sites, heap growth, GC, RSS against the heap, cost per
+// request, and where the report is. dir is the run directory.
+func Summary(w io.Writer, r *result.Run, dir string) error {
+	// Sections are separated by one blank line; empty ones are left out.
+	var sections []string
+	var b strings.Builder
+	fmt.Fprintf(&b, "heapscope profiled %s for %s (%s)\n", r.Target.URL, Seconds(r.Window.DurationSeconds), r.Status)
+	for _, f := range r.Failures {
+		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
+	}
+	sections = append(sections, b.String())
+
+	b.Reset()
+	if line := allocationLine(r); line != "" {
+		fmt.Fprintf(&b, "Allocations over the window: %s\n", line)
+	}
+	if line := perRequestLine(r); line != "" {
+		fmt.Fprintf(&b, "Per request: %s\n", line)
+	}
+	sections = append(sections, b.String())
+
+	b.Reset()
+	if t := r.TopFor("alloc_space"); t != nil && len(t.Sites) > 0 {
+		fmt.Fprintf(&b, "Heaviest allocation sites (alloc_space, delta over the window):\n")
+		b.WriteString(indent(sitesTable(*t, summarySites).Render(), "  "))
+	}
+	sections = append(sections, b.String())
+
+	b.Reset()
+	if line := growthLine(r); line != "" {
+		fmt.Fprintf(&b, "Heap in use (snapshots after forced GCs): %s\n", line)
+	}
+	if t := r.TopFor("inuse_space"); t != nil && len(t.Sites) > 0 {
+		fmt.Fprintf(&b, "Largest in use at the end (inuse_space):\n")
+		b.WriteString(indent(sitesTable(*t, summarySites).Render(), "  "))
+	}
+	sections = append(sections, b.String())
+
+	b.Reset()
+	fmt.Fprintf(&b, "GC: %s\n", gcLine(r))
+	fmt.Fprintf(&b, "RSS: %s\n", rssLine(r))
+	if line := loadLine(r); line != "" {
+		fmt.Fprintf(&b, "Load: %s\n", line)
+	}
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wmsg)
+	}
+	sections = append(sections, b.String())
+
+	if dir != "" {
+		sections = append(sections, fmt.Sprintf("Report: %s\n", filepath.Join(dir, r.Files.Report)))
+	}
+	sections = slices.DeleteFunc(sections, func(s string) bool { return s == "" })
+	_, err := io.WriteString(w, strings.Join(sections, "\n"))
+	return err
+}
+
+// Markdown writes report.md: the summary's figures as tables, every top
+// table, and what each number means.
+func Markdown(w io.Writer, r *result.Run) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# heapscope run: %s\n\n", r.Target.URL)
+	fmt.Fprintf(&b, "| | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| status | %s |\n", r.Status)
+	fmt.Fprintf(&b, "| window | %s – %s (%s) |\n", r.Window.Start.Format("2006-01-02 15:04:05.000Z"), r.Window.End.Format("15:04:05.000Z"), Seconds(r.Window.DurationSeconds))
+	if r.Target.PID > 0 {
+		fmt.Fprintf(&b, "| process | pid %d |\n", r.Target.PID)
+	}
+	if r.Target.GoVersion != "" {
+		fmt.Fprintf(&b, "| Go | %s |\n", r.Target.GoVersion)
+	}
+	if r.Target.MainModule != "" {
+		fmt.Fprintf(&b, "| main module | `%s` |\n", r.Target.MainModule)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Target.Env)) {
+		fmt.Fprintf(&b, "| %s | `%s` |\n", k, r.Target.Env[k])
+	}
+	fmt.Fprintf(&b, "| heapscope | %s |\n\n", r.Heapscope.Version)
+	if len(r.Failures) > 0 {
+		b.WriteString("## Not collected\n\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(&b, "- **%s**: %s\n", f.Step, f.Error)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Summary\n\n| | |\n|---|---|\n")
+	if line := allocationLine(r); line != "" {
+		fmt.Fprintf(&b, "| allocations over the window | %s |\n", line)
+	}
+	if line := perRequestLine(r); line != "" {
+		fmt.Fprintf(&b, "| per request | %s |\n", line)
+	}
+	if line := growthLine(r); line != "" {
+		fmt.Fprintf(&b, "| heap in use | %s |\n", line)
+	}
+	fmt.Fprintf(&b, "| GC | %s |\n", gcLine(r))
+	fmt.Fprintf(&b, "| RSS | %s |\n", rssLine(r))
+	if line := loadLine(r); line != "" {
+		fmt.Fprintf(&b, "| load | %s |\n", line)
+	}
+	b.WriteString("\n")
+
+	if g := r.HeapGrowth; g != nil && len(g.Snapshots) > 0 {
+		b.WriteString("## Heap snapshots\n\nEach snapshot is as of the GC heapscope forced when it fetched it (`heap?gc=1`).\n\n")
+		b.WriteString("| offset | inuse_space | inuse_objects | profile |\n|---:|---:|---:|---|\n")
+		for _, s := range g.Snapshots {
+			fmt.Fprintf(&b, "| +%s | %s | %s | `%s` |\n", Seconds(s.OffsetSeconds), Bytes(float64(s.InuseBytes)), Count(float64(s.InuseObjects)), s.Profile)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## MemStats at the window's end\n\n| field | value |\n|---|---:|\n")
+	ms := r.MemStats
+	for _, row := range []struct {
+		name string
+		v    uint64
+	}{
+		{"Alloc", ms.AllocBytes}, {"TotalAlloc", ms.TotalAllocBytes}, {"Sys", ms.SysBytes},
+		{"HeapSys", ms.HeapSysBytes}, {"HeapInuse", ms.HeapInuseBytes}, {"HeapIdle", ms.HeapIdleBytes},
+		{"HeapReleased", ms.HeapReleasedBytes}, {"StackInuse", ms.StackInuseBytes}, {"NextGC", ms.NextGCBytes},
+	} {
+		fmt.Fprintf(&b, "| %s | %s |\n", row.name, Bytes(float64(row.v)))
+	}
+	fmt.Fprintf(&b, "| HeapObjects | %s |\n| NumGC | %d |\n\n", Count(float64(ms.HeapObjects)), ms.NumGC)
+
+	for _, t := range r.Top {
+		fmt.Fprintf(&b, "## Top %s\n\n%s.\n\n", t.SampleType, upperFirst(t.Semantics))
+		fmt.Fprintf(&b, "Total %s, from `%s`.\n\n", Value(t.Total, t.Unit), t.Profile)
+		b.WriteString(sitesTable(t, 0).RenderMarkdown())
+		b.WriteString("\n\n")
+	}
+
+	if len(r.Profiles) > 0 {
+		b.WriteString("## Profiles\n\n| kind | file | covers |\n|---|---|---|\n")
+		for _, p := range r.Profiles {
+			fmt.Fprintf(&b, "| %s | `%s` | %s |\n", p.Kind, p.Path, p.Semantics)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("## Warnings\n\n")
+		for _, wmsg := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", wmsg)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func allocationLine(r *result.Run) string {
+	ms := r.MemStats
+	if ms.AllocatedBytes == 0 && ms.Mallocs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s in %s objects (%s/s, %s objects/s, from MemStats)",
+		Bytes(float64(ms.AllocatedBytes)), Count(float64(ms.Mallocs)),
+		Bytes(ms.AllocatedBytesPerSecond), Count(ms.MallocsPerSecond))
+}
+
+func perRequestLine(r *result.Run) string {
+	p := r.PerRequest
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s in %s objects over %s requests (profile; MemStats counts %s in %s objects)",
+		Bytes(p.BytesPerRequest), Count(p.ObjectsPerRequest), Count(float64(p.Requests)),
+		Bytes(p.MemStatsBytesPerRequest), Count(p.MemStatsObjectsPerRequest))
+}
+
+func growthLine(r *result.Run) string {
+	g := r.HeapGrowth
+	if g == nil || len(g.Snapshots) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(g.Snapshots))
+	for _, s := range g.Snapshots {
+		parts = append(parts, Bytes(float64(s.InuseBytes)))
+	}
+	line := strings.Join(parts, " → ")
+	if len(g.Snapshots) > 1 {
+		sign := "+"
+		if g.GrowthBytes < 0 {
+			sign = ""
+		}
+		line += fmt.Sprintf(" (%s%s, %s%s/min, R² %.2f)", sign, Bytes(float64(g.GrowthBytes)), sign, Bytes(g.SlopeBytesPerMinute), g.R2)
+	}
+	return line
+}
+
+func gcLine(r *result.Run) string {
+	ms := r.MemStats
+	if ms.GCCycles == 0 && ms.GCPausesCovered == 0 {
+		return fmt.Sprintf("no GC cycle measured over the window; GC CPU %s (%s)", Percent(ms.GCCPUFraction), ms.GCCPUFractionScope)
+	}
+	s := fmt.Sprintf("%d cycles (%d forced by heapscope's snapshots), %.2f/s by the runtime's own pacing; pause p50 %s, p99 %s, max %s",
+		ms.GCCycles, ms.GCForcedCycles, ms.GCCyclesPerSecond,
+		Seconds(ms.GCPauseP50Seconds), Seconds(ms.GCPauseP99Seconds), Seconds(ms.GCPauseMaxSeconds))
+	if ms.GCRingOverflowed {
+		s += fmt.Sprintf(" (pauses of the last %d cycles only: the runtime keeps 256)", ms.GCPausesCovered)
+	}
+	scope := "of the window"
+	if ms.GCCPUFractionScope != "window" {
+		scope = "over the process' lifetime"
+	}
+	return s + fmt.Sprintf("; GC CPU %s %s", Percent(ms.GCCPUFraction), scope)
+}
+
+func rssLine(r *result.Run) string {
+	rss := r.RSS
+	switch rss.Source {
+	case "proc":
+		s := fmt.Sprintf("%s (peak %s) from /proc/%d", Bytes(float64(rss.RSSBytes)), Bytes(float64(rss.HWMBytes)), r.Target.PID)
+		if hm := rss.GoHeapMappings; hm != nil && hm.Count > 0 {
+			s += fmt.Sprintf("; Go heap arenas %s mapped, %s resident, runtime holds %s (HeapSys − HeapReleased)",
+				Bytes(float64(hm.SizeBytes)), Bytes(float64(hm.RSSBytes)), Bytes(float64(hm.CommittedBytes)))
+		}
+		if r.MemStats.HeapInuseBytes > 0 {
+			s += fmt.Sprintf("; heap in use %s", Bytes(float64(r.MemStats.HeapInuseBytes)))
+		}
+		if cg := rss.Cgroup; cg != nil && !cg.Unlimited && cg.LimitBytes > 0 {
+			s += fmt.Sprintf("; cgroup limit %s (%s of it used)", Bytes(float64(cg.LimitBytes)), Percent(float64(rss.RSSBytes)/float64(cg.LimitBytes)))
+		}
+		return s
+	case "metrics":
+		return fmt.Sprintf("%s from the target's /metrics; heap in use %s", Bytes(float64(rss.RSSBytes)), Bytes(float64(r.MemStats.HeapInuseBytes)))
+	default:
+		return "unknown: " + rss.Note
+	}
+}
+
+func loadLine(r *result.Run) string {
+	l := r.Load
+	if l == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%s %s: %d requests at %.1f/s (asked %.1f/s), %d errors",
+		l.Method, l.URL, l.Completed, l.AchievedRate, l.RequestedRate, l.Errors)
+	if l.Dropped > 0 {
+		s += fmt.Sprintf(", %d not sent (too many in flight)", l.Dropped)
+	}
+	lat := l.LatencySeconds
+	return s + fmt.Sprintf("; latency p50 %s, p99 %s, max %s", Seconds(lat.P50), Seconds(lat.P99), Seconds(lat.Max))
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
