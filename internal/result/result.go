@@ -100,6 +100,11 @@ type Window struct {
 	// ForcedGCs counts the collections heapscope itself forced (heap?gc=1
 	// at every snapshot) so that inuse figures are current.
 	ForcedGCs int `json:"forced_gcs"`
+	// ProfilerAllocatedBytes is what the target's pprof handlers allocated
+	// answering heapscope during the window (sampled). Heap figures from
+	// profiles (top sites, per request, growth) leave it out; MemStats
+	// figures cannot.
+	ProfilerAllocatedBytes int64 `json:"profiler_allocated_bytes"`
 }
 
 // MemStats holds the runtime's own accounting: values at the window's end

@@ -1,0 +1,397 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// finishTimeout bounds the steps after an interrupted window: the user asked
+// to stop, so what is left gets a few seconds.
+const finishTimeout = 5 * time.Second
+
+// collector holds everything a run fetched, in the order it came.
+type collector struct {
+	cfg   *Config
+	fails failures
+
+	warnMu   sync.Mutex
+	warnings []string
+
+	startTime, endTime time.Time
+	interrupted        bool
+
+	snaps []snapshot
+
+	memStart, memEnd     gcstats.MemStats
+	memStartAt, memEndAt time.Time
+	haveMemEnd           bool
+
+	cpu       []byte
+	extra     map[string][]byte
+	goroutine []byte
+
+	load    *load.Result
+	sent    atomic.Uint64
+	errored atomic.Uint64
+
+	proc processFacts
+}
+
+// snapshot is one heap profile taken with a forced GC.
+type snapshot struct {
+	at     time.Time
+	offset time.Duration
+	raw    []byte
+	// profile leaves out what the pprof handlers allocated (see
+	// pprofx.WithoutProfiler); raw keeps everything, as fetched.
+	profile *profile.Profile
+	// profilerAlloc is alloc_space of the pprof handlers since the
+	// process started.
+	profilerAlloc int64
+}
+
+// processFacts is what /proc told about a local target, or the target's
+// /metrics about a remote one.
+type processFacts struct {
+	pid                      int
+	buildInfo                *debug.BuildInfo
+	env                      map[string]string
+	uptimeStart, uptimeEnd   time.Duration
+	status                   *sysmem.Status
+	heapMappings             *sysmem.HeapMappings
+	cgroup                   *sysmem.Cgroup
+	metricsRSS               uint64
+	haveMetricsRSS, readProc bool
+}
+
+func (c *collector) warn(format string, args ...any) {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
+}
+
+func (c *collector) host() string {
+	u, err := target.ParseBaseURL(c.cfg.Target.BaseURL)
+	if err != nil {
+		return "target"
+	}
+	return u.Host
+}
+
+// start takes the window's opening heap snapshot and MemStats and finds the
+// process. Its errors end the run: nothing has been collected yet.
+func (c *collector) start(ctx context.Context) error {
+	c.startTime = c.cfg.now()
+	snap, err := c.snapshot(ctx, 0)
+	if err != nil {
+		return err
+	}
+	c.snaps = append(c.snaps, snap)
+	ms, at, err := c.memStats(ctx)
+	if err != nil {
+		return err
+	}
+	c.memStart, c.memStartAt = ms, at
+	return c.findProcess()
+}
+
+// snapshot fetches heap?gc=1 and checks it is a heap profile.
+func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapshot, error) {
+	at := c.cfg.now()
+	raw, err := c.cfg.fetcher.Profile(ctx, "heap", url.Values{"gc": {"1"}})
+	if err != nil {
+		return snapshot{}, err
+	}
+	p, err := c.parse(raw)
+	if err != nil {
+		return snapshot{}, fmt.Errorf("read heap profile: %w", err)
+	}
+	if _, err := pprofx.SampleIndex(p, "inuse_space"); err != nil {
+		return snapshot{}, fmt.Errorf("read heap profile: not a heap profile: %w", err)
+	}
+	app, dropped := pprofx.WithoutProfiler(p)
+	si, _ := pprofx.SampleIndex(p, "alloc_space")
+	return snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si]}, nil
+}
+
+// parse decodes a fetched profile within the size limit.
+func (c *collector) parse(raw []byte) (*profile.Profile, error) {
+	return pprofx.Parse(raw, c.cfg.maxDecompressed)
+}
+
+func (c *collector) memStats(ctx context.Context) (gcstats.MemStats, time.Time, error) {
+	at := c.cfg.now()
+	raw, err := c.cfg.fetcher.HeapDebug(ctx)
+	if err != nil {
+		return gcstats.MemStats{}, at, err
+	}
+	ms, err := gcstats.ParseHeapDebug(bytes.NewReader(raw))
+	if err != nil {
+		return gcstats.MemStats{}, at, fmt.Errorf("read MemStats from heap?debug=1: %w", err)
+	}
+	return ms, at, nil
+}
+
+// findProcess looks for the target's process on this machine. A PID given
+// by the user must exist; one looked up by port is a bonus.
+func (c *collector) findProcess() error {
+	p := c.cfg.proc
+	pid := c.cfg.PID
+	if pid > 0 {
+		if _, err := p.Status(pid); err != nil {
+			return fmt.Errorf("read process %d given by --pid: %w", pid, err)
+		}
+	} else {
+		u, err := target.ParseBaseURL(c.cfg.Target.BaseURL)
+		if err != nil {
+			return err
+		}
+		port, ok := target.LoopbackPort(u)
+		if !ok {
+			return nil
+		}
+		pid, err = p.ListeningPID(port)
+		if err != nil {
+			c.warn("find the process listening on port %d: %v; RSS comes from /metrics if the target serves it (or give --pid)", port, err)
+			return nil
+		}
+	}
+	c.proc.pid = pid
+	c.proc.readProc = true
+	if bi, err := p.BuildInfo(pid); err != nil {
+		c.warn("read build info of process %d: %v", pid, err)
+	} else {
+		c.proc.buildInfo = bi
+	}
+	if env, err := p.GoEnv(pid); err != nil {
+		c.warn("read environment of process %d: %v", pid, err)
+	} else {
+		c.proc.env = env.Set()
+	}
+	if up, err := p.Uptime(pid); err != nil {
+		c.warn("read uptime of process %d: %v; GC CPU share is the process' lifetime figure", pid, err)
+	} else {
+		c.proc.uptimeStart = up
+	}
+	return nil
+}
+
+// window runs the load, the timed profiles and the snapshots until the
+// window ends or ctx is cancelled.
+func (c *collector) window(ctx context.Context) {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	seconds := int(c.cfg.Duration / time.Second)
+
+	timed := c.cfg.Extra
+	if c.cfg.CPU {
+		timed = append([]string{"profile"}, timed...)
+	}
+	var timedMu sync.Mutex
+	c.extra = map[string][]byte{}
+	for _, name := range timed {
+		if seconds < 1 {
+			c.warn("%s profile skipped: it needs a window of at least 1s", kindOf(name))
+			continue
+		}
+		wg.Go(func() {
+			raw, err := c.cfg.fetcher.Profile(wctx, name, url.Values{"seconds": {strconv.Itoa(seconds)}})
+			if err == nil {
+				_, err = c.parse(raw)
+			}
+			if err != nil {
+				c.fails.add(kindOf(name)+" profile", err)
+				return
+			}
+			timedMu.Lock()
+			defer timedMu.Unlock()
+			if name == "profile" {
+				c.cpu = raw
+			} else {
+				c.extra[name] = raw
+			}
+		})
+	}
+
+	if lc := c.cfg.Load; lc != nil {
+		wg.Go(func() {
+			res, err := load.Run(wctx, load.Options{
+				Request:  lc.Request,
+				Rate:     lc.Rate,
+				Duration: c.cfg.Duration,
+				Seed:     lc.Seed,
+				Progress: func(p load.Progress) {
+					c.sent.Store(p.Sent)
+					c.errored.Store(p.Errors)
+				},
+			})
+			if err != nil {
+				c.fails.add("load", err)
+				return
+			}
+			c.load = &res
+		})
+	}
+
+	done := make(chan struct{})
+	if c.cfg.Progress != nil {
+		var pwg sync.WaitGroup
+		pwg.Go(func() { c.reportProgress(done) })
+		defer pwg.Wait()
+	}
+	defer close(done)
+
+	c.takeSnapshots(wctx)
+	if c.interrupted {
+		stop()
+	}
+	wg.Wait()
+	c.endTime = c.cfg.now()
+}
+
+func kindOf(endpoint string) string {
+	if endpoint == "profile" {
+		return "cpu"
+	}
+	return endpoint
+}
+
+func (c *collector) reportProgress(done <-chan struct{}) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			elapsed := min(c.cfg.now().Sub(c.startTime), c.cfg.Duration)
+			c.cfg.Progress(Progress{Elapsed: elapsed, Total: c.cfg.Duration, Requests: c.sent.Load(), Errors: c.errored.Load()})
+		}
+	}
+}
+
+// takeSnapshots takes the heap snapshots after the first, each at its offset
+// from the start, and MemStats with the last. When ctx ends early it still
+// takes the last one, so an interrupted window keeps a delta.
+func (c *collector) takeSnapshots(ctx context.Context) {
+	offsets := c.cfg.snapshotOffsets()
+	for i, off := range offsets[1:] {
+		last := i == len(offsets)-2
+		if !c.waitUntil(ctx, c.startTime.Add(off)) {
+			c.interrupted = true
+			c.fails.add("window", fmt.Errorf("%w after %s of %s", ErrInterrupted, c.cfg.now().Sub(c.startTime).Round(time.Millisecond), c.cfg.Duration))
+			last = true
+		}
+		sctx := ctx
+		if c.interrupted {
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+			defer cancel()
+			off = c.cfg.now().Sub(c.startTime)
+		}
+		snap, err := c.snapshot(sctx, off)
+		if err != nil {
+			c.fails.add(fmt.Sprintf("heap snapshot at %s", off.Round(time.Millisecond)), err)
+		} else {
+			c.snaps = append(c.snaps, snap)
+		}
+		if last {
+			ms, at, err := c.memStats(sctx)
+			if err != nil {
+				c.fails.add("memstats at end", err)
+			} else {
+				c.memEnd, c.memEndAt, c.haveMemEnd = ms, at, true
+			}
+			return
+		}
+	}
+}
+
+// waitUntil sleeps until t and reports false when ctx ends first.
+func (c *collector) waitUntil(ctx context.Context, t time.Time) bool {
+	d := t.Sub(c.cfg.now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// finish collects what belongs to the window's end: goroutines and memory
+// as the kernel sees it.
+func (c *collector) finish(ctx context.Context) {
+	if c.interrupted {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+	}
+	if raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", nil); err != nil {
+		c.fails.add("goroutine profile", err)
+	} else if _, err := c.parse(raw); err != nil {
+		c.fails.add("goroutine profile", err)
+	} else {
+		c.goroutine = raw
+	}
+	if c.proc.readProc {
+		c.readProcEnd()
+		return
+	}
+	body, err := c.cfg.fetcher.Metrics(ctx)
+	if err != nil {
+		if !errors.Is(err, target.ErrNotFound) {
+			c.warn("read RSS from /metrics: %v", err)
+		}
+		return
+	}
+	if rss, ok := target.ResidentMemory(body); ok {
+		c.proc.metricsRSS, c.proc.haveMetricsRSS = rss, true
+	}
+}
+
+func (c *collector) readProcEnd() {
+	p, pid := c.cfg.proc, c.proc.pid
+	st, err := p.Status(pid)
+	if err != nil {
+		c.fails.add("rss", err)
+		return
+	}
+	c.proc.status = &st
+	if up, err := p.Uptime(pid); err == nil {
+		c.proc.uptimeEnd = up
+	}
+	maps, err := p.Smaps(pid)
+	if err != nil {
+		c.warn("read smaps of process %d: %v", pid, err)
+	} else {
+		hm := sysmem.GoHeap(maps, c.memEnd.HeapSys)
+		c.proc.heapMappings = &hm
+	}
+	if cg, err := p.Cgroup(pid); err != nil {
+		c.warn("read cgroup of process %d: %v", pid, err)
+	} else {
+		c.proc.cgroup = &cg
+	}
+}

@@ -1,0 +1,173 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// createRunDir makes a new run directory <host>-<UTC timestamp> under
+// parent, adding a counter when the name is taken.
+func createRunDir(parent, host string, start time.Time) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("create output directory: %w", err)
+	}
+	base := sanitize(host) + "-" + start.UTC().Format("20060102T150405Z")
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		dir := filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			if err := os.Mkdir(filepath.Join(dir, profilesDir), 0o755); err != nil {
+				return "", fmt.Errorf("create run directory: %w", err)
+			}
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i > 1000 {
+			return "", fmt.Errorf("create run directory: %w", err)
+		}
+	}
+}
+
+// sanitize keeps a host name safe as a directory name on any file system.
+func sanitize(host string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-':
+			return r
+		default:
+			return '_'
+		}
+	}, host)
+}
+
+// memStatsRecord is one entry of memstats.json.
+type memStatsRecord struct {
+	Label    string           `json:"label"`
+	Time     time.Time        `json:"time"`
+	MemStats gcstats.MemStats `json:"memstats"`
+}
+
+// writeRun writes every file of the run, result.json last.
+func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile) error {
+	var errs []error
+	write := func(rel string, data []byte) {
+		if err := writeFileAtomic(filepath.Join(dir, rel), data); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, s := range c.snaps {
+		write(snapshotFile(i), s.raw)
+	}
+	if delta != nil {
+		var buf bytes.Buffer
+		if err := delta.Write(&buf); err != nil {
+			errs = append(errs, fmt.Errorf("encode allocation delta: %w", err))
+		} else {
+			write(allocDeltaFile, buf.Bytes())
+		}
+	}
+	if c.cpu != nil {
+		write(cpuFile, c.cpu)
+	}
+	for name, raw := range c.extra {
+		write(extraFile(name), raw)
+	}
+	if c.goroutine != nil {
+		write(goroutineFile, c.goroutine)
+	}
+	records := []memStatsRecord{{Label: "start", Time: c.memStartAt.UTC(), MemStats: c.memStart}}
+	if c.haveMemEnd {
+		records = append(records, memStatsRecord{Label: "end", Time: c.memEndAt.UTC(), MemStats: c.memEnd})
+	}
+	write(memStatsFile, mustJSON(records))
+	if c.load != nil {
+		write(loadFile, mustJSON(res.Load))
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, res); err != nil {
+		errs = append(errs, fmt.Errorf("render report: %w", err))
+	} else {
+		write(reportFile, md.Bytes())
+	}
+	if len(errs) > 0 {
+		// A run whose files could not all be written is not complete.
+		res.Status = result.StatusFailed
+		for _, err := range errs {
+			res.Failures = append(res.Failures, result.Failure{Step: "write run directory", Error: err.Error()})
+		}
+	}
+	if err := writeFileAtomic(filepath.Join(dir, result.FileName), mustJSON(res)); err != nil {
+		return fmt.Errorf("write %s: %w", result.FileName, err)
+	}
+	return errors.Join(errs...)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		// Only values of this package's own types are marshalled here.
+		panic(fmt.Sprintf("encode JSON: %v", err))
+	}
+	return append(b, '\n')
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it
+// into place, so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read loads the result.json of a run directory. A directory without one is
+// not a run.
+func Read(dir string) (*result.Run, error) {
+	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read run %s: no %s, so it is not a (finished) heapscope run", dir, result.FileName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	var res result.Run
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("read run %s: %s: %w", dir, result.FileName, err)
+	}
+	if res.SchemaVersion != result.SchemaVersion {
+		return nil, fmt.Errorf("read run %s: schema version %d, this heapscope reads %d", dir, res.SchemaVersion, result.SchemaVersion)
+	}
+	return &res, nil
+}

@@ -1,0 +1,221 @@
+// Package run carries out one profiling run end to end and keeps it in a run
+// directory.
+//
+// The steps of Profile:
+//
+//  1. fetch a heap profile with a forced GC (heap?gc=1) and MemStats
+//     (heap?debug=1): the window's start;
+//  2. find the process on this machine when the target is on loopback, and
+//     read its build info, environment and uptime;
+//  3. for the window: drive load, take a CPU profile (and block and mutex
+//     profiles when asked), and take heap snapshots at intervals;
+//  4. at the window's end: a last heap?gc=1 snapshot and MemStats, the
+//     goroutine profile, RSS from /proc (or /metrics for a remote target);
+//  5. derive the window's allocation profile (end minus start), the top
+//     sites, GC figures, heap growth and per-request costs;
+//  6. write the raw profiles, memstats.json, load.json, report.md and, last
+//     and by rename, result.json.
+//
+// Nothing here prints: progress goes to a callback and the summary is a
+// value.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// Fetcher is what a run needs from the service; *target.Client is one.
+type Fetcher interface {
+	Profile(ctx context.Context, name string, query url.Values) ([]byte, error)
+	HeapDebug(ctx context.Context) ([]byte, error)
+	Metrics(ctx context.Context) ([]byte, error)
+}
+
+var _ Fetcher = (*target.Client)(nil)
+
+// Config describes one profiling run.
+type Config struct {
+	// Target says how to reach the service.
+	Target target.Options
+	// Duration is the collection window; the load, if any, runs for it.
+	Duration time.Duration
+	// Snapshots is the number of heap snapshots over the window, the start
+	// and end included (at least 2). Interval, when set, replaces it: a
+	// snapshot every Interval from the start, and one at the end.
+	Snapshots int
+	Interval  time.Duration
+	// CPU takes a CPU profile over the window (whole seconds, at least 1).
+	CPU bool
+	// Extra lists further profiles over the window: "block", "mutex".
+	Extra []string
+	// Load, when set, is driven during the window.
+	Load *LoadConfig
+	// PID names the target's process when it cannot be found from its
+	// port; 0 means look for it when the target is on loopback.
+	PID int
+	// OutDir is where the run directory is created.
+	OutDir string
+	// Version is heapscope's version, recorded in the result.
+	Version string
+	// Progress, when set, is called about every 200 ms during the window.
+	Progress func(Progress)
+
+	// fetcher, now and proc replace the real service, clock and /proc in
+	// tests.
+	fetcher Fetcher
+	now     func() time.Time
+	proc    sysmem.Proc
+	// maxDecompressed caps a profile's decompressed size.
+	maxDecompressed int64
+}
+
+// LoadConfig is the load driven during the window.
+type LoadConfig struct {
+	Request load.Request
+	Rate    float64
+	Seed    int64
+}
+
+// Progress is the state of a run during its window.
+type Progress struct {
+	Elapsed, Total time.Duration
+	// Requests counts the requests sent so far.
+	Requests uint64
+	// Errors counts failed requests so far.
+	Errors uint64
+}
+
+// Defaults of a run.
+const (
+	DefaultDuration  = 30 * time.Second
+	DefaultSnapshots = 3
+	// topSites is how many sites each top table keeps in result.json.
+	topSites = 20
+)
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Duration < 0 {
+		return fmt.Errorf("duration %s is negative: give a window such as 30s", c.Duration)
+	}
+	if c.Duration < 100*time.Millisecond {
+		return fmt.Errorf("duration %s is too short: give at least 100ms", c.Duration)
+	}
+	if c.Interval < 0 {
+		return fmt.Errorf("interval %s is negative", c.Interval)
+	}
+	if c.Interval > 0 && c.Interval > c.Duration {
+		return fmt.Errorf("interval %s is longer than the %s window", c.Interval, c.Duration)
+	}
+	if c.Snapshots == 0 {
+		c.Snapshots = DefaultSnapshots
+	}
+	if c.Snapshots < 2 {
+		return fmt.Errorf("snapshots must be at least 2 (the window's start and end), not %d", c.Snapshots)
+	}
+	if c.Snapshots > 1000 {
+		return fmt.Errorf("snapshots %d is too many: give at most 1000", c.Snapshots)
+	}
+	for _, e := range c.Extra {
+		if e != "block" && e != "mutex" {
+			return fmt.Errorf("profile %q cannot be collected over a window: choose block or mutex", e)
+		}
+	}
+	if c.PID < 0 {
+		return fmt.Errorf("pid %d is negative", c.PID)
+	}
+	if c.Load != nil && c.Load.Rate <= 0 {
+		return fmt.Errorf("load rate %g must be positive", c.Load.Rate)
+	}
+	if c.OutDir == "" {
+		c.OutDir = DefaultOutDir
+	}
+	if c.maxDecompressed <= 0 {
+		c.maxDecompressed = pprofx.DefaultMaxDecompressed
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.fetcher == nil {
+		client, err := target.New(c.Target)
+		if err != nil {
+			return err
+		}
+		c.fetcher = client
+	}
+	return nil
+}
+
+// DefaultOutDir is where run directories go unless said otherwise.
+const DefaultOutDir = "heapscope-runs"
+
+// snapshotOffsets returns when, from the window's start, each heap snapshot
+// is taken: the first at 0 and the last at the window's end.
+func (c *Config) snapshotOffsets() []time.Duration {
+	var offs []time.Duration
+	if c.Interval > 0 {
+		for t := time.Duration(0); t < c.Duration; t += c.Interval {
+			offs = append(offs, t)
+		}
+		return append(offs, c.Duration)
+	}
+	n := c.Snapshots
+	for i := range n {
+		offs = append(offs, c.Duration*time.Duration(i)/time.Duration(n-1))
+	}
+	return offs
+}
+
+// ErrInterrupted marks a run stopped by its context before the window ended.
+var ErrInterrupted = errors.New("interrupted")
+
+// Profile carries out one run and returns its summary and directory. An
+// error means nothing was kept (the target could not be profiled at all);
+// a run that collected something but not everything comes back with
+// Status partial and no error.
+func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, "", err
+	}
+	c := &collector{cfg: &cfg}
+	if err := c.start(ctx); err != nil {
+		return nil, "", err
+	}
+	dir, err := createRunDir(cfg.OutDir, c.host(), c.startTime)
+	if err != nil {
+		return nil, "", err
+	}
+	c.window(ctx)
+	c.finish(ctx)
+	res, delta := c.summarise()
+	if err := writeRun(dir, c, res, delta); err != nil {
+		return res, dir, err
+	}
+	return res, dir, nil
+}
+
+// failures collects the steps that failed, safe for concurrent use.
+type failures struct {
+	mu   sync.Mutex
+	list []result.Failure
+}
+
+func (f *failures) add(step string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = append(f.list, result.Failure{Step: step, Error: err.Error()})
+}

@@ -1,0 +1,550 @@
+package run
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"runtime"
+	rpprof "runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// pprofMux mounts net/http/pprof the way services do, plus the routes given.
+func pprofMux(routes map[string]http.HandlerFunc) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	for path, h := range routes {
+		mux.HandleFunc(path, h)
+	}
+	return mux
+}
+
+// hoard is an allocation the test can find in profiles: it keeps every
+// buffer it makes.
+type hoard struct {
+	mu   sync.Mutex
+	kept [][]byte
+}
+
+func (h *hoard) keep(n int) {
+	b := make([]byte, n)
+	h.mu.Lock()
+	h.kept = append(h.kept, b)
+	h.mu.Unlock()
+}
+
+func (h *hoard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.keep(64 << 10)
+	w.Write([]byte("ok"))
+}
+
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestProfile_CollectsWindowFromRealService(t *testing.T) {
+	h := &hoard{}
+	srv := serve(t, pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
+	out := t.TempDir()
+
+	res, dir, err := Profile(t.Context(), Config{
+		Target:    target.Options{BaseURL: srv.URL},
+		Duration:  1500 * time.Millisecond,
+		Snapshots: 3,
+		CPU:       true,
+		Load:      &LoadConfig{Request: load.Request{Method: "GET", URL: srv.URL + "/work?n={seq}"}, Rate: 100},
+		OutDir:    out,
+		Version:   "test",
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusComplete {
+		t.Fatalf("status %s, failures %+v", res.Status, res.Failures)
+	}
+	if filepath.Dir(dir) != out {
+		t.Errorf("run directory %s is not under %s", dir, out)
+	}
+
+	t.Run("snapshots", func(t *testing.T) {
+		g := res.HeapGrowth
+		if g == nil || len(g.Snapshots) != 3 {
+			t.Fatalf("heap growth %+v, want 3 snapshots", g)
+		}
+		// The handler keeps 64 KiB per request: about 150 requests, ~9 MiB.
+		if g.GrowthBytes < 4<<20 {
+			t.Errorf("inuse grew %d bytes over the window, want at least 4 MiB", g.GrowthBytes)
+		}
+		if g.SlopeBytesPerMinute <= 0 || g.R2 < 0.8 {
+			t.Errorf("slope %g B/min, R² %g: want steady growth", g.SlopeBytesPerMinute, g.R2)
+		}
+	})
+	t.Run("top sites name the allocating line", func(t *testing.T) {
+		for _, st := range []string{"alloc_space", "inuse_space"} {
+			tab := res.TopFor(st)
+			if tab == nil {
+				t.Fatalf("no %s table", st)
+			}
+			if !hasSite(tab, "(*hoard).keep") {
+				t.Errorf("%s top sites do not include hoard.keep: %+v", st, tab.Sites)
+			}
+		}
+		if tab := res.TopFor("alloc_space"); !strings.Contains(tab.Semantics, "delta over the window") {
+			t.Errorf("alloc_space semantics %q do not say it is a delta", tab.Semantics)
+		}
+		if tab := res.TopFor("inuse_space"); !strings.Contains(tab.Semantics, "not a delta") {
+			t.Errorf("inuse_space semantics %q do not say it is a snapshot", tab.Semantics)
+		}
+		if res.TopFor("cpu") == nil {
+			t.Error("no cpu table")
+		}
+	})
+	t.Run("per request", func(t *testing.T) {
+		if res.Load == nil || res.Load.Completed < 100 {
+			t.Fatalf("load %+v, want ≥ 100 completed requests", res.Load)
+		}
+		pr := res.PerRequest
+		if pr == nil {
+			t.Fatal("no per-request figures")
+		}
+		// Each request keeps a 64 KiB buffer; the profile is sampled.
+		if pr.BytesPerRequest < 32<<10 || pr.BytesPerRequest > 256<<10 {
+			t.Errorf("bytes per request %.0f, want about 64 KiB", pr.BytesPerRequest)
+		}
+		if pr.MemStatsBytesPerRequest < 64<<10 {
+			t.Errorf("MemStats bytes per request %.0f, want at least 64 KiB", pr.MemStatsBytesPerRequest)
+		}
+	})
+	t.Run("local process", func(t *testing.T) {
+		if res.Target.PID != os.Getpid() || !res.Target.Local {
+			t.Errorf("pid %d local %v, want this test process %d", res.Target.PID, res.Target.Local, os.Getpid())
+		}
+		if res.Target.GoVersion != runtime.Version() {
+			t.Errorf("target Go version %q, want %q", res.Target.GoVersion, runtime.Version())
+		}
+		if res.RSS.Source != "proc" || res.RSS.RSSBytes == 0 {
+			t.Errorf("rss %+v, want read from /proc", res.RSS)
+		}
+		if hm := res.RSS.GoHeapMappings; hm == nil || hm.Count == 0 || hm.SizeBytes < res.MemStats.HeapInuseBytes {
+			t.Errorf("go heap mappings %+v, want arenas at least as large as HeapInuse %d", hm, res.MemStats.HeapInuseBytes)
+		}
+	})
+	t.Run("gc window", func(t *testing.T) {
+		ms := res.MemStats
+		// MemStats are read after the first snapshot's GC: the window
+		// between them holds the other two snapshots' forced cycles.
+		if ms.GCForcedCycles != 2 || ms.GCCycles < ms.GCForcedCycles {
+			t.Errorf("gc cycles %d forced %d: want the 2 forced by the later snapshots", ms.GCCycles, ms.GCForcedCycles)
+		}
+		if ms.GCCPUFractionScope != "window" {
+			t.Errorf("GC CPU scope %q, want window (uptime is known)", ms.GCCPUFractionScope)
+		}
+		if ms.AllocatedBytes < 4<<20 {
+			t.Errorf("allocated %d bytes over the window, want ≥ 4 MiB", ms.AllocatedBytes)
+		}
+	})
+	t.Run("run directory", func(t *testing.T) {
+		for _, p := range res.Profiles {
+			data, err := os.ReadFile(filepath.Join(dir, p.Path))
+			if err != nil {
+				t.Errorf("profile %s listed but not written: %v", p.Path, err)
+				continue
+			}
+			if _, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed); err != nil {
+				t.Errorf("profile %s does not parse: %v", p.Path, err)
+			}
+		}
+		for _, f := range []string{"report.md", "memstats.json", "load.json", "profiles/allocs-delta.pb.gz", "profiles/cpu.pb.gz", "profiles/goroutine.pb.gz"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("missing %s: %v", f, err)
+			}
+		}
+		back, err := Read(dir)
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if back.Status != res.Status || len(back.Top) != len(res.Top) {
+			t.Errorf("Read gave status %s with %d tables, want %s with %d", back.Status, len(back.Top), res.Status, len(res.Top))
+		}
+		raw, _ := os.ReadFile(filepath.Join(dir, result.FileName))
+		if errs := validate(result.Schema(), raw); len(errs) > 0 {
+			t.Errorf("result.json does not match its schema: %v", errs)
+		}
+		leftovers, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
+		if len(leftovers) > 0 {
+			t.Errorf("temporary files left: %v", leftovers)
+		}
+	})
+}
+
+func hasSite(tab *result.TopTable, fn string) bool {
+	for _, s := range tab.Sites {
+		if strings.Contains(s.Function, fn) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestProfile_BadTargets(t *testing.T) {
+	gzipOf := func(data []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(data)
+		zw.Close()
+		return buf.Bytes()
+	}
+	realHeap := func() []byte {
+		var buf bytes.Buffer
+		if err := rpprof.Lookup("heap").WriteTo(&buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+
+	body := func(b []byte) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(b) })
+	}
+	tests := []struct {
+		name            string
+		handler         http.Handler // nil: nothing listens
+		maxBody         int64
+		maxDecompressed int64
+		wantErr         string
+		check           func(error) bool
+	}{
+		{name: "unreachable", wantErr: "cannot reach", check: func(err error) bool {
+			var ue *target.UnreachableError
+			return errors.As(err, &ue)
+		}},
+		{name: "no pprof", handler: http.NotFoundHandler(), wantErr: "404", check: func(err error) bool { return errors.Is(err, target.ErrNotFound) }},
+		{name: "html page", handler: body([]byte("<html><body>hello</body></html>")), wantErr: "not a pprof profile", check: func(err error) bool { return errors.Is(err, pprofx.ErrNotProfile) }},
+		{name: "truncated profile", handler: body(realHeap[:len(realHeap)/2]), wantErr: "heap profile"},
+		{name: "gzip bomb", handler: body(gzipOf(make([]byte, 8<<20))), maxDecompressed: 1 << 20, wantErr: "decompresses to more than", check: func(err error) bool {
+			var tl *pprofx.TooLargeError
+			return errors.As(err, &tl)
+		}},
+		{name: "body over limit", handler: body(realHeap), maxBody: 64, wantErr: "larger than the limit", check: func(err error) bool {
+			var bt *target.BodyTooLargeError
+			return errors.As(err, &bt)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := closedURL
+			if tt.handler != nil {
+				url = serve(t, tt.handler).URL
+			}
+			out := t.TempDir()
+			_, _, err := Profile(t.Context(), Config{
+				Target:          target.Options{BaseURL: url, MaxBody: tt.maxBody},
+				Duration:        time.Second,
+				OutDir:          out,
+				maxDecompressed: tt.maxDecompressed,
+			})
+			if err == nil {
+				t.Fatal("Profile succeeded against a bad target")
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not contain %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			if tt.check != nil && !tt.check(err) {
+				t.Errorf("error %v (%T) is not of the expected kind", err, errors.Unwrap(err))
+			}
+			entries, _ := os.ReadDir(out)
+			if len(entries) != 0 {
+				t.Errorf("a failed run left %d entries in the output directory", len(entries))
+			}
+		})
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{"negative duration", Config{Duration: -time.Second}, "negative"},
+		{"one snapshot", Config{Duration: time.Second, Snapshots: 1}, "at least 2"},
+		{"interval beyond window", Config{Duration: time.Second, Interval: 2 * time.Second}, "longer than"},
+		{"unknown extra profile", Config{Duration: time.Second, Extra: []string{"heap"}}, "block or mutex"},
+		{"bad url", Config{Duration: time.Second, Target: target.Options{BaseURL: "ftp://x"}}, "scheme"},
+		{"negative pid", Config{Duration: time.Second, PID: -3}, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestConfig_SnapshotOffsets(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want []time.Duration
+	}{
+		{"three over the window", Config{Duration: 10 * time.Second, Snapshots: 3}, []time.Duration{0, 5 * time.Second, 10 * time.Second}},
+		{"start and end", Config{Duration: 4 * time.Second, Snapshots: 2}, []time.Duration{0, 4 * time.Second}},
+		{"interval dividing the window", Config{Duration: 3 * time.Second, Interval: time.Second}, []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second}},
+		{"interval not dividing it", Config{Duration: 2500 * time.Millisecond, Interval: time.Second}, []time.Duration{0, time.Second, 2 * time.Second, 2500 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.cfg.snapshotOffsets()
+			if len(got) != len(tt.want) {
+				t.Fatalf("offsets %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("offsets %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestProfile_PartialWhenAProfileFails(t *testing.T) {
+	mux := pprofMux(map[string]http.HandlerFunc{
+		"/debug/pprof/goroutine": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "goroutine profile disabled here", http.StatusInternalServerError)
+		},
+	})
+	srv := serve(t, mux)
+	res, dir, err := Profile(t.Context(), Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: 300 * time.Millisecond, OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusPartial {
+		t.Fatalf("status %s, want partial", res.Status)
+	}
+	if len(res.Failures) != 1 || res.Failures[0].Step != "goroutine profile" || !strings.Contains(res.Failures[0].Error, "goroutine profile disabled here") {
+		t.Errorf("failures %+v, want the goroutine profile with the server's message", res.Failures)
+	}
+	back, err := Read(dir)
+	if err != nil || back.Status != result.StatusPartial {
+		t.Errorf("stored run: %v, status %v", err, back)
+	}
+	if res.TopFor("alloc_space") == nil {
+		t.Error("the rest of the run was not kept: no alloc_space table")
+	}
+}
+
+func TestProfile_CPUProfileBusy(t *testing.T) {
+	srv := serve(t, pprofMux(nil))
+	// The test process is the target: hold its one CPU profile.
+	if err := rpprof.StartCPUProfile(new(bytes.Buffer)); err != nil {
+		t.Fatalf("StartCPUProfile: %v", err)
+	}
+	defer rpprof.StopCPUProfile()
+	res, _, err := Profile(t.Context(), Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: time.Second, CPU: true, OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusPartial {
+		t.Fatalf("status %s, want partial", res.Status)
+	}
+	found := false
+	for _, f := range res.Failures {
+		if f.Step == "cpu profile" && strings.Contains(f.Error, "already being CPU-profiled") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("failures %+v do not say the target is already being CPU-profiled", res.Failures)
+	}
+}
+
+func TestProfile_InterruptedKeepsPartialRun(t *testing.T) {
+	srv := serve(t, pprofMux(nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	res, dir, err := Profile(ctx, Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: 30 * time.Second, CPU: true, OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("an interrupted 30s run took %s", took)
+	}
+	if res.Status != result.StatusPartial {
+		t.Fatalf("status %s, want partial", res.Status)
+	}
+	if res.Failures[0].Step != "window" || !strings.Contains(res.Failures[0].Error, "interrupted") {
+		t.Errorf("first failure %+v, want the interrupted window", res.Failures[0])
+	}
+	if res.TopFor("alloc_space") == nil {
+		t.Error("an interrupted run kept no allocation delta")
+	}
+	if _, err := os.Stat(filepath.Join(dir, result.FileName)); err != nil {
+		t.Errorf("no result.json in the interrupted run: %v", err)
+	}
+}
+
+func TestFitLine(t *testing.T) {
+	tests := []struct {
+		name          string
+		xs, ys        []float64
+		slope, wantR2 float64
+	}{
+		{"exact line", []float64{0, 1, 2, 3}, []float64{1, 3, 5, 7}, 2, 1},
+		{"flat", []float64{0, 1, 2}, []float64{5, 5, 5}, 0, 0},
+		{"one x", []float64{1, 1}, []float64{2, 4}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slope, r2 := fitLine(tt.xs, tt.ys)
+			if slope != tt.slope || r2 != tt.wantR2 {
+				t.Errorf("fitLine = %g, %g; want %g, %g", slope, r2, tt.slope, tt.wantR2)
+			}
+		})
+	}
+}
+
+// validate checks a JSON document against the subset of JSON Schema that
+// result.Schema uses: type, properties, required, additionalProperties,
+// items, enum, const.
+func validate(schema map[string]any, doc []byte) []string {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return []string{err.Error()}
+	}
+	// Round-trip the schema so its values have JSON types.
+	raw, _ := json.Marshal(schema)
+	var s map[string]any
+	json.Unmarshal(raw, &s)
+	var errs []string
+	validateValue(s, v, "$", &errs)
+	return errs
+}
+
+func validateValue(s map[string]any, v any, path string, errs *[]string) {
+	fail := func(format string, args ...any) {
+		*errs = append(*errs, path+": "+strings.TrimSpace(fmt.Sprintf(format, args...)))
+	}
+	if c, ok := s["const"]; ok && v != c {
+		fail("%v is not %v", v, c)
+	}
+	if enum, ok := s["enum"].([]any); ok {
+		found := false
+		for _, e := range enum {
+			found = found || e == v
+		}
+		if !found {
+			fail("%v not in %v", v, enum)
+		}
+	}
+	if t, ok := s["type"]; ok && !typeMatches(t, v) {
+		fail("%T does not match type %v", v, t)
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		for _, r := range asSlice(s["required"]) {
+			if _, ok := v[r.(string)]; !ok {
+				fail("missing required %q", r)
+			}
+		}
+		for k, val := range v {
+			if ps, ok := props[k].(map[string]any); ok {
+				validateValue(ps, val, path+"."+k, errs)
+			} else if ap, ok := s["additionalProperties"].(map[string]any); ok {
+				validateValue(ap, val, path+"."+k, errs)
+			} else if s["additionalProperties"] == false {
+				fail("unexpected property %q", k)
+			}
+		}
+	case []any:
+		if items, ok := s["items"].(map[string]any); ok {
+			for i, e := range v {
+				validateValue(items, e, path+"["+strconv.Itoa(i)+"]", errs)
+			}
+		}
+	}
+}
+
+func typeMatches(t any, v any) bool {
+	for _, name := range asSlice(t) {
+		switch name {
+		case "object":
+			if _, ok := v.(map[string]any); ok {
+				return true
+			}
+		case "array":
+			if _, ok := v.([]any); ok {
+				return true
+			}
+		case "null":
+			if v == nil {
+				return true
+			}
+		case "string":
+			if _, ok := v.(string); ok {
+				return true
+			}
+		case "boolean":
+			if _, ok := v.(bool); ok {
+				return true
+			}
+		case "number":
+			if _, ok := v.(float64); ok {
+				return true
+			}
+		case "integer":
+			if f, ok := v.(float64); ok && f == float64(int64(f)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func asSlice(v any) []any {
+	switch v := v.(type) {
+	case []any:
+		return v
+	case nil:
+		return nil
+	default:
+		return []any{v}
+	}
+}

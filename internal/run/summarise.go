@@ -1,0 +1,376 @@
+package run
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// Names of the files inside a run directory.
+const (
+	reportFile     = "report.md"
+	memStatsFile   = "memstats.json"
+	loadFile       = "load.json"
+	profilesDir    = "profiles"
+	allocDeltaFile = "profiles/allocs-delta.pb.gz"
+	cpuFile        = "profiles/cpu.pb.gz"
+	goroutineFile  = "profiles/goroutine.pb.gz"
+)
+
+func snapshotFile(i int) string { return fmt.Sprintf("profiles/heap-%03d.pb.gz", i) }
+
+func extraFile(name string) string { return "profiles/" + name + ".pb.gz" }
+
+// timeFormat is how times appear in the semantics labels.
+const timeFormat = "15:04:05.000Z"
+
+// summarise turns what was collected into the result, deriving the
+// window's allocation profile on the way.
+func (c *collector) summarise() (*result.Run, *profile.Profile) {
+	cfg := c.cfg
+	res := &result.Run{
+		SchemaVersion: result.SchemaVersion,
+		Heapscope:     result.Tool{Version: cfg.Version, GoVersion: runtime.Version()},
+		Target:        c.targetInfo(),
+		Warnings:      c.warnings,
+		Findings:      []result.Finding{},
+	}
+	first := c.snaps[0]
+	last := c.snaps[len(c.snaps)-1]
+	end := c.endTime
+	if len(c.snaps) > 1 {
+		end = last.at
+	}
+	res.Window = result.Window{
+		Start:           first.at.UTC(),
+		End:             end.UTC(),
+		DurationSeconds: end.Sub(first.at).Seconds(),
+		ForcedGCs:       len(c.snaps),
+	}
+	if len(c.snaps) > 1 {
+		res.Window.ProfilerAllocatedBytes = last.profilerAlloc - first.profilerAlloc
+	}
+	res.Profiles = append(res.Profiles, result.Profile{Kind: "heap", Path: snapshotFile(0), Time: first.at.UTC(),
+		Semantics: "heap snapshot as of the GC forced at " + first.at.UTC().Format(timeFormat) + " (window start)"})
+	for i, s := range c.snaps[1:] {
+		res.Profiles = append(res.Profiles, result.Profile{Kind: "heap", Path: snapshotFile(i + 1), Time: s.at.UTC(),
+			Semantics: fmt.Sprintf("heap snapshot as of the GC forced at %s (+%s)", s.at.UTC().Format(timeFormat), s.offset.Round(time.Millisecond))})
+	}
+
+	var delta *profile.Profile
+	window := fmt.Sprintf("delta over the window %s–%s (%s)", first.at.UTC().Format(timeFormat), end.UTC().Format(timeFormat), end.Sub(first.at).Round(time.Millisecond))
+	if len(c.snaps) > 1 {
+		d, err := pprofx.AllocDelta(first.profile, last.profile)
+		if err != nil {
+			c.fails.add("allocation delta", err)
+		} else {
+			delta = d
+			res.Profiles = append(res.Profiles, result.Profile{Kind: "allocs-delta", Path: allocDeltaFile, Time: first.at.UTC(),
+				Semantics: "allocations " + window + ": last heap snapshot minus the first"})
+			for _, st := range []string{"alloc_space", "alloc_objects"} {
+				res.Top = c.addTop(res.Top, delta, st, allocDeltaFile, "allocations "+window)
+			}
+		}
+	}
+	res.Top = c.addTop(res.Top, last.profile, "inuse_space", snapshotFile(len(c.snaps)-1),
+		"in use as of the GC forced at "+last.at.UTC().Format(timeFormat)+" (a snapshot, not a delta)")
+	if c.cpu != nil {
+		res.Profiles = append(res.Profiles, result.Profile{Kind: "cpu", Path: cpuFile, Time: first.at.UTC(), Semantics: "CPU profile over the window"})
+		if p, err := c.parse(c.cpu); err == nil {
+			app, _ := pprofx.WithoutProfiler(p)
+			res.Top = c.addTop(res.Top, app, "cpu", cpuFile, "CPU time over the window, without the pprof handlers'")
+		}
+	}
+	for _, name := range sortedKeys(c.extra) {
+		res.Profiles = append(res.Profiles, result.Profile{Kind: name, Path: extraFile(name), Time: first.at.UTC(), Semantics: name + " profile over the window (delta)"})
+	}
+	if c.goroutine != nil {
+		res.Profiles = append(res.Profiles, result.Profile{Kind: "goroutine", Path: goroutineFile, Time: end.UTC(), Semantics: "goroutines at the window's end"})
+	}
+
+	res.MemStats = c.memStatsSummary()
+	res.RSS = c.rssSummary()
+	res.HeapGrowth = c.heapGrowth()
+	if c.load != nil {
+		res.Load = loadSummary(cfg.Load, c.load)
+		res.PerRequest = c.perRequest(delta)
+	}
+	res.Files = result.RunDirectory{Report: reportFile, MemStats: memStatsFile}
+	if res.Load != nil {
+		res.Files.Load = loadFile
+	}
+
+	res.Failures = c.fails.list
+	switch {
+	case len(res.Failures) == 0:
+		res.Status = result.StatusComplete
+	default:
+		res.Status = result.StatusPartial
+	}
+	return res, delta
+}
+
+func (c *collector) targetInfo() result.Target {
+	t := result.Target{URL: c.cfg.Target.BaseURL}
+	if client, err := target.New(c.cfg.Target); err == nil {
+		t.URL = client.BaseURL().String()
+		t.PprofURL = client.ProfileURL("", nil)
+	}
+	p := c.proc
+	t.PID = p.pid
+	t.Local = p.readProc
+	t.Env = p.env
+	if p.uptimeEnd > 0 {
+		t.UptimeSeconds = p.uptimeEnd.Seconds()
+	}
+	if bi := p.buildInfo; bi != nil {
+		t.GoVersion = bi.GoVersion
+		t.MainModule = bi.Main.Path
+		for _, m := range bi.Deps {
+			mod := m
+			if m.Replace != nil {
+				mod = m.Replace
+			}
+			t.Dependencies = append(t.Dependencies, result.Module{Path: mod.Path, Version: mod.Version})
+		}
+	}
+	return t
+}
+
+func (c *collector) addTop(tables []result.TopTable, p *profile.Profile, sampleType, file, semantics string) []result.TopTable {
+	tab, err := pprofx.Top(p, pprofx.TopOptions{Sample: sampleType, N: topSites})
+	if err != nil {
+		c.warn("top %s: %v", sampleType, err)
+		return tables
+	}
+	return append(tables, TopTable(tab, file, semantics))
+}
+
+// TopTable converts a pprofx table into its result.json form.
+func TopTable(tab pprofx.Table, file, semantics string) result.TopTable {
+	out := result.TopTable{
+		SampleType: tab.SampleType,
+		Unit:       tab.Unit,
+		Semantics:  semantics,
+		Profile:    file,
+		Total:      tab.Total,
+		Sites:      make([]result.Site, 0, len(tab.Sites)),
+	}
+	for _, s := range tab.Sites {
+		out.Sites = append(out.Sites, result.Site{
+			Function: s.Function, File: s.File, Line: s.Line,
+			Flat: s.Flat, FlatShare: s.FlatShare, Cum: s.Cum, CumShare: s.CumShare,
+			Inlined: s.Inlined,
+		})
+	}
+	return out
+}
+
+func (c *collector) memStatsSummary() result.MemStats {
+	end := c.memStart
+	if c.haveMemEnd {
+		end = c.memEnd
+	}
+	ms := result.MemStats{
+		AllocBytes:        end.Alloc,
+		TotalAllocBytes:   end.TotalAlloc,
+		SysBytes:          end.Sys,
+		HeapSysBytes:      end.HeapSys,
+		HeapInuseBytes:    end.HeapInuse,
+		HeapIdleBytes:     end.HeapIdle,
+		HeapReleasedBytes: end.HeapReleased,
+		HeapObjects:       end.HeapObjects,
+		StackInuseBytes:   end.StackInuse,
+		NextGCBytes:       end.NextGC,
+		NumGC:             end.NumGC,
+		MaxRSSBytes:       end.MaxRSS,
+	}
+	if !c.haveMemEnd {
+		ms.GCCPUFraction, ms.GCCPUFractionScope = end.GCCPUFraction, "lifetime"
+		return ms
+	}
+	w := gcstats.NewWindow(c.memStart, c.memEnd, c.memEndAt.Sub(c.memStartAt))
+	ms.AllocatedBytes = w.AllocBytes
+	ms.AllocatedBytesPerSecond = w.AllocBytesPerSecond
+	ms.Mallocs = w.Mallocs
+	ms.MallocsPerSecond = w.MallocsPerSecond
+	ms.GCCycles = w.Cycles
+	ms.GCForcedCycles = w.ForcedCycles
+	ms.GCCyclesPerSecond = w.CyclesPerSecond
+	ms.GCPauseP50Seconds = w.PauseP50Seconds
+	ms.GCPauseP99Seconds = w.PauseP99Seconds
+	ms.GCPauseMaxSeconds = w.PauseMaxSeconds
+	ms.GCPausesCovered = w.PausesCovered
+	ms.GCRingOverflowed = w.RingOverflowed
+	if f, ok := gcstats.WindowGCCPU(c.memStart.GCCPUFraction, c.memEnd.GCCPUFraction, c.proc.uptimeStart, c.proc.uptimeEnd); ok {
+		ms.GCCPUFraction, ms.GCCPUFractionScope = f, "window"
+	} else {
+		ms.GCCPUFraction, ms.GCCPUFractionScope = c.memEnd.GCCPUFraction, "lifetime"
+	}
+	return ms
+}
+
+func (c *collector) rssSummary() result.RSS {
+	p := c.proc
+	switch {
+	case p.status != nil:
+		rss := result.RSS{Source: "proc", RSSBytes: p.status.VmRSS, HWMBytes: p.status.VmHWM}
+		if hm := p.heapMappings; hm != nil {
+			committed := uint64(0)
+			if c.haveMemEnd && c.memEnd.HeapSys >= c.memEnd.HeapReleased {
+				committed = c.memEnd.HeapSys - c.memEnd.HeapReleased
+			}
+			rss.GoHeapMappings = &result.HeapMappings{
+				Count: hm.Count, SizeBytes: hm.Size, RSSBytes: hm.Rss,
+				CommittedBytes: committed, Consistent: hm.Consistent,
+			}
+		}
+		if cg := p.cgroup; cg != nil {
+			rss.Cgroup = &result.Cgroup{Version: cg.Version, Path: cg.Path, LimitBytes: cg.Limit, UsageBytes: cg.Usage, Unlimited: cg.Unlimited}
+		}
+		return rss
+	case p.haveMetricsRSS:
+		return result.RSS{Source: "metrics", RSSBytes: p.metricsRSS,
+			Note: "from the target's process_resident_memory_bytes; per-mapping figures need a local process"}
+	default:
+		return result.RSS{Source: "unknown",
+			Note: "RSS is unknown: the target is not on this machine and serves no process_resident_memory_bytes on /metrics"}
+	}
+}
+
+// heapGrowth sums inuse across the snapshots and fits a line through them.
+func (c *collector) heapGrowth() *result.HeapGrowth {
+	g := &result.HeapGrowth{}
+	xs := make([]float64, 0, len(c.snaps))
+	ys := make([]float64, 0, len(c.snaps))
+	for i, s := range c.snaps {
+		space, objects := inuseTotals(s.profile)
+		g.Snapshots = append(g.Snapshots, result.HeapSnapshot{
+			Time: s.at.UTC(), OffsetSeconds: s.offset.Seconds(),
+			InuseBytes: space, InuseObjects: objects, Profile: snapshotFile(i),
+		})
+		xs = append(xs, s.offset.Minutes())
+		ys = append(ys, float64(space))
+	}
+	if n := len(g.Snapshots); n > 1 {
+		g.GrowthBytes = g.Snapshots[n-1].InuseBytes - g.Snapshots[0].InuseBytes
+		g.SlopeBytesPerMinute, g.R2 = fitLine(xs, ys)
+	}
+	return g
+}
+
+func inuseTotals(p *profile.Profile) (space, objects int64) {
+	si, err1 := pprofx.SampleIndex(p, "inuse_space")
+	oi, err2 := pprofx.SampleIndex(p, "inuse_objects")
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	for _, s := range p.Sample {
+		space += s.Value[si]
+		objects += s.Value[oi]
+	}
+	return space, objects
+}
+
+// fitLine returns the least-squares slope of ys over xs and the coefficient
+// of determination R². A flat series has R² 0.
+func fitLine(xs, ys []float64) (slope, r2 float64) {
+	n := float64(len(xs))
+	var sx, sy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxx += dx * dx
+		sxy += dx * dy
+		syy += dy * dy
+	}
+	if sxx == 0 {
+		return 0, 0
+	}
+	slope = sxy / sxx
+	if syy == 0 {
+		return slope, 0
+	}
+	return slope, sxy * sxy / (sxx * syy)
+}
+
+func (c *collector) perRequest(delta *profile.Profile) *result.PerRequest {
+	n := c.load.Completed
+	if n == 0 {
+		return nil
+	}
+	pr := &result.PerRequest{Requests: n}
+	if delta != nil {
+		space, objects := allocTotals(delta)
+		pr.BytesPerRequest = float64(space) / float64(n)
+		pr.ObjectsPerRequest = float64(objects) / float64(n)
+	}
+	if c.haveMemEnd {
+		pr.MemStatsBytesPerRequest = float64(c.memEnd.TotalAlloc-c.memStart.TotalAlloc) / float64(n)
+		pr.MemStatsObjectsPerRequest = float64(c.memEnd.Mallocs-c.memStart.Mallocs) / float64(n)
+	}
+	return pr
+}
+
+func allocTotals(p *profile.Profile) (space, objects int64) {
+	si, err1 := pprofx.SampleIndex(p, "alloc_space")
+	oi, err2 := pprofx.SampleIndex(p, "alloc_objects")
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	for _, s := range p.Sample {
+		space += s.Value[si]
+		objects += s.Value[oi]
+	}
+	return space, objects
+}
+
+func loadSummary(lc *LoadConfig, r *load.Result) *result.Load {
+	l := &result.Load{
+		Method:        lc.Request.Method,
+		URL:           lc.Request.URL,
+		RequestedRate: lc.Rate,
+		Requests:      r.Requests,
+		Completed:     r.Completed,
+		Errors:        r.Errors,
+		Dropped:       r.Dropped,
+		AchievedRate:  r.Rate,
+		ErrorKinds:    r.ErrorKinds,
+		LatencySeconds: result.Latency{
+			Min: r.Latency.Min.Seconds(), Mean: r.Latency.Mean.Seconds(),
+			P50: r.Latency.P50.Seconds(), P90: r.Latency.P90.Seconds(), P99: r.Latency.P99.Seconds(),
+			P999: r.Latency.P999.Seconds(), Max: r.Latency.Max.Seconds(),
+		},
+	}
+	if len(r.StatusCodes) > 0 {
+		l.StatusCodes = make(map[string]uint64, len(r.StatusCodes))
+		for code, n := range r.StatusCodes {
+			l.StatusCodes[strconv.Itoa(code)] = n
+		}
+	}
+	return l
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
