@@ -42,7 +42,7 @@ func Top(w io.Writer, t result.TopTable, f Format) error {
 		_, err := fmt.Fprintf(w, "%s\n\n%s\n", topHeading(t), sitesTable(t, 0).RenderMarkdown())
 		return err
 	default:
-		_, err := fmt.Fprintf(w, "%s\n%s\n", topHeading(t), sitesTable(t, 0).Render())
+		_, err := fmt.Fprintf(w, "%s\n%s", topHeading(t), indent(sitesTable(t, 0).Render(), ""))
 		return err
 	}
 }
