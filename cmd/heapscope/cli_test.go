@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
+	"os"
+	"os/exec"
+	"path/filepath"
+	rpprof "runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
+)
+
+func pprofServer(t *testing.T, override map[string]http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	for path, h := range override {
+		mux.HandleFunc(path, h)
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// heapProfileFile writes this process' heap profile to a file.
+func heapProfileFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "heap.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := rpprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// goneProcessPID returns the pid of a process that has exited.
+func goneProcessPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run true: %v", err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	noPprof := httptest.NewServer(http.NotFoundHandler())
+	defer noPprof.Close()
+	htmlBody := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<!doctype html><title>login</title>"))
+	}))
+	defer htmlBody.Close()
+	live := pprofServer(t, nil)
+	out := t.TempDir()
+	heap := heapProfileFile(t)
+	garbage := filepath.Join(t.TempDir(), "garbage.pb.gz")
+	os.WriteFile(garbage, []byte("this is not a profile"), 0o644)
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unreachable target", []string{"profile", closedURL, "--duration", "1s", "--out", out}, "cannot reach"},
+		{"target without pprof", []string{"profile", noPprof.URL, "--duration", "1s", "--out", out}, "404"},
+		{"non-pprof body", []string{"profile", htmlBody.URL, "--duration", "1s", "--out", out}, "not a pprof profile"},
+		{"negative duration", []string{"profile", live.URL, "--duration", "-5s", "--out", out}, "--duration"},
+		{"bad duration", []string{"profile", live.URL, "--duration", "soon", "--out", out}, "invalid argument"},
+		{"pid that is gone", []string{"profile", live.URL, "--duration", "1s", "--pid", strconv.Itoa(goneProcessPID(t)), "--out", out}, "not found"},
+		{"bad header", []string{"profile", live.URL, "-H", "no colon", "--out", out}, "Name: value"},
+		{"bad load", []string{"profile", live.URL, "--load", "GET /x?{nope}", "--out", out}, "--load"},
+		{"bad format", []string{"profile", live.URL, "--format", "yaml", "--out", out}, "format"},
+		{"no target", []string{"profile"}, "TARGET"},
+		{"unknown flag", []string{"profile", live.URL, "--frobnicate"}, "unknown flag"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"unknown example", []string{"demo", "--example", "nope"}, "leaky"},
+		{"top of a missing file", []string{"top", filepath.Join(out, "missing.pb.gz")}, "no such file"},
+		{"top of garbage", []string{"top", garbage}, "not a pprof profile"},
+		{"top with unknown sample type", []string{"top", heap, "--sample", "bogus"}, "alloc_objects, alloc_space, inuse_objects, inuse_space"},
+		{"top with negative n", []string{"top", heap, "-n", "-1"}, "-n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := heapscope(t, tt.args...)
+			if got.code != exitUsage {
+				t.Errorf("exit code %d, want %d; stderr: %s", got.code, exitUsage, got.stderr)
+			}
+			msg := strings.TrimSuffix(got.stderr, "\n")
+			if strings.Count(msg, "\n") > 0 {
+				t.Errorf("error is not one line:\n%s", got.stderr)
+			}
+			if !strings.Contains(msg, tt.wantErr) {
+				t.Errorf("error %q does not contain %q", msg, tt.wantErr)
+			}
+			if strings.Contains(got.stderr, "panic") {
+				t.Errorf("panicked: %s", got.stderr)
+			}
+		})
+	}
+	entries, _ := os.ReadDir(out)
+	if len(entries) != 0 {
+		t.Errorf("failed runs left %d entries in %s", len(entries), out)
+	}
+}
+
+func TestProfile_PartialRunExitsWith3(t *testing.T) {
+	srv := pprofServer(t, map[string]http.HandlerFunc{
+		"/debug/pprof/goroutine": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "disabled", http.StatusForbidden)
+		},
+	})
+	out := t.TempDir()
+	got := heapscope(t, "profile", srv.URL, "--duration", "1s", "--no-cpu", "--out", out, "--format", "json")
+	if got.code != exitPartial {
+		t.Fatalf("exit code %d, want %d; stderr: %s", got.code, exitPartial, got.stderr)
+	}
+	var res result.Run
+	if err := json.Unmarshal([]byte(got.stdout), &res); err != nil {
+		t.Fatalf("stdout is not result JSON: %v\n%s", err, got.stdout)
+	}
+	if res.Status != result.StatusPartial || len(res.Failures) != 1 || res.Failures[0].Step != "goroutine profile" {
+		t.Errorf("status %s failures %+v, want partial with the goroutine profile", res.Status, res.Failures)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run directories %v, want one", dirs)
+	}
+	stored, err := run.Read(dirs[0])
+	if err != nil || stored.Status != result.StatusPartial {
+		t.Errorf("stored run %v, %v: want partial", stored, err)
+	}
+	if !strings.Contains(got.stderr, "partial") {
+		t.Errorf("stderr does not say the run is partial: %s", got.stderr)
+	}
+}
+
+func TestProfile_SummaryFormats(t *testing.T) {
+	srv := pprofServer(t, nil)
+	for _, tt := range []struct {
+		format string
+		want   []string
+	}{
+		{"text", []string{"heapscope profiled " + srv.URL, "GC:", "RSS:", "Report: "}},
+		{"markdown", []string{"# heapscope run: " + srv.URL, "## Summary", "## Top inuse_space"}},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			got := heapscope(t, "profile", srv.URL, "--duration", "300ms", "--no-cpu", "--out", t.TempDir(), "--format", tt.format)
+			if got.code != exitOK {
+				t.Fatalf("exit %d: %s", got.code, got.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got.stdout, w) {
+					t.Errorf("%s summary lacks %q:\n%s", tt.format, w, got.stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestTop(t *testing.T) {
+	heap := heapProfileFile(t)
+	data, _ := os.ReadFile(heap)
+
+	t.Run("json from stdin", func(t *testing.T) {
+		got := heapscopeIn(t, string(data), "top", "-", "--sample", "inuse_space", "-n", "3", "--format", "json")
+		if got.code != exitOK {
+			t.Fatalf("exit %d: %s", got.code, got.stderr)
+		}
+		var tab result.TopTable
+		if err := json.Unmarshal([]byte(got.stdout), &tab); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, got.stdout)
+		}
+		if tab.SampleType != "inuse_space" || tab.Unit != "bytes" || len(tab.Sites) == 0 || len(tab.Sites) > 3 {
+			t.Errorf("table %+v, want up to 3 inuse_space sites", tab)
+		}
+		for i := 1; i < len(tab.Sites); i++ {
+			if tab.Sites[i].Flat > tab.Sites[i-1].Flat {
+				t.Errorf("sites not sorted by flat: %+v", tab.Sites)
+			}
+		}
+	})
+	t.Run("text sorted by cum", func(t *testing.T) {
+		got := heapscope(t, "top", heap, "--cum", "-n", "5")
+		if got.code != exitOK {
+			t.Fatalf("exit %d: %s", got.code, got.stderr)
+		}
+		if !strings.Contains(got.stdout, "inuse_space: total") || !strings.Contains(got.stdout, "function") {
+			t.Errorf("text table lacks its heading:\n%s", got.stdout)
+		}
+	})
+	t.Run("gzip bomb", func(t *testing.T) {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zeros := make([]byte, 1<<20)
+		for range 300 {
+			zw.Write(zeros)
+		}
+		zw.Close()
+		path := filepath.Join(t.TempDir(), "bomb.pb.gz")
+		os.WriteFile(path, buf.Bytes(), 0o644)
+		got := heapscope(t, "top", path)
+		if got.code != exitUsage || !strings.Contains(got.stderr, "decompresses to more than") {
+			t.Errorf("exit %d, stderr %q: want 2 and a size error", got.code, got.stderr)
+		}
+	})
+}
+
+func TestVersion(t *testing.T) {
+	got := heapscope(t, "version", "--format", "json")
+	if got.code != exitOK {
+		t.Fatalf("exit %d: %s", got.code, got.stderr)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(got.stdout), &v); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Platform == "" {
+		t.Errorf("version info %+v is incomplete", v)
+	}
+	text := heapscope(t, "version")
+	if !strings.HasPrefix(text.stdout, "heapscope ") {
+		t.Errorf("version text %q", text.stdout)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		t.Run(shell, func(t *testing.T) {
+			got := heapscope(t, "completion", shell)
+			if got.code != exitOK || !strings.Contains(got.stdout, "heapscope") {
+				t.Errorf("exit %d, %d bytes: want a completion script", got.code, len(got.stdout))
+			}
+		})
+	}
+}
+
+func TestHelp_ListsOnlyWorkingCommands(t *testing.T) {
+	got := heapscope(t, "--help")
+	for _, cmd := range []string{"profile", "demo", "top", "version", "completion"} {
+		if !strings.Contains(got.stdout, "  "+cmd) {
+			t.Errorf("help does not list %s:\n%s", cmd, got.stdout)
+		}
+	}
+	if strings.Contains(got.stdout, serveExampleName) {
+		t.Errorf("help lists the hidden %s", serveExampleName)
+	}
+}

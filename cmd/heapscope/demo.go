@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heapscope/heapscope/examples"
+)
+
+// demoGODEBUG is the example's GODEBUG: one heap sample per 4 KiB
+// allocated on average instead of 512 KiB.
+const demoGODEBUG = "memprofilerate=4096"
+
+// demoStartTimeout bounds how long the example service may take to listen.
+const demoStartTimeout = 15 * time.Second
+
+func newDemoCmd(e *env) *cobra.Command {
+	o := &profileOptions{}
+	var example string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Profile a bundled example service under load",
+		Long: `demo starts one of heapscope's bundled example services on 127.0.0.1 as a
+child process, profiles it under load across many distinct keys, and prints
+the summary. It needs no network and no arguments.
+
+Examples: ` + strings.Join(examples.Names(), ", ") + `. leaky is a cache that
+never evicts; optimized its bounded LRU twin; kv-naive a key/value store
+behind one mutex that builds a map and a JSON encoder per response; kv-tuned
+its sharded, allocation-free twin.`,
+		Example: `  heapscope demo
+  heapscope demo --example kv-naive --duration 10s
+  heapscope demo --example optimized --format markdown`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDemo(cmd.Context(), e, example, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&example, "example", "leaky", "example service: "+strings.Join(examples.Names(), ", "))
+	o.addWindowFlags(fs, 20*time.Second)
+	fs.StringVar(&o.load, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq} and {rand:N} placeholders")
+	fs.Lookup("rate").DefValue = "500"
+	o.rate = 500
+	return cmd
+}
+
+func runDemo(ctx context.Context, e *env, example string, o *profileOptions) error {
+	method, path := examples.DefaultLoad(example)
+	if method == "" {
+		return fmt.Errorf("--example %q: choose one of %s", example, strings.Join(examples.Names(), ", "))
+	}
+	if o.load == "" {
+		o.load = method + " " + path
+	}
+	// Validate before starting anything.
+	if _, _, err := o.config("http://127.0.0.1:1"); err != nil {
+		return err
+	}
+	svc, err := startExample(ctx, example)
+	if err != nil {
+		return err
+	}
+	defer svc.stop(e.stderr)
+	fmt.Fprintf(e.stderr, "heapscope: started example %q (pid %d) on %s; profiling for %s at %g requests/s\n",
+		example, svc.cmd.Process.Pid, svc.url, o.duration, o.rate)
+	cfg, format, err := o.config(svc.url)
+	if err != nil {
+		return err
+	}
+	cfg.PID = svc.cmd.Process.Pid
+	return profileAndReport(ctx, e, cfg, format)
+}
+
+// exampleProcess is a bundled example running as heapscope's child, so that
+// heapscope's own allocations stay out of its profiles.
+type exampleProcess struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan error
+}
+
+// startExample re-executes heapscope with the hidden serve-example command
+// and waits for the service to say where it listens.
+func startExample(ctx context.Context, name string) (*exampleProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start example: find heapscope's own executable: %w", err)
+	}
+	cmd := exec.Command(self, serveExampleName, name, "--addr", "127.0.0.1:0")
+	// Finer heap samples than the default 512 KiB make a short window's
+	// profile sharper; the run records this GODEBUG with the target's
+	// environment.
+	godebug := demoGODEBUG
+	if prev := os.Getenv("GODEBUG"); prev != "" {
+		godebug = prev + "," + demoGODEBUG
+	}
+	cmd.Env = append(os.Environ(), "GODEBUG="+godebug)
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start example %s: %w", name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start example %s: %w", name, err)
+	}
+	p := &exampleProcess{cmd: cmd, exited: make(chan error, 1)}
+	urls := make(chan string, 1)
+	var lastLine string
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			lastLine = line
+			if _, u, ok := strings.Cut(line, "listening on "); ok {
+				select {
+				case urls <- strings.TrimSpace(u):
+				default:
+				}
+			}
+		}
+		p.exited <- cmd.Wait()
+	}()
+	timer := time.NewTimer(demoStartTimeout)
+	defer timer.Stop()
+	select {
+	case u := <-urls:
+		p.url = u
+		return p, nil
+	case err := <-p.exited:
+		return nil, fmt.Errorf("start example %s: it exited (%v): %s", name, err, lastLine)
+	case <-timer.C:
+		p.kill()
+		return nil, fmt.Errorf("start example %s: not listening after %s", name, demoStartTimeout)
+	case <-ctx.Done():
+		p.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// stop asks the example to shut down gracefully and kills it if it does not
+// within a few seconds.
+func (p *exampleProcess) stop(stderr io.Writer) {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		fmt.Fprintf(stderr, "heapscope: stop example (pid %d): %v\n", p.cmd.Process.Pid, err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.kill()
+	}
+}
+
+func (p *exampleProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}

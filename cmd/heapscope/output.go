@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/heapscope/heapscope/internal/run"
+)
+
+// exactArgs is cobra.ExactArgs with an error that names what is missing.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%s takes %s (got %d arguments); see heapscope %s --help", cmd.Name(), what, len(args), cmd.Name())
+		}
+		return nil
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// progress draws a bar with the window's elapsed time and requests on
+// stderr, when stderr is a terminal; otherwise it stays silent.
+type progress struct {
+	bar *progressbar.ProgressBar
+}
+
+func newProgress(w io.Writer, total time.Duration) *progress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &progress{}
+	}
+	bar := progressbar.NewOptions64(total.Milliseconds(),
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("window"),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(200*time.Millisecond),
+	)
+	return &progress{bar: bar}
+}
+
+func (p *progress) update(s run.Progress) {
+	if p.bar == nil {
+		return
+	}
+	desc := fmt.Sprintf("window %s/%s", s.Elapsed.Round(time.Second), s.Total)
+	if s.Requests > 0 {
+		desc += fmt.Sprintf(", %d requests", s.Requests)
+		if s.Errors > 0 {
+			desc += fmt.Sprintf(" (%d errors)", s.Errors)
+		}
+	}
+	p.bar.Describe(desc)
+	_ = p.bar.Set64(s.Elapsed.Milliseconds())
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// profileOptions are the flags of profile, shared with demo.
+type profileOptions struct {
+	duration  time.Duration
+	snapshots int
+	interval  time.Duration
+	profiles  []string
+	noCPU     bool
+	pid       int
+	out       string
+	format    string
+
+	// reaching the target
+	pprofPath string
+	headers   []string
+	caCert    string
+	insecure  bool
+	timeout   time.Duration
+	maxBody   int64
+
+	// load
+	load string
+	rate float64
+	seed int64
+}
+
+// addWindowFlags registers the flags of the collection window and output,
+// shared by profile and demo.
+func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration time.Duration) {
+	fs.DurationVarP(&o.duration, "duration", "d", defaultDuration, "collection window; load runs for the same window")
+	fs.IntVar(&o.snapshots, "snapshots", run.DefaultSnapshots, "heap snapshots over the window, start and end included")
+	fs.DurationVar(&o.interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
+	fs.StringSliceVar(&o.profiles, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
+	fs.BoolVar(&o.noCPU, "no-cpu", false, "skip the CPU profile")
+	fs.StringVar(&o.out, "out", run.DefaultOutDir, "directory where the run directory is created")
+	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
+	fs.Float64Var(&o.rate, "rate", 200, "requests per second of --load")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of the {rand:N} placeholders")
+}
+
+func newProfileCmd(e *env) *cobra.Command {
+	o := &profileOptions{}
+	cmd := &cobra.Command{
+		Use:   "profile TARGET",
+		Short: "Profile a running Go service over one window",
+		Long: `profile collects, over one window, everything needed to see where a Go
+service's memory goes: heap profiles with a forced GC at the start and end
+(their difference is the window's allocation profile), heap snapshots for
+growth, a CPU profile, goroutines, MemStats and GC pauses, and RSS when the
+process is on this machine. It can drive load during the window.
+
+TARGET is the service's base URL; pprof is looked for under /debug/pprof/.
+The run directory (result.json, report.md, the raw profiles) is written under
+--out.`,
+		Example: `  # a service with net/http/pprof mounted, under load of many distinct ids
+  heapscope profile http://127.0.0.1:6060 --duration 30s \
+      --load 'GET /process?id=user-{rand:100000}' --rate 500
+
+  # pprof under another path, behind authentication, over https
+  heapscope profile https://svc.internal:8443 --pprof-path /admin/pprof/ \
+      -H 'Authorization: Bearer TOKEN' --cacert ca.pem
+
+  # the same summary as JSON, with block and mutex profiles
+  heapscope profile http://localhost:6060 --profiles block,mutex --format json`,
+		Args: exactArgs(1, "TARGET, the service's base URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProfile(cmd.Context(), e, args[0], o)
+		},
+	}
+	fs := cmd.Flags()
+	o.addWindowFlags(fs, run.DefaultDuration)
+	fs.StringVar(&o.load, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq} and {rand:N} placeholders)")
+	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on TARGET")
+	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request to TARGET (repeatable)")
+	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
+	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the target's TLS certificate")
+	fs.DurationVar(&o.timeout, "timeout", target.DefaultTimeout, "timeout of each request to pprof, beyond a profile's own duration")
+	fs.Int64Var(&o.maxBody, "max-body", target.DefaultMaxBody, "largest response accepted from pprof, in bytes")
+	fs.IntVar(&o.pid, "pid", 0, "process id of the target, when it cannot be found from its port")
+	return cmd
+}
+
+// config turns the options into a run configuration for the base URL.
+func (o *profileOptions) config(baseURL string) (run.Config, report.Format, error) {
+	format, err := report.ParseFormat(o.format)
+	if err != nil {
+		return run.Config{}, "", err
+	}
+	header, err := parseHeaders(o.headers)
+	if err != nil {
+		return run.Config{}, "", err
+	}
+	if o.snapshots != run.DefaultSnapshots && o.interval != 0 {
+		return run.Config{}, "", errors.New("--snapshots and --interval both set: give one")
+	}
+	if o.timeout < 0 {
+		return run.Config{}, "", fmt.Errorf("--timeout %s: give a positive duration", o.timeout)
+	}
+	if o.duration <= 0 {
+		return run.Config{}, "", fmt.Errorf("--duration %s: give a positive window such as 30s", o.duration)
+	}
+	if o.maxBody < 0 {
+		return run.Config{}, "", fmt.Errorf("--max-body %d: give a positive size in bytes", o.maxBody)
+	}
+	if _, err := target.ParseBaseURL(baseURL); err != nil {
+		return run.Config{}, "", err
+	}
+	cfg := run.Config{
+		Target: target.Options{
+			BaseURL: baseURL, PprofPath: o.pprofPath, Header: header,
+			CACertFile: o.caCert, Insecure: o.insecure, Timeout: o.timeout, MaxBody: o.maxBody,
+		},
+		Duration:  o.duration,
+		Snapshots: o.snapshots,
+		Interval:  o.interval,
+		CPU:       !o.noCPU,
+		Extra:     o.profiles,
+		PID:       o.pid,
+		OutDir:    o.out,
+		Version:   version,
+	}
+	if o.load != "" {
+		req, err := parseLoad(o.load, baseURL)
+		if err != nil {
+			return run.Config{}, "", err
+		}
+		req.Header = header
+		cfg.Load = &run.LoadConfig{Request: req, Rate: o.rate, Seed: o.seed}
+	}
+	return cfg, format, nil
+}
+
+// parseLoad parses --load, resolving a bare path against the target.
+func parseLoad(s, baseURL string) (load.Request, error) {
+	fields := strings.Fields(s)
+	if n := len(fields); n > 0 && strings.HasPrefix(fields[n-1], "/") {
+		base, err := target.ParseBaseURL(baseURL)
+		if err != nil {
+			return load.Request{}, err
+		}
+		fields[n-1] = base.Scheme + "://" + base.Host + base.Path + fields[n-1]
+	}
+	req, err := load.ParseRequest(strings.Join(fields, " "))
+	if err != nil {
+		return load.Request{}, fmt.Errorf("--load: %w", err)
+	}
+	return req, nil
+}
+
+func parseHeaders(hs []string) (http.Header, error) {
+	h := http.Header{}
+	for _, s := range hs {
+		name, value, ok := strings.Cut(s, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("header %q: want 'Name: value'", s)
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h, nil
+}
+
+func runProfile(ctx context.Context, e *env, baseURL string, o *profileOptions) error {
+	cfg, format, err := o.config(baseURL)
+	if err != nil {
+		return err
+	}
+	return profileAndReport(ctx, e, cfg, format)
+}
+
+// profileAndReport carries out a run, prints its summary and turns its
+// status into the exit code.
+func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report.Format) error {
+	bar := newProgress(e.stderr, cfg.Duration)
+	cfg.Progress = bar.update
+	res, dir, err := run.Profile(ctx, cfg)
+	bar.finish()
+	if err != nil {
+		if res == nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "heapscope: %v\n", err)
+	}
+	if err := printRun(e, res, dir, format); err != nil {
+		return err
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &codeError{code: exitInterrupted, err: fmt.Errorf("interrupted; what was collected is in %s", dir)}
+	case res.Status != result.StatusComplete:
+		return &codeError{code: exitPartial, err: fmt.Errorf("run %s: %d step(s) not collected, see %s", res.Status, len(res.Failures), dir)}
+	}
+	return nil
+}
+
+func printRun(e *env, res *result.Run, dir string, format report.Format) error {
+	switch format {
+	case report.FormatJSON:
+		return writeJSON(e.stdout, res)
+	case report.FormatMarkdown:
+		return report.Markdown(e.stdout, res)
+	default:
+		return report.Summary(e.stdout, res, dir)
+	}
+}

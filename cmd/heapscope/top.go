@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/run"
+)
+
+type topOptions struct {
+	sample string
+	n      int
+	cum    bool
+	format string
+}
+
+func newTopCmd(e *env) *cobra.Command {
+	o := &topOptions{}
+	cmd := &cobra.Command{
+		Use:   "top PROFILE",
+		Short: "Print the heaviest sites of a pprof profile",
+		Long: `top prints the heaviest source lines of any pprof profile (heap, allocs,
+CPU, goroutine, block, mutex), flat and cumulative, with their shares, the
+function and file:line. PROFILE is a file, gzipped or not, or - for stdin.`,
+		Example: `  heapscope top heapscope-runs/127.0.0.1_6060-20261122T101500Z/profiles/allocs-delta.pb.gz
+  heapscope top heap.pb.gz --sample inuse_space -n 5 --format markdown
+  curl -s localhost:6060/debug/pprof/profile?seconds=5 | heapscope top --cum -`,
+		Args: exactArgs(1, "PROFILE, a pprof file or -"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTop(e, args[0], o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.sample, "sample", "", "sample type, such as alloc_space, inuse_space, cpu (default: the profile's default)")
+	fs.IntVarP(&o.n, "n", "n", 20, "number of sites; 0 for all")
+	fs.BoolVar(&o.cum, "cum", false, "sort by cumulative value instead of flat")
+	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	return cmd
+}
+
+func runTop(e *env, path string, o *topOptions) error {
+	format, err := report.ParseFormat(o.format)
+	if err != nil {
+		return err
+	}
+	if o.n < 0 {
+		return fmt.Errorf("-n %d: give a number of sites ≥ 0", o.n)
+	}
+	data, err := readInput(e, path, pprofx.DefaultMaxDecompressed)
+	if err != nil {
+		return err
+	}
+	p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
+	if err != nil {
+		return fmt.Errorf("read profile %s: %w", path, err)
+	}
+	tab, err := pprofx.Top(p, pprofx.TopOptions{Sample: o.sample, N: o.n, SortByCum: o.cum})
+	if err != nil {
+		return fmt.Errorf("top of %s: %w", path, err)
+	}
+	return report.Top(e.stdout, run.TopTable(tab, path, ""), format)
+}
+
+// readInput reads a file, or stdin for "-", refusing more than max bytes.
+func readInput(e *env, path string, max int64) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = e.stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open profile: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
+	}
+	return data, nil
+}
