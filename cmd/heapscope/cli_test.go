@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
@@ -260,5 +262,28 @@ func TestHelp_ListsOnlyWorkingCommands(t *testing.T) {
 	}
 	if strings.Contains(got.stdout, serveExampleName) {
 		t.Errorf("help lists the hidden %s", serveExampleName)
+	}
+}
+
+func TestProfile_InterruptExitsWith130AndKeepsTheRun(t *testing.T) {
+	srv := pprofServer(t, nil)
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(400*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	code := execute(ctx, []string{"profile", srv.URL, "--duration", "1m", "--out", out}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitInterrupted, stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run directories %v, want one", dirs)
+	}
+	res, err := run.Read(dirs[0])
+	if err != nil || res.Status != result.StatusPartial {
+		t.Fatalf("stored run %v, %v: want partial", res, err)
+	}
+	if !strings.Contains(stdout.String(), "not collected: window: interrupted") {
+		t.Errorf("summary does not say the window was interrupted:\n%s", stdout.String())
 	}
 }

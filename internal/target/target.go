@@ -1,0 +1,367 @@
+// Package target reaches a Go service over HTTP: its net/http/pprof
+// endpoints and its Prometheus /metrics, with timeouts, response-size limits
+// and errors that say what to do.
+//
+// A Client fetches raw bytes and never parses profiles: the run directory
+// keeps what the service sent, and parsing happens on read.
+package target
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultMaxBody is the largest response body a Client accepts unless
+// Options.MaxBody says otherwise. Heap profiles of large services are a few
+// MiB compressed; 64 MiB leaves room and still stops a runaway response.
+const DefaultMaxBody = 64 << 20
+
+// DefaultTimeout bounds a request that has no duration of its own (a heap
+// snapshot, MemStats, /metrics). Timed profiles (CPU, trace) get their
+// duration added to it.
+const DefaultTimeout = 30 * time.Second
+
+// DefaultPprofPath is where net/http/pprof mounts its handlers.
+const DefaultPprofPath = "/debug/pprof/"
+
+// Options configures a Client.
+type Options struct {
+	// BaseURL is the service's base URL, such as http://127.0.0.1:6060.
+	BaseURL string
+	// PprofPath is the path under BaseURL where pprof is served;
+	// DefaultPprofPath when empty.
+	PprofPath string
+	// Header is added to every request (authentication, for instance).
+	Header http.Header
+	// CACertFile names a PEM file of CA certificates trusted for https.
+	CACertFile string
+	// Insecure skips verification of the server's certificate.
+	Insecure bool
+	// Timeout bounds each request beyond its own duration; DefaultTimeout
+	// when zero.
+	Timeout time.Duration
+	// MaxBody is the largest accepted response body in bytes; DefaultMaxBody
+	// when zero.
+	MaxBody int64
+	// Transport replaces the default transport (tests).
+	Transport http.RoundTripper
+}
+
+// Client fetches profiles, MemStats and metrics from one service.
+type Client struct {
+	base      *url.URL
+	pprofPath string
+	header    http.Header
+	timeout   time.Duration
+	maxBody   int64
+	http      *http.Client
+}
+
+// New validates opts and returns a Client. It does not contact the service.
+func New(opts Options) (*Client, error) {
+	base, err := ParseBaseURL(opts.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		base:      base,
+		pprofPath: opts.PprofPath,
+		header:    opts.Header.Clone(),
+		timeout:   opts.Timeout,
+		maxBody:   opts.MaxBody,
+	}
+	if c.pprofPath == "" {
+		c.pprofPath = DefaultPprofPath
+	}
+	if !strings.HasPrefix(c.pprofPath, "/") {
+		c.pprofPath = "/" + c.pprofPath
+	}
+	if !strings.HasSuffix(c.pprofPath, "/") {
+		c.pprofPath += "/"
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultMaxBody
+	}
+	rt := opts.Transport
+	if rt == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tlsConf, err := tlsConfig(opts.CACertFile, opts.Insecure)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tlsConf
+		// Profiles are already gzipped; asking for gzip again only costs CPU.
+		tr.DisableCompression = true
+		rt = tr
+	}
+	c.http = &http.Client{Transport: rt}
+	return c, nil
+}
+
+// ParseBaseURL checks that raw is an absolute http or https URL with a host
+// and returns it without query or fragment.
+func ParseBaseURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("target URL is empty: give the service's base URL, such as http://127.0.0.1:6060")
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse target URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("target URL %q: scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("target URL %q has no host", raw)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = strings.TrimRight(u.RawPath, "/")
+	return u, nil
+}
+
+func tlsConfig(caFile string, insecure bool) (*tls.Config, error) {
+	conf := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the user asked for it with --insecure
+	if caFile == "" {
+		return conf, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read CA certificates: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("read CA certificates from %s: no PEM certificate found", caFile)
+	}
+	conf.RootCAs = pool
+	return conf, nil
+}
+
+// BaseURL returns the service's base URL.
+func (c *Client) BaseURL() *url.URL { u := *c.base; return &u }
+
+// Host returns the host and port of the service.
+func (c *Client) Host() string { return c.base.Host }
+
+// ProfileURL returns the URL of the named pprof profile with the query.
+func (c *Client) ProfileURL(name string, query url.Values) string {
+	u := *c.base
+	u.Path = c.base.Path + c.pprofPath + name
+	u.RawQuery = query.Encode()
+	return u.String()
+}
+
+// Profile fetches the named pprof endpoint (heap, allocs, goroutine, block,
+// mutex, profile, trace, …) with the query and returns the body as sent.
+// A "seconds" query extends the timeout by that many seconds.
+func (c *Client) Profile(ctx context.Context, name string, query url.Values) ([]byte, error) {
+	timeout := c.timeout
+	if s := query.Get("seconds"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			timeout += time.Duration(n) * time.Second
+		}
+	}
+	body, err := c.get(ctx, c.ProfileURL(name, query), timeout)
+	if err != nil {
+		var se *StatusError
+		if name == "profile" && errors.As(err, &se) && se.Code == http.StatusInternalServerError &&
+			strings.Contains(strings.ToLower(se.Body), "cpu profiling already in use") {
+			return nil, fmt.Errorf("fetch CPU profile: %w", ErrCPUProfileBusy)
+		}
+		return nil, fmt.Errorf("fetch %s profile: %w", name, err)
+	}
+	return body, nil
+}
+
+// HeapDebug fetches /debug/pprof/heap?debug=1, the text heap profile whose
+// trailer holds runtime.MemStats.
+func (c *Client) HeapDebug(ctx context.Context) ([]byte, error) {
+	body, err := c.get(ctx, c.ProfileURL("heap", url.Values{"debug": {"1"}}), c.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("fetch MemStats: %w", err)
+	}
+	return body, nil
+}
+
+// Metrics fetches the service's Prometheus text exposition from /metrics.
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	u := *c.base
+	u.Path = c.base.Path + "/metrics"
+	body, err := c.get(ctx, u.String(), c.timeout)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
+			se.hint = "the service serves no Prometheus metrics there; the RSS of a remote service stays unknown without them"
+		}
+		return nil, fmt.Errorf("fetch metrics: %w", err)
+	}
+	return body, nil
+}
+
+// ErrCPUProfileBusy reports that the service is already producing a CPU
+// profile for someone else; only one can run at a time in a Go process.
+var ErrCPUProfileBusy = errors.New("the target is already being CPU-profiled (only one CPU profile can run at a time); try again when the other profile ends")
+
+// ErrNotFound reports a 404 from the service.
+var ErrNotFound = errors.New("not found")
+
+// StatusError is a response other than 200 OK. Body holds the start of the
+// service's own explanation (net/http/pprof writes one, marked with the
+// X-Go-Pprof header).
+type StatusError struct {
+	URL  string
+	Code int
+	Body string
+	hint string // replaces the advice that goes with Code
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("%s answered %d %s", e.URL, e.Code, http.StatusText(e.Code))
+	switch {
+	case e.hint != "":
+		msg += " (" + e.hint + ")"
+	case e.Code == http.StatusNotFound:
+		msg += " (is net/http/pprof mounted there? set --pprof-path if it lives elsewhere)"
+	case e.Code == http.StatusUnauthorized || e.Code == http.StatusForbidden:
+		msg += " (add credentials with -H 'Authorization: …')"
+	}
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrNotFound) true for a 404.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrNotFound && e.Code == http.StatusNotFound
+}
+
+// BodyTooLargeError reports a response over the size limit.
+type BodyTooLargeError struct {
+	URL   string
+	Limit int64
+}
+
+func (e *BodyTooLargeError) Error() string {
+	return fmt.Sprintf("response from %s is larger than the limit of %d bytes", e.URL, e.Limit)
+}
+
+// UnreachableError reports that the service could not be reached at all.
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach %s: %v (is the service running and listening there?)", e.URL, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+func (c *Client) get(parent context.Context, rawURL string, timeout time.Duration) ([]byte, error) {
+	// Error messages end up in terminals, CI logs and run directories: they
+	// show the URL without its password.
+	shown := redact(rawURL)
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request for %s: %w", shown, err)
+	}
+	for k, vs := range c.header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if h := req.Header.Get("Host"); h != "" {
+		req.Host = h
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// The caller's own cancellation or deadline is not the service's
+		// fault: say so, and keep it visible to errors.Is.
+		if perr := parent.Err(); perr != nil {
+			return nil, fmt.Errorf("get %s: %w", shown, perr)
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("get %s: no answer within %s (raise --timeout if the service is slow)", shown, timeout)
+		}
+		var certErr *tls.CertificateVerificationError
+		if errors.As(err, &certErr) {
+			return nil, fmt.Errorf("get %s: %w (trust the service's CA with --cacert FILE, or skip verification with --insecure)", shown, unwrapURLError(err))
+		}
+		var opErr *net.OpError
+		var dnsErr *net.DNSError
+		if errors.As(err, &opErr) || errors.As(err, &dnsErr) {
+			return nil, &UnreachableError{URL: shown, Err: unwrapURLError(err)}
+		}
+		return nil, fmt.Errorf("get %s: %w", shown, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, &StatusError{URL: shown, Code: resp.StatusCode, Body: oneLine(string(snippet))}
+	}
+	if resp.ContentLength > c.maxBody {
+		return nil, &BodyTooLargeError{URL: shown, Limit: c.maxBody}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	if err != nil {
+		if perr := parent.Err(); perr != nil {
+			return nil, fmt.Errorf("read %s: %w", shown, perr)
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("read %s: body not complete within %s (raise --timeout if the service is slow)", shown, timeout)
+		}
+		return nil, fmt.Errorf("read %s: %w", shown, err)
+	}
+	if int64(len(body)) > c.maxBody {
+		return nil, &BodyTooLargeError{URL: shown, Limit: c.maxBody}
+	}
+	return body, nil
+}
+
+// redact hides the password in rawURL's user information, if any.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return u.Redacted()
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// oneLine squeezes a response snippet to one short line, dropping HTML tags'
+// line breaks so it fits an error message.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	const max = 200
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
