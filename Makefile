@@ -1,0 +1,50 @@
+# heapscope — make targets. `make help` lists them.
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+FUZZTIME  ?= 30s
+
+.PHONY: help build install test test-short lint fmt bench fuzz demo clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/heapscope (no cgo)
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/heapscope ./cmd/heapscope
+
+install: ## install heapscope into GOBIN
+	CGO_ENABLED=0 $(GO) install -ldflags "$(LDFLAGS)" ./cmd/heapscope
+
+test: ## run the whole test suite (race detector on), after lint
+	$(GO) mod download
+	$(MAKE) lint
+	$(GO) test -race -count=1 ./...
+
+test-short: ## the suite without the race detector
+	$(GO) test -count=1 ./...
+
+lint: ## gofmt, go vet, go mod tidy check
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+fmt: ## format the code
+	gofmt -w $$(git ls-files '*.go')
+
+bench: ## run the Go benchmarks once
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz: ## run each fuzz target for FUZZTIME
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+demo: ## profile the bundled leaky example
+	$(GO) run ./cmd/heapscope demo
+
+clean: ## remove build output and demo runs
+	rm -rf bin heapscope-runs
