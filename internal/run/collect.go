@@ -217,6 +217,9 @@ func (c *collector) window(ctx context.Context) {
 				_, err = c.parse(raw)
 			}
 			if err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("%w before the window ended", ErrInterrupted)
+				}
 				c.fails.add(kindOf(name)+" profile", err)
 				return
 			}

@@ -185,7 +185,11 @@ func (c *Client) Profile(ctx context.Context, name string, query url.Values) ([]
 			strings.Contains(strings.ToLower(se.Body), "cpu profiling already in use") {
 			return nil, fmt.Errorf("fetch CPU profile: %w", ErrCPUProfileBusy)
 		}
-		return nil, fmt.Errorf("fetch %s profile: %w", name, err)
+		kind := name
+		if name == "profile" {
+			kind = "CPU"
+		}
+		return nil, fmt.Errorf("fetch %s profile: %w", kind, err)
 	}
 	return body, nil
 }
