@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
@@ -285,5 +286,52 @@ func TestProfile_InterruptExitsWith130AndKeepsTheRun(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "not collected: window: interrupted") {
 		t.Errorf("summary does not say the window was interrupted:\n%s", stdout.String())
+	}
+}
+
+func TestProfile_ReachesRealServices(t *testing.T) {
+	// pprof under /admin/pprof/, behind a bearer token, over https.
+	mux := http.NewServeMux()
+	mux.HandleFunc("/admin/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		// net/http/pprof finds the profile's name after /debug/pprof/.
+		r.URL.Path = strings.Replace(r.URL.Path, "/admin/pprof/", "/debug/pprof/", 1)
+		pprof.Index(w, r)
+	})
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"profile", srv.URL, "--duration", "200ms", "--no-cpu", "--pprof-path", "/admin/pprof/"}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"ca and token", []string{"--cacert", caFile, "-H", "Authorization: Bearer s3cret"}, exitOK, ""},
+		{"insecure and token", []string{"--insecure", "-H", "Authorization: Bearer s3cret"}, exitOK, ""},
+		{"no token", []string{"--insecure"}, exitUsage, "-H"},
+		{"unknown CA", []string{"-H", "Authorization: Bearer s3cret"}, exitUsage, "--cacert"},
+		{"wrong path", []string{"--insecure", "-H", "Authorization: Bearer s3cret", "--pprof-path", "/debug/pprof/"}, exitUsage, "--pprof-path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(append([]string{}, base...), tt.args...)
+			args = append(args, "--out", t.TempDir())
+			got := heapscope(t, args...)
+			if got.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", got.code, tt.wantCode, got.stderr)
+			}
+			if tt.wantErr != "" && !strings.Contains(got.stderr, tt.wantErr) {
+				t.Errorf("stderr %q does not mention %q", got.stderr, tt.wantErr)
+			}
+		})
 	}
 }

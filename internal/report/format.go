@@ -71,8 +71,12 @@ func Seconds(s float64) string {
 	}
 }
 
-// Percent formats a share between 0 and 1 as a percentage.
+// Percent formats a share between 0 and 1 as a percentage, with two
+// decimals below 1% so that a small share does not read as zero.
 func Percent(share float64) string {
+	if share != 0 && math.Abs(share) < 0.01 {
+		return fmt.Sprintf("%.2f%%", share*100)
+	}
 	return fmt.Sprintf("%.1f%%", share*100)
 }
 

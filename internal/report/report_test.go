@@ -223,6 +223,9 @@ func TestFormatters(t *testing.T) {
 		{"location", Location("/a/b/c.go", 7), "b/c.go:7"},
 		{"location unknown", Location("", 0), "?"},
 		{"value ns", Value(1_500_000, "nanoseconds"), "1.5ms"},
+		{"percent", Percent(0.4126), "41.3%"},
+		{"percent small", Percent(0.00026), "0.03%"},
+		{"percent zero", Percent(0), "0.0%"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -20,9 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
 
@@ -552,5 +557,48 @@ func asSlice(v any) []any {
 		return nil
 	default:
 		return []any{v}
+	}
+}
+
+func TestProfile_RSSOfARemoteTarget(t *testing.T) {
+	// An empty /proc stands in for a machine the target does not run on.
+	noProc := sysmem.Proc{Root: t.TempDir()}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	withMetrics := pprofMux(map[string]http.HandlerFunc{"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP})
+
+	tests := []struct {
+		name       string
+		handler    http.Handler
+		wantSource string
+	}{
+		{"serves /metrics", withMetrics, "metrics"},
+		{"no /metrics", pprofMux(nil), "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, tt.handler)
+			res, _, err := Profile(t.Context(), Config{
+				Target: target.Options{BaseURL: srv.URL}, Duration: 200 * time.Millisecond, OutDir: t.TempDir(), proc: noProc,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Target.Local || res.Target.PID != 0 {
+				t.Errorf("target %+v should not be local", res.Target)
+			}
+			if res.RSS.Source != tt.wantSource {
+				t.Errorf("rss source %q, want %q", res.RSS.Source, tt.wantSource)
+			}
+			if tt.wantSource == "metrics" && res.RSS.RSSBytes == 0 {
+				t.Error("rss from /metrics is 0")
+			}
+			if tt.wantSource == "unknown" && !strings.Contains(res.RSS.Note, "unknown") {
+				t.Errorf("note %q does not say RSS is unknown", res.RSS.Note)
+			}
+			if res.MemStats.GCCPUFractionScope != "lifetime" {
+				t.Errorf("GC CPU scope %q, want lifetime without the process' uptime", res.MemStats.GCCPUFractionScope)
+			}
+		})
 	}
 }
