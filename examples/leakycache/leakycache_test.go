@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/heapscope/heapscope/examples/internal/cachetest"
 )
 
 func TestWorker_ProcessGrowsEntry(t *testing.T) {
@@ -34,18 +36,10 @@ func TestWorker_ProcessGrowsMap(t *testing.T) {
 	}
 }
 
+// TestWorker_ProcessReturnsCopy runs the suite of package cachetest; here an
+// id's second call returns it twice.
 func TestWorker_ProcessReturnsCopy(t *testing.T) {
-	w := NewWorker()
-	first := w.Process("xy")
-	first[0] = 'Z'
-	if got := w.Process("xy"); string(got) != "xyxy" {
-		t.Errorf("second Process after modifying the first result = %q, want %q", got, "xyxy")
-	}
-	a, b := w.Process("q"), w.Process("q")
-	a[0] = 'Z'
-	if string(b) != "qq" {
-		t.Errorf("results share memory: modifying one changed the other to %q", b)
-	}
+	cachetest.TestWorkerReturnsCopy(t, NewWorker(), cachetest.Doubled)
 }
 
 func TestWorker_ProcessConcurrent(t *testing.T) {
@@ -73,39 +67,14 @@ func TestWorker_ProcessConcurrent(t *testing.T) {
 	}
 }
 
-// BenchmarkWorker_Process processes ids drawn from a fixed set of 1000; the
-// same benchmark runs in package optimizedcache.
+// BenchmarkWorker_Process processes the ids of cachetest.IDs; the same
+// benchmark runs in package optimizedcache.
 func BenchmarkWorker_Process(b *testing.B) {
-	ids := benchIDs()
-	w := NewWorker()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w.Process(ids[i%len(ids)])
-		i++
-	}
+	cachetest.BenchmarkProcess(b, NewWorker())
 }
 
 // BenchmarkWorker_ProcessParallel is BenchmarkWorker_Process from
 // GOMAXPROCS goroutines.
 func BenchmarkWorker_ProcessParallel(b *testing.B) {
-	ids := benchIDs()
-	w := NewWorker()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			w.Process(ids[i%len(ids)])
-			i += 7
-		}
-	})
-}
-
-// benchIDs returns 1000 ids in a shuffled but fixed order.
-func benchIDs() []string {
-	ids := make([]string, 1000)
-	for i := range ids {
-		ids[i] = "user-" + strconv.Itoa((i*7919)%100000)
-	}
-	return ids
+	cachetest.BenchmarkProcessParallel(b, NewWorker())
 }

@@ -9,20 +9,22 @@ package naivekv
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/heapscope/heapscope/examples/internal/kv"
 )
 
+// The limits are package kv's, shared with package tunedkv so that the twins
+// answer alike.
 const (
 	// DefaultPreload is the number of keys a service starts with by default.
-	DefaultPreload = 1000
+	DefaultPreload = kv.DefaultPreload
 	// MaxPreload is the largest preload accepted.
-	MaxPreload = 10_000_000
+	MaxPreload = kv.MaxPreload
 	// MaxKeyLen is the longest key, in bytes, the handler accepts.
-	MaxKeyLen = 256
+	MaxKeyLen = kv.MaxKeyLen
 	// MaxValueLen is the largest value, in bytes, a PUT may store.
-	MaxValueLen = 64 << 10
+	MaxValueLen = kv.MaxValueLen
 )
 
 // Store is a map of keys to values guarded by a single mutex. It is safe for
@@ -35,29 +37,20 @@ type Store struct {
 // NewStore returns a store holding the keys key-0 … key-(preload-1), each
 // with a value of about 100 bytes (see PreloadValue).
 func NewStore(preload int) (*Store, error) {
-	if preload < 0 || preload > MaxPreload {
-		return nil, fmt.Errorf("new store: preload %d: must be from 0 to %d", preload, MaxPreload)
+	if err := kv.CheckPreload(preload); err != nil {
+		return nil, fmt.Errorf("new store: %w", err)
 	}
 	s := &Store{data: make(map[string]string, preload)}
 	for i := range preload {
-		s.data["key-"+strconv.Itoa(i)] = PreloadValue(i)
+		s.data[kv.Key(i)] = kv.PreloadValue(i)
 	}
 	return s, nil
 }
 
 // PreloadValue returns the value preloaded under key-i: 100 bytes that
-// start with "value-i-".
+// start with "value-i-", the same as tunedkv.PreloadValue.
 func PreloadValue(i int) string {
-	const filler = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b strings.Builder
-	b.Grow(100)
-	b.WriteString("value-")
-	b.WriteString(strconv.Itoa(i))
-	b.WriteByte('-')
-	for j := 0; b.Len() < 100; j++ {
-		b.WriteByte(filler[(i+j)%len(filler)])
-	}
-	return b.String()
+	return kv.PreloadValue(i)
 }
 
 // Get returns the value of key.

@@ -7,50 +7,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/heapscope/heapscope/examples/internal/cachetest"
 )
 
+// TestNewHandler runs the handler suite of package cachetest, which package
+// leakycache runs too; here an id's second request, served from the cache,
+// returns the same answer.
 func TestNewHandler(t *testing.T) {
-	tests := []struct {
-		name     string
-		method   string
-		target   string
-		wantCode int
-		wantType string
-		wantBody string
-	}{
-		{name: "ok", method: http.MethodGet, target: "/process?id=alice", wantCode: 200, wantType: "application/octet-stream", wantBody: "alice"},
-		{name: "escaped id", method: http.MethodGet, target: "/process?id=a%20b%26c+d", wantCode: 200, wantType: "application/octet-stream", wantBody: "a b&c d"},
-		{name: "escaped key", method: http.MethodGet, target: "/process?%69d=k", wantCode: 200, wantType: "application/octet-stream", wantBody: "k"},
-		{name: "other parameters first", method: http.MethodGet, target: "/process?x=1&&id=y", wantCode: 200, wantType: "application/octet-stream", wantBody: "y"},
-		{name: "first of repeated parameters", method: http.MethodGet, target: "/process?id=x1&id=x2", wantCode: 200, wantType: "application/octet-stream", wantBody: "x1"},
-		{name: "bad escape skipped", method: http.MethodGet, target: "/process?id=%zz&id=ok", wantCode: 200, wantType: "application/octet-stream", wantBody: "ok"},
-		{name: "longest id", method: http.MethodGet, target: "/process?id=" + strings.Repeat("k", MaxIDLen), wantCode: 200, wantType: "application/octet-stream", wantBody: strings.Repeat("k", MaxIDLen)},
-		{name: "missing id", method: http.MethodGet, target: "/process", wantCode: 400, wantType: "text/plain", wantBody: "missing id query parameter\n"},
-		{name: "empty id", method: http.MethodGet, target: "/process?id=", wantCode: 400, wantType: "text/plain", wantBody: "missing id query parameter\n"},
-		{name: "semicolon", method: http.MethodGet, target: "/process?id=a;b", wantCode: 400, wantType: "text/plain", wantBody: "missing id query parameter\n"},
-		{name: "bad escape", method: http.MethodGet, target: "/process?id=%zz", wantCode: 400, wantType: "text/plain", wantBody: "missing id query parameter\n"},
-		{name: "id too long", method: http.MethodGet, target: "/process?id=" + strings.Repeat("k", MaxIDLen+1), wantCode: 400, wantType: "text/plain", wantBody: "id longer than 256 bytes\n"},
-		{name: "wrong method", method: http.MethodDelete, target: "/process?id=alice", wantCode: 405, wantType: "text/plain", wantBody: "method not allowed: use GET\n"},
-		{name: "unknown path", method: http.MethodGet, target: "/other", wantCode: 404, wantType: "text/plain", wantBody: "404 page not found\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := NewHandler(newWorker(t, 10))
-			for range 2 { // the second request is served from the cache
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.target, nil))
-				if rec.Code != tt.wantCode {
-					t.Errorf("status %d, want %d", rec.Code, tt.wantCode)
-				}
-				if got := rec.Header().Get("Content-Type"); !strings.HasPrefix(got, tt.wantType) {
-					t.Errorf("Content-Type %q, want prefix %q", got, tt.wantType)
-				}
-				if got := rec.Body.String(); got != tt.wantBody {
-					t.Errorf("body %q, want %q", got, tt.wantBody)
-				}
-			}
-		})
-	}
+	cachetest.TestHandler(t, func(t testing.TB) http.Handler { return NewHandler(newWorker(t, 10)) }, cachetest.Same)
 }
 
 func TestNewHandler_Concurrent(t *testing.T) {
@@ -118,27 +83,9 @@ func FuzzQueryValue(f *testing.F) {
 	})
 }
 
-// BenchmarkHandler_Process serves GET /process for ids drawn from a fixed
-// set, through the handler, with a ResponseWriter that discards.
+// BenchmarkHandler_Process serves GET /process through the handler (see
+// cachetest.BenchmarkHandler); the same benchmark runs in package
+// leakycache.
 func BenchmarkHandler_Process(b *testing.B) {
-	ids := benchIDs()
-	h := NewHandler(newWorker(b, DefaultCapacity))
-	reqs := make([]*http.Request, len(ids))
-	for i, id := range ids {
-		reqs[i] = httptest.NewRequest(http.MethodGet, "/process?id="+id, nil)
-	}
-	w := &discardWriter{header: make(http.Header)}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		h.ServeHTTP(w, reqs[i%len(reqs)])
-		i++
-	}
+	cachetest.BenchmarkHandler(b, NewHandler(newWorker(b, DefaultCapacity)))
 }
-
-// discardWriter is a ResponseWriter that drops what it is given.
-type discardWriter struct{ header http.Header }
-
-func (w *discardWriter) Header() http.Header         { return w.header }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)             {}

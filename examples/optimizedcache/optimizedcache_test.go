@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/heapscope/heapscope/examples/internal/cachetest"
 )
 
 func newWorker(t testing.TB, capacity int) *Worker {
@@ -84,13 +86,10 @@ func TestWorker_ProcessBounded(t *testing.T) {
 	}
 }
 
+// TestWorker_ProcessReturnsCopy runs the suite of package cachetest; here an
+// id's second call returns the same answer.
 func TestWorker_ProcessReturnsCopy(t *testing.T) {
-	w := newWorker(t, 10)
-	a := w.Process("xy")
-	a[0] = 'Z'
-	if b := w.Process("xy"); string(b) != "xy" {
-		t.Errorf("Process after modifying an earlier result = %q, want %q", b, "xy")
-	}
+	cachetest.TestWorkerReturnsCopy(t, newWorker(t, 10), cachetest.Same)
 }
 
 func TestWorker_ProcessSubstringID(t *testing.T) {
@@ -139,53 +138,20 @@ func TestWorker_ProcessConcurrent(t *testing.T) {
 	}
 }
 
-// BenchmarkWorker_Process processes ids drawn from a fixed set of 1000; the
-// same benchmark runs in package leakycache.
+// BenchmarkWorker_Process processes the ids of cachetest.IDs; the same
+// benchmark runs in package leakycache.
 func BenchmarkWorker_Process(b *testing.B) {
-	ids := benchIDs()
-	w := newWorker(b, DefaultCapacity)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w.Process(ids[i%len(ids)])
-		i++
-	}
+	cachetest.BenchmarkProcess(b, newWorker(b, DefaultCapacity))
 }
 
 // BenchmarkWorker_ProcessParallel is BenchmarkWorker_Process from
 // GOMAXPROCS goroutines.
 func BenchmarkWorker_ProcessParallel(b *testing.B) {
-	ids := benchIDs()
-	w := newWorker(b, DefaultCapacity)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			w.Process(ids[i%len(ids)])
-			i += 7
-		}
-	})
+	cachetest.BenchmarkProcessParallel(b, newWorker(b, DefaultCapacity))
 }
 
-// BenchmarkWorker_ProcessEvicting processes ids from a set ten times the
-// cache's capacity, so most calls evict.
+// BenchmarkWorker_ProcessEvicting processes the ids of cachetest.IDs with a
+// cache a tenth their number, so most calls evict.
 func BenchmarkWorker_ProcessEvicting(b *testing.B) {
-	ids := benchIDs()
-	w := newWorker(b, len(ids)/10)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w.Process(ids[i%len(ids)])
-		i++
-	}
-}
-
-// benchIDs returns 1000 ids in a shuffled but fixed order, the same as
-// leakycache's.
-func benchIDs() []string {
-	ids := make([]string, 1000)
-	for i := range ids {
-		ids[i] = "user-" + strconv.Itoa((i*7919)%100000)
-	}
-	return ids
+	cachetest.BenchmarkProcess(b, newWorker(b, len(cachetest.IDs())/10))
 }

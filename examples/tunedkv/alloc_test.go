@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/heapscope/heapscope/examples/internal/kvtest"
+	"github.com/heapscope/heapscope/examples/internal/servetest"
 )
 
 func TestNewHandler_GetAllocations(t *testing.T) {
-	h := newHandler(t, 10)
-	w := newDiscardWriter()
+	h := kvtest.NewHandler(t, 10, NewStore, NewHandler)
+	w := servetest.NewDiscardWriter()
 	tests := []struct {
 		name   string
 		target string

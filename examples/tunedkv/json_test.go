@@ -3,6 +3,8 @@ package tunedkv
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/heapscope/heapscope/examples/internal/kvtest"
 )
 
 func TestAppendJSONString(t *testing.T) {
@@ -31,8 +33,8 @@ func TestAppendJSONString(t *testing.T) {
 // FuzzAppendJSONString checks appendJSONString against encoding/json, byte
 // for byte.
 func FuzzAppendJSONString(f *testing.F) {
-	for _, tc := range jsonCases {
-		f.Add(tc.s)
+	for _, tc := range kvtest.JSONCases() {
+		f.Add(tc.Text)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, err := json.Marshal(s)
