@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/heapscope/heapscope/examples"
 )
@@ -43,28 +44,28 @@ its sharded, allocation-free twin.`,
   heapscope demo --example optimized --format markdown`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDemo(cmd.Context(), e, example, o)
+			return runDemo(cmd.Context(), e, cmd.Flags(), example, o)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&example, "example", "leaky", "example service: "+strings.Join(examples.Names(), ", "))
 	o.addWindowFlags(fs, 20*time.Second)
-	fs.StringVar(&o.load, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq} and {rand:N} placeholders")
+	fs.StringVar(&o.load, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq}, {rand:N} and {pick:FILE} placeholders")
 	fs.Lookup("rate").DefValue = "500"
 	o.rate = 500
 	return cmd
 }
 
-func runDemo(ctx context.Context, e *env, example string, o *profileOptions) error {
+func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *profileOptions) error {
 	method, path := examples.DefaultLoad(example)
 	if method == "" {
 		return fmt.Errorf("--example %q: choose one of %s", example, strings.Join(examples.Names(), ", "))
 	}
-	if o.load == "" {
+	if o.load == "" && o.targets == "" {
 		o.load = method + " " + path
 	}
 	// Validate before starting anything.
-	if _, _, err := o.config("http://127.0.0.1:1"); err != nil {
+	if _, _, err := o.config(fs, "http://127.0.0.1:1"); err != nil {
 		return err
 	}
 	svc, err := startExample(ctx, example)
@@ -72,12 +73,16 @@ func runDemo(ctx context.Context, e *env, example string, o *profileOptions) err
 		return err
 	}
 	defer svc.stop(e.stderr)
-	fmt.Fprintf(e.stderr, "heapscope: started example %q (pid %d) on %s; profiling for %s at %g requests/s\n",
-		example, svc.cmd.Process.Pid, svc.url, o.duration, o.rate)
-	cfg, format, err := o.config(svc.url)
+	cfg, format, err := o.config(fs, svc.url)
 	if err != nil {
 		return err
 	}
+	model := fmt.Sprintf("at %g requests/s", cfg.Load.Rate)
+	if cfg.Load.Rate == 0 {
+		model = fmt.Sprintf("with %d connections back to back", cfg.Load.Connections)
+	}
+	fmt.Fprintf(e.stderr, "heapscope: started example %q (pid %d) on %s; profiling for %s %s\n",
+		example, svc.cmd.Process.Pid, svc.url, o.duration, model)
 	cfg.PID = svc.cmd.Process.Pid
 	return profileAndReport(ctx, e, cfg, format)
 }

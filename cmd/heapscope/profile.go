@@ -39,8 +39,7 @@ type profileOptions struct {
 
 	// load
 	load string
-	rate float64
-	seed int64
+	loadFlags
 }
 
 // addWindowFlags registers the flags of the collection window and output,
@@ -53,8 +52,7 @@ func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration time.
 	fs.BoolVar(&o.noCPU, "no-cpu", false, "skip the CPU profile")
 	fs.StringVar(&o.out, "out", run.DefaultOutDir, "directory where the run directory is created")
 	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
-	fs.Float64Var(&o.rate, "rate", 200, "requests per second of --load")
-	fs.Int64Var(&o.seed, "seed", 1, "seed of the {rand:N} placeholders")
+	o.loadFlags.register(fs, "load-timeout", 200)
 }
 
 func newProfileCmd(e *env) *cobra.Command {
@@ -75,6 +73,12 @@ The run directory (result.json, report.md, the raw profiles) is written under
   heapscope profile http://127.0.0.1:6060 --duration 30s \
       --load 'GET /process?id=user-{rand:100000}' --rate 500
 
+  # the same under the closed model: 16 connections back to back
+  heapscope profile http://127.0.0.1:6060 --load 'GET /process?id={seq}' --connections 16
+
+  # requests from a vegeta targets file (paths are on TARGET)
+  heapscope profile http://127.0.0.1:6060 --targets targets.txt --rate 1000
+
   # pprof under another path, behind authentication, over https
   heapscope profile https://svc.internal:8443 --pprof-path /admin/pprof/ \
       -H 'Authorization: Bearer TOKEN' --cacert ca.pem
@@ -83,12 +87,12 @@ The run directory (result.json, report.md, the raw profiles) is written under
   heapscope profile http://localhost:6060 --profiles block,mutex --format json`,
 		Args: exactArgs(1, "TARGET, the service's base URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runProfile(cmd.Context(), e, args[0], o)
+			return runProfile(cmd.Context(), e, cmd.Flags(), args[0], o)
 		},
 	}
 	fs := cmd.Flags()
 	o.addWindowFlags(fs, run.DefaultDuration)
-	fs.StringVar(&o.load, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq} and {rand:N} placeholders)")
+	fs.StringVar(&o.load, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq}, {rand:N} and {pick:FILE} placeholders)")
 	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on TARGET")
 	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request to TARGET (repeatable)")
 	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
@@ -100,7 +104,7 @@ The run directory (result.json, report.md, the raw profiles) is written under
 }
 
 // config turns the options into a run configuration for the base URL.
-func (o *profileOptions) config(baseURL string) (run.Config, report.Format, error) {
+func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, report.Format, error) {
 	format, err := report.ParseFormat(o.format)
 	if err != nil {
 		return run.Config{}, "", err
@@ -138,15 +142,52 @@ func (o *profileOptions) config(baseURL string) (run.Config, report.Format, erro
 		OutDir:    o.out,
 		Version:   version,
 	}
+	lo, err := o.loadConfig(fs, baseURL, header)
+	if err != nil {
+		return run.Config{}, "", err
+	}
+	cfg.Load = lo
+	return cfg, format, nil
+}
+
+// loadConfig builds the window's load from --load or --targets and the
+// load flags; nil when there is no load.
+func (o *profileOptions) loadConfig(fs *pflag.FlagSet, baseURL string, header http.Header) (*load.Options, error) {
+	if o.load == "" && o.targets == "" {
+		for _, name := range []string{"connections", "ramp", "max-in-flight", "body", "body-file", "no-keepalive", "http1", "http2", "load-timeout"} {
+			if fs.Changed(name) {
+				return nil, fmt.Errorf("--%s applies to the load: give --load 'METHOD URL' or --targets FILE", name)
+			}
+		}
+		return nil, nil
+	}
+	if o.load != "" && o.targets != "" {
+		return nil, errors.New("--load and --targets both set: give one")
+	}
+	base, err := target.ParseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	var method, url string
 	if o.load != "" {
 		req, err := parseLoad(o.load, baseURL)
 		if err != nil {
-			return run.Config{}, "", err
+			return nil, err
 		}
-		req.Header = header
-		cfg.Load = &run.LoadConfig{Request: req, Rate: o.rate, Seed: o.seed}
+		method, url = req.Method, req.URL
 	}
-	return cfg, format, nil
+	reqs, err := o.loadFlags.requests(method, url, base.Scheme+"://"+base.Host+base.Path, header)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := o.loadFlags.options(fs, reqs)
+	if err != nil {
+		return nil, err
+	}
+	if opts.TLS, err = tlsConfig(o.caCert, o.insecure); err != nil {
+		return nil, err
+	}
+	return &opts, nil
 }
 
 // parseLoad parses --load, resolving a bare path against the target.
@@ -179,8 +220,8 @@ func parseHeaders(hs []string) (http.Header, error) {
 	return h, nil
 }
 
-func runProfile(ctx context.Context, e *env, baseURL string, o *profileOptions) error {
-	cfg, format, err := o.config(baseURL)
+func runProfile(ctx context.Context, e *env, fs *pflag.FlagSet, baseURL string, o *profileOptions) error {
+	cfg, format, err := o.config(fs, baseURL)
 	if err != nil {
 		return err
 	}

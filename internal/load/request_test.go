@@ -18,7 +18,8 @@ func TestParseRequest(t *testing.T) {
 		{name: "surrounding and inner blanks", in: "  PUT \t http://h/a  ", want: Request{Method: "PUT", URL: "http://h/a"}},
 		{name: "custom method token", in: "PURGE http://h/", want: Request{Method: "PURGE", URL: "http://h/"}},
 		{name: "placeholders", in: "GET http://h/items/{rand:100}?n={seq}", want: Request{Method: "GET", URL: "http://h/items/{rand:100}?n={seq}"}},
-		{name: "placeholder in port", in: "http://h:80{rand:10}/", want: Request{Method: "GET", URL: "http://h:80{rand:10}/"}},
+		{name: "pick placeholder", in: "GET http://h/{pick:ids.txt}", want: Request{Method: "GET", URL: "http://h/{pick:ids.txt}"}},
+		{name: "placeholder in the query only", in: "http://h?id={seq}", want: Request{Method: "GET", URL: "http://h?id={seq}"}},
 		{name: "uppercase scheme", in: "HTTP://h/", want: Request{Method: "GET", URL: "HTTP://h/"}},
 		{name: "literal braces", in: `http://h/q?j={"a":1}`, want: Request{Method: "GET", URL: `http://h/q?j={"a":1}`}},
 		{name: "ipv6 host", in: "http://[::1]:6060/", want: Request{Method: "GET", URL: "http://[::1]:6060/"}},
@@ -39,6 +40,11 @@ func TestParseRequest(t *testing.T) {
 		{name: "bad port", in: "http://h:port/", wantErr: `URL "http://h:port/": invalid port`},
 		{name: "control character", in: "http://h/\x7f", wantErr: `invalid control character`},
 		{name: "unknown placeholder", in: "GET http://h/{id}", wantErr: `URL "http://h/{id}": unknown placeholder {id} at offset 9`},
+		{name: "placeholder in port", in: "http://h:80{rand:10}/", wantErr: `URL "http://h:80{rand:10}/": placeholder at offset 11 is before the path`},
+		{name: "placeholder in host", in: "http://h{seq}.test/", wantErr: "placeholder at offset 8 is before the path"},
+		{name: "placeholder in scheme", in: "{seq}://h/", wantErr: "placeholder at offset 0 is before the path"},
+		{name: "pick without file", in: "http://h/{pick:}", wantErr: "want {pick:FILE}"},
+		{name: "user information", in: "http://u:p@h/", wantErr: "user information in the URL is not supported"},
 		{name: "rand without bound", in: "http://h/{rand}", wantErr: `placeholder {rand} at offset 9: want {rand:N}`},
 		{name: "rand zero", in: "http://h/{rand:0}", wantErr: `placeholder {rand:0} at offset 9: want {rand:N} with N an integer ≥ 1`},
 	}
@@ -75,6 +81,8 @@ func TestRequest_Validate(t *testing.T) {
 		{name: "zero request", req: Request{}, wantErr: "URL is empty"},
 		{name: "method with space", req: Request{Method: "G T", URL: "http://h/"}, wantErr: `method "G T": character ' ' is not allowed`},
 		{name: "bad url", req: Request{URL: "h/"}, wantErr: `URL "h/": not absolute`},
+		{name: "header with line break", req: Request{URL: "http://h/", Header: http.Header{"X-A": {"1\r\nX-B: 2"}}}, wantErr: `header "X-A": value`},
+		{name: "header with bad name", req: Request{URL: "http://h/", Header: http.Header{"X A": {"1"}}}, wantErr: `header "X A": character ' '`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

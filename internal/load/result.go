@@ -1,21 +1,42 @@
 package load
 
 import (
-	"encoding/json"
-	"math"
+	"strconv"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // Result is the outcome of a run.
 //
-// Every scheduled request is either sent (Requests) or dropped (Dropped).
-// A sent request either completes (Completed: a status line and the whole
-// body were received, whatever the status) or fails in transport. Errors
-// counts the transport failures and the completed responses with a status of
-// 400 or more, so Errors = Requests − Completed + (completed with status
-// ≥ 400). ErrorKinds splits Errors by kind and sums to it; StatusCodes splits
-// Completed by status and sums to it.
+// Every request due in the schedule is either sent (Requests) or, in the
+// open model, dropped when the run ended before a worker was free to send
+// it (Dropped). A sent request either completes (Completed: a status line and
+// the whole body were received, whatever the status) or fails in transport.
+// Errors counts the transport failures and the completed responses with a
+// status of 400 or more. ErrorKinds splits Errors by kind and sums to it;
+// StatusCodes splits Completed by status.
 type Result struct {
+	// Model is the load model; Protocol the HTTP versions the responses
+	// came in ("HTTP/1.1", "HTTP/2", or both).
+	Model    Model
+	Protocol string
+	// Method and URL are those of the first request; Targets counts the
+	// requests sent round-robin.
+	Method, URL string
+	Targets     int
+	// AskedRate and Ramp are the open model's options, MaxInFlight its
+	// bound on outstanding requests. Connections is the closed model's
+	// option; in the open model, the workers it started, each with a
+	// connection of its own over HTTP/1.1. PeakInFlight is the most
+	// requests outstanding at once.
+	AskedRate    float64
+	Ramp         time.Duration
+	Connections  int
+	MaxInFlight  int
+	PeakInFlight int
+	NoKeepAlive  bool
+
 	// Requests is the number of requests sent.
 	Requests uint64
 	// Completed is the number of responses received in full, any status.
@@ -23,170 +44,143 @@ type Result struct {
 	// Errors is the number of transport failures plus completed responses
 	// with a status of 400 or more.
 	Errors uint64
-	// Dropped is the number of requests that fell due while MaxInFlight
-	// requests were outstanding and were not sent.
+	// Dropped is the number of requests that were due in the open model
+	// but still waiting for a free worker BehindLag after the window's end
+	// (or when the run was interrupted).
 	Dropped uint64
-	// Duration is the time from the first request's intended send time to
-	// the end of the run (the last response or timeout, or cancellation).
+	// Duration is how long requests were sent: Options.Duration, less when
+	// the run was interrupted; with MaxRequests, the span of the schedule
+	// (open model) or of the whole run (closed model).
 	Duration time.Duration
-	// TargetRate is the requested rate, per second.
-	TargetRate float64
-	// Rate is the achieved rate: Completed per second of Duration.
+	// Elapsed runs from the start to the end of the last response.
+	Elapsed time.Duration
+	// Rate is the achieved rate: Requests per second of Duration.
 	Rate float64
+	// BytesIn and BytesOut count the bytes read from and written to the
+	// connections: headers, bodies and TLS records.
+	BytesIn, BytesOut uint64
 	// StatusCodes counts completed responses by status code.
 	StatusCodes map[int]uint64
 	// ErrorKinds counts errors by kind: one of the ErrorKind constants for
-	// transport failures, or "status_4xx", "status_5xx" (the status code's
-	// hundreds) for responses with a status of 400 or more.
+	// transport failures, or "status_4xx", "status_5xx" for responses with
+	// a status of 400 or more.
 	ErrorKinds map[string]uint64
-	// BytesIn is the number of response body bytes read, BytesOut the number
-	// of request body bytes sent. Headers are not counted.
-	BytesIn, BytesOut uint64
 	// Latency summarises the latency of completed responses, from each
-	// request's intended send time to the end of its response body.
+	// request's intended send time to the end of its response body. In the
+	// open model the intended time is the schedule's, so a stalled server
+	// or a generator that fell behind shows in the latency instead of
+	// hiding behind fewer requests (no coordinated omission). In the closed
+	// model it is the send time.
 	Latency LatencySummary
+	// Lag summarises how late requests were sent after their intended
+	// time: the generator's own delay (open model; zero in the closed one).
+	Lag LagSummary
+	// Behind reports that the open model's generator fell behind its
+	// schedule: it dropped requests, or 1 % of them or more left BehindLag
+	// or later.
+	Behind bool
+	// Interrupted reports that the run's context ended before the run did.
+	Interrupted bool
+	// Series holds per-second figures when Options.Series is set.
+	Series []Second
 }
 
-// The kinds of transport failure counted in Result.ErrorKinds.
-const (
-	// ErrorKindTimeout: the request's Timeout (or a deadline of the
-	// transport) expired before the whole response was read.
-	ErrorKindTimeout = "timeout"
-	// ErrorKindConnectionRefused: nothing listens at the target's address.
-	ErrorKindConnectionRefused = "connection_refused"
-	// ErrorKindConnectionReset: the peer reset the connection or the write
-	// side broke.
-	ErrorKindConnectionReset = "connection_reset"
-	// ErrorKindConnectionClosed: the server closed the connection before a
-	// whole response was read.
-	ErrorKindConnectionClosed = "connection_closed"
-	// ErrorKindDNS: the target's host name could not be resolved.
-	ErrorKindDNS = "dns"
-	// ErrorKindTLS: the TLS handshake or certificate verification failed.
-	ErrorKindTLS = "tls"
-	// ErrorKindCanceled: the run's context ended while the request was
-	// outstanding.
-	ErrorKindCanceled = "canceled"
-	// ErrorKindInvalidRequest: the request could not be built from the
-	// template.
-	ErrorKindInvalidRequest = "invalid_request"
-	// ErrorKindOther: any other transport failure.
-	ErrorKindOther = "other"
-)
-
-// resultJSON is the JSON form of Result: snake_case keys, durations in
-// seconds.
-type resultJSON struct {
-	Requests        uint64            `json:"requests"`
-	Completed       uint64            `json:"completed"`
-	Errors          uint64            `json:"errors"`
-	Dropped         uint64            `json:"dropped"`
-	DurationSeconds float64           `json:"duration_seconds"`
-	TargetRate      float64           `json:"target_rate"`
-	Rate            float64           `json:"rate"`
-	StatusCodes     map[int]uint64    `json:"status_codes"`
-	ErrorKinds      map[string]uint64 `json:"error_kinds"`
-	BytesIn         uint64            `json:"bytes_in"`
-	BytesOut        uint64            `json:"bytes_out"`
-	Latency         LatencySummary    `json:"latency"`
-}
-
-// MarshalJSON encodes r with snake_case keys and durations in seconds.
-func (r Result) MarshalJSON() ([]byte, error) {
-	j := resultJSON{
-		Requests:        r.Requests,
-		Completed:       r.Completed,
-		Errors:          r.Errors,
-		Dropped:         r.Dropped,
-		DurationSeconds: r.Duration.Seconds(),
-		TargetRate:      r.TargetRate,
-		Rate:            r.Rate,
-		StatusCodes:     r.StatusCodes,
-		ErrorKinds:      r.ErrorKinds,
-		BytesIn:         r.BytesIn,
-		BytesOut:        r.BytesOut,
-		Latency:         r.Latency,
-	}
-	if j.StatusCodes == nil {
-		j.StatusCodes = map[int]uint64{}
-	}
-	if j.ErrorKinds == nil {
-		j.ErrorKinds = map[string]uint64{}
-	}
-	return json.Marshal(j)
-}
-
-// UnmarshalJSON decodes the form MarshalJSON writes.
-func (r *Result) UnmarshalJSON(data []byte) error {
-	var j resultJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
-	}
-	*r = Result{
-		Requests:    j.Requests,
-		Completed:   j.Completed,
-		Errors:      j.Errors,
-		Dropped:     j.Dropped,
-		Duration:    seconds(j.DurationSeconds),
-		TargetRate:  j.TargetRate,
-		Rate:        j.Rate,
-		StatusCodes: j.StatusCodes,
-		ErrorKinds:  j.ErrorKinds,
-		BytesIn:     j.BytesIn,
-		BytesOut:    j.BytesOut,
-		Latency:     j.Latency,
-	}
-	return nil
-}
-
-// LatencySummary is the distribution of latencies in a run. Min, Mean and
-// Max are exact; the percentiles are within HistogramMaxRelativeError.
+// LatencySummary is a distribution of durations. Min, Mean and Max are
+// exact; the percentiles are within HistogramMaxRelativeError.
 type LatencySummary struct {
 	Min, Mean, P50, P90, P99, P999, Max time.Duration
 }
 
-type latencyJSON struct {
-	Min  float64 `json:"min_seconds"`
-	Mean float64 `json:"mean_seconds"`
-	P50  float64 `json:"p50_seconds"`
-	P90  float64 `json:"p90_seconds"`
-	P99  float64 `json:"p99_seconds"`
-	P999 float64 `json:"p99_9_seconds"`
-	Max  float64 `json:"max_seconds"`
+// LagSummary describes how late requests left after their intended time.
+type LagSummary struct {
+	Mean, P99, Max time.Duration
 }
 
-// MarshalJSON encodes s with each duration in seconds under a key with a
-// _seconds suffix.
-func (s LatencySummary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(latencyJSON{
-		Min:  s.Min.Seconds(),
-		Mean: s.Mean.Seconds(),
-		P50:  s.P50.Seconds(),
-		P90:  s.P90.Seconds(),
-		P99:  s.P99.Seconds(),
-		P999: s.P999.Seconds(),
-		Max:  s.Max.Seconds(),
-	})
+// Second is one second of a run, counted from its start.
+type Second struct {
+	// Sent counts the requests sent during the second; Done those that
+	// ended in it, and Errors the failures among them.
+	Sent, Done, Errors uint64
+	// P50, P90, P99 and Max describe the latency of the responses completed
+	// in the second.
+	P50, P90, P99, Max time.Duration
+	// MaxLag is the largest lag of the requests that ended in the second.
+	MaxLag time.Duration
 }
 
-// UnmarshalJSON decodes the form MarshalJSON writes.
-func (s *LatencySummary) UnmarshalJSON(data []byte) error {
-	var j latencyJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
+// SuccessRatio returns the share of requests sent that completed with a
+// status below 400, or 0 when none was sent.
+func (r *Result) SuccessRatio() float64 {
+	if r.Requests == 0 {
+		return 0
 	}
-	*s = LatencySummary{
-		Min:  seconds(j.Min),
-		Mean: seconds(j.Mean),
-		P50:  seconds(j.P50),
-		P90:  seconds(j.P90),
-		P99:  seconds(j.P99),
-		P999: seconds(j.P999),
-		Max:  seconds(j.Max),
-	}
-	return nil
+	return float64(r.Requests-min(r.Errors, r.Requests)) / float64(r.Requests)
 }
 
-func seconds(s float64) time.Duration {
-	return time.Duration(math.Round(s * float64(time.Second)))
+// Summary returns the result as result.json and load.json hold it.
+func (r *Result) Summary() *result.Load {
+	l := &result.Load{
+		Model:           string(r.Model),
+		Protocol:        r.Protocol,
+		Method:          r.Method,
+		URL:             r.URL,
+		Targets:         r.Targets,
+		RequestedRate:   r.AskedRate,
+		RampSeconds:     r.Ramp.Seconds(),
+		Connections:     r.Connections,
+		MaxInFlight:     r.MaxInFlight,
+		PeakInFlight:    r.PeakInFlight,
+		NoKeepAlive:     r.NoKeepAlive,
+		DurationSeconds: r.Duration.Seconds(),
+		ElapsedSeconds:  r.Elapsed.Seconds(),
+		Interrupted:     r.Interrupted,
+		Requests:        r.Requests,
+		Completed:       r.Completed,
+		Errors:          r.Errors,
+		Dropped:         r.Dropped,
+		AchievedRate:    r.Rate,
+		SuccessRatio:    r.SuccessRatio(),
+		BytesIn:         r.BytesIn,
+		BytesOut:        r.BytesOut,
+		LatencySeconds:  latencySeconds(r.Latency),
+	}
+	if s := r.Duration.Seconds(); s > 0 {
+		l.BytesInPerSecond = float64(r.BytesIn) / s
+		l.BytesOutPerSecond = float64(r.BytesOut) / s
+	}
+	if len(r.StatusCodes) > 0 {
+		l.StatusCodes = make(map[string]uint64, len(r.StatusCodes))
+		for code, n := range r.StatusCodes {
+			l.StatusCodes[strconv.Itoa(code)] = n
+		}
+	}
+	if len(r.ErrorKinds) > 0 {
+		l.ErrorKinds = make(map[string]uint64, len(r.ErrorKinds))
+		for k, n := range r.ErrorKinds {
+			l.ErrorKinds[k] = n
+		}
+	}
+	if r.Model == ModelOpen {
+		l.Lag = &result.LoadLag{
+			MeanSeconds: r.Lag.Mean.Seconds(), P99Seconds: r.Lag.P99.Seconds(), MaxSeconds: r.Lag.Max.Seconds(),
+			FellBehind: r.Behind,
+		}
+	}
+	for i, s := range r.Series {
+		l.Series = append(l.Series, result.LoadSecond{
+			Second: i, Sent: s.Sent, Done: s.Done, Errors: s.Errors,
+			LatencyP50Seconds: s.P50.Seconds(), LatencyP90Seconds: s.P90.Seconds(),
+			LatencyP99Seconds: s.P99.Seconds(), LatencyMaxSeconds: s.Max.Seconds(),
+			MaxLagSeconds: s.MaxLag.Seconds(),
+		})
+	}
+	return l
+}
+
+func latencySeconds(s LatencySummary) result.Latency {
+	return result.Latency{
+		Min: s.Min.Seconds(), Mean: s.Mean.Seconds(),
+		P50: s.P50.Seconds(), P90: s.P90.Seconds(), P99: s.P99.Seconds(), P999: s.P999.Seconds(),
+		Max: s.Max.Seconds(),
+	}
 }

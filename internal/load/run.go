@@ -1,408 +1,527 @@
 package load
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"math/rand/v2"
-	"net"
-	"net/http"
-	"strconv"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 )
 
-// Defaults for the zero values of Options.
-const (
-	DefaultTimeout     = 10 * time.Second
-	DefaultMaxInFlight = 256
-)
+// Generator drives the load that Options describe. New compiles the
+// requests once; Run may be called more than once, each call a fresh run
+// with fresh connections.
+type Generator struct {
+	opts    Options
+	targets []*target
+	sched   Schedule
 
-// progressInterval is the period of Options.Progress calls.
-const progressInterval = 200 * time.Millisecond
-
-// Options configures a run.
-type Options struct {
-	// Request is the template of every request.
-	Request Request
-	// Rate is the number of requests per second, > 0.
-	Rate float64
-	// Duration is how long requests are scheduled, > 0.
-	Duration time.Duration
-	// Timeout bounds each request from its send to the end of its response
-	// body; 0 means DefaultTimeout.
-	Timeout time.Duration
-	// MaxInFlight bounds the requests outstanding at once; a request that
-	// falls due while MaxInFlight are outstanding is dropped and counted in
-	// Result.Dropped. 0 means DefaultMaxInFlight.
-	MaxInFlight int
-	// Client sends the requests. nil means a client of its own with
-	// keep-alive connections for MaxInFlight requests, which does not follow
-	// redirects (a 3xx is the response measured) and whose idle connections
-	// are closed when Run returns.
-	Client *http.Client
-	// Seed seeds the generator of {rand:N} placeholders. Request i of the
-	// schedule, due at start + i/rate, gets {seq} = i and the i-th draws of
-	// the generator whether or not earlier requests were dropped, so the
-	// same seed gives the same URL to the same request. 0 is a seed like any
-	// other.
-	Seed int64
-	// Progress, if set, is called every 200ms while the run lasts and once
-	// more with the final counts before Run returns. Calls never overlap.
-	Progress func(Progress)
+	// newClient and sleeper replace HTTP and the pacer's sleep in tests.
+	newClient func() client
+	sleeper   func() sleeper
 }
 
-// Progress is a snapshot of a run's counts.
-type Progress struct {
-	// Elapsed is the time since the run started.
-	Elapsed time.Duration
-	// Sent, Completed, Errors and Dropped are as in Result (Sent is
-	// Result.Requests).
-	Sent, Completed, Errors, Dropped uint64
-}
-
-// Run sends opts.Request at opts.Rate for opts.Duration and returns what
-// happened. It returns once Duration has elapsed and every request sent has
-// completed, failed or timed out. When ctx ends, Run stops scheduling at
-// once, cancels the outstanding requests (counted as ErrorKindCanceled) and
-// returns the partial Result with a nil error: the caller decides what an
-// interrupted run means. Only invalid Options are errors.
-func Run(ctx context.Context, opts Options) (Result, error) {
-	return run(ctx, opts, systemClock{})
-}
-
-// clock is the time source of the scheduler; tests replace it to make the
-// scheduler late.
-type clock interface {
-	// Now returns the current time; it is called from many goroutines.
-	Now() time.Time
-	// SleepUntil waits until t or until ctx ends, and reports whether t was
-	// reached. It is called from one goroutine.
-	SleepUntil(ctx context.Context, t time.Time) bool
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) SleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
+// New validates opts and compiles its requests, reading the files of their
+// {pick:FILE} placeholders. Its errors are one line.
+func New(opts Options) (*Generator, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("load options: %w", err)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
-}
-
-func (o *Options) setDefaults() {
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.MaxInFlight == 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.Request.Method == "" {
-		o.Request.Method = http.MethodGet
-	}
-}
-
-func (o *Options) validate() (*Template, error) {
-	switch {
-	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate <= 0:
-		return nil, fmt.Errorf("rate %g per second must be a positive number", o.Rate)
-	case o.Duration <= 0:
-		return nil, fmt.Errorf("duration %s must be positive", o.Duration)
-	case o.Timeout < 0:
-		return nil, fmt.Errorf("timeout %s must not be negative", o.Timeout)
-	case o.MaxInFlight < 0:
-		return nil, fmt.Errorf("max in-flight %d must not be negative", o.MaxInFlight)
-	}
-	if err := o.Request.Validate(); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
-	}
-	return compileURL(o.Request.URL)
-}
-
-// runner is the state of one run.
-type runner struct {
-	opts   Options
-	clock  clock
-	client *http.Client
-	slots  chan struct{} // one token per outstanding request
-	host   string        // the Host header, if the request sets one
-	tally  tally
-}
-
-func run(ctx context.Context, opts Options, clk clock) (Result, error) {
-	opts.setDefaults()
-	tmpl, err := opts.validate()
-	if err != nil {
-		return Result{}, fmt.Errorf("run load: %w", err)
-	}
-	r := &runner{
-		opts:   opts,
-		clock:  clk,
-		client: opts.Client,
-		slots:  make(chan struct{}, opts.MaxInFlight),
-		host:   opts.Request.Header.Get("Host"),
-	}
-	r.tally.init()
-	if r.client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConns = opts.MaxInFlight
-		tr.MaxIdleConnsPerHost = opts.MaxInFlight
-		defer tr.CloseIdleConnections()
-		r.client = &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
+	g := &Generator{opts: opts, sched: Schedule{Rate: opts.Rate, Ramp: opts.Ramp}}
+	for i, r := range opts.Targets {
+		t, err := r.compile(opts.ReadFile)
+		if err != nil {
+			if len(opts.Targets) > 1 {
+				return nil, fmt.Errorf("load request %d: %w", i+1, err)
+			}
+			return nil, fmt.Errorf("load request: %w", err)
 		}
+		switch opts.Protocol {
+		case ProtocolHTTP2:
+			t.std = true
+		case ProtocolAuto:
+			t.std = t.tls
+		}
+		g.targets = append(g.targets, t)
+	}
+	g.newClient = func() client { return newHTTPClient(&g.opts, g.targets) }
+	g.sleeper = func() sleeper { return &timerSleeper{} }
+	return g, nil
+}
+
+// Run validates opts and runs the load; see Generator.Run.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	g, err := New(opts)
+	if err != nil {
+		return Result{}, err
+	}
+	return g.Run(ctx)
+}
+
+// Run sends the load and returns what happened. It first checks that every
+// target's address accepts connections; an unreachable one is its only
+// error. Then it runs until Duration has elapsed or MaxRequests were sent,
+// and the outstanding requests have completed or timed out. A target that
+// fails during the run shows in the Result's errors.
+//
+// When ctx ends, Run stops sending at once, fails the outstanding requests
+// (ErrorKindCanceled) and returns the results so far with Interrupted set
+// and a nil error: the caller decides what an interrupted run means.
+func (g *Generator) Run(ctx context.Context) (Result, error) {
+	opts := &g.opts
+	cl := g.newClient()
+	defer cl.close()
+	if err := cl.check(ctx); err != nil {
+		return Result{}, fmt.Errorf("load %s: %w", opts.Targets[0].URL, err)
 	}
 
-	start := clk.Now()
-	var progress sync.WaitGroup
-	stopProgress := make(chan struct{})
+	r := &runner{g: g, ctx: ctx, cl: cl, stop: make(chan struct{}), paceStop: make(chan struct{})}
+	ready := r.warmWorkers()
+	start := time.Now()
+	r.start, r.rec = start, newRecorder(start, opts.Series)
+	finished := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Go(func() { r.watch(finished) })
 	if opts.Progress != nil {
-		progress.Go(func() { r.reportProgress(start, stopProgress) })
+		bg.Go(func() { r.reportProgress(finished) })
 	}
 
-	var requests sync.WaitGroup
-	r.schedule(ctx, start, tmpl, &requests)
-	requests.Wait()
-	end := clk.Now()
-	close(stopProgress)
-	progress.Wait()
+	var workers sync.WaitGroup
+	if opts.Rate > 0 {
+		r.pace(&workers, ready)
+	} else {
+		r.closed(&workers, ready)
+	}
+	workers.Wait()
+	end := time.Now()
+	close(finished)
+	bg.Wait()
 
-	res := r.tally.result(end.Sub(start))
-	res.TargetRate = opts.Rate
+	res := g.result(r, end)
 	if opts.Progress != nil {
-		opts.Progress(Progress{
-			Elapsed: res.Duration, Sent: res.Requests, Completed: res.Completed,
-			Errors: res.Errors, Dropped: res.Dropped,
-		})
+		p := r.rec.progress(res.Elapsed)
+		p.Duration, p.MaxRequests = opts.Duration, opts.MaxRequests
+		opts.Progress(p)
 	}
 	return res, nil
 }
 
-// schedule sends request i at start + i/rate until Duration has elapsed or
-// ctx ends. Due times are computed from start, so a late wake-up delays one
-// request and the following ones catch up.
-func (r *runner) schedule(ctx context.Context, start time.Time, tmpl *Template, requests *sync.WaitGroup) {
-	rnd := rand.New(rand.NewPCG(uint64(r.opts.Seed), 0))
-	constant := tmpl.Constant()
-	var buf []byte
-	for i := uint64(0); ; i++ {
-		offset := time.Duration(math.Round(float64(i) * float64(time.Second) / r.opts.Rate))
-		if offset >= r.opts.Duration {
-			break
-		}
-		due := start.Add(offset)
-		if !r.clock.SleepUntil(ctx, due) {
+// runner is the state of one run.
+type runner struct {
+	g     *Generator
+	ctx   context.Context
+	cl    client
+	start time.Time
+	rec   *recorder
+
+	// stop is closed when no more requests may be sent: the window ended
+	// or ctx did. paceStop is the open model's pacer's, closed BehindLag
+	// after the window's end.
+	stop, paceStop chan struct{}
+	stopAt         time.Time // when stop was closed
+	windowEnded    atomic.Bool
+	interrupted    atomic.Bool
+	dropped        uint64
+	sendEnd        time.Time // open model: the end of the schedule that ran
+	started        int       // open model: the workers started
+}
+
+// watch closes stop at the end of the window or when ctx ends, and aborts
+// the outstanding requests when ctx ends before the run has finished. It
+// closes paceStop with stop, except at the end of the window, when the open
+// model's pacer gets BehindLag more to send the requests due in the window
+// that wait for a worker: those are late, not dropped.
+func (r *runner) watch(finished <-chan struct{}) {
+	var window <-chan time.Time
+	if d := r.g.opts.Duration; d > 0 {
+		t := time.NewTimer(time.Until(r.start.Add(d)))
+		defer t.Stop()
+		window = t.C
+	}
+	select {
+	case <-finished:
+		r.stopAt = time.Now()
+		close(r.stop)
+		close(r.paceStop)
+		return
+	case <-window:
+		r.stopAt = time.Now()
+		r.windowEnded.Store(true)
+		close(r.stop)
+	case <-r.ctx.Done():
+		r.stopAt = time.Now()
+		r.interrupted.Store(true)
+		close(r.stop)
+		close(r.paceStop)
+		r.cl.abort()
+		return
+	}
+	grace := time.NewTimer(BehindLag)
+	defer grace.Stop()
+	pacing := true
+	for {
+		select {
+		case <-finished:
+			if pacing {
+				close(r.paceStop)
+			}
+			return
+		case <-grace.C:
+			close(r.paceStop)
+			pacing = false
+		case <-r.ctx.Done():
+			r.interrupted.Store(true)
+			if pacing {
+				close(r.paceStop)
+			}
+			r.cl.abort()
 			return
 		}
-		// Expand even the requests about to be dropped, so that request i
-		// always gets the i-th draws of rnd.
-		if !constant {
-			buf = tmpl.Expand(buf[:0], i, rnd)
-		}
-		select {
-		case r.slots <- struct{}{}:
-		default:
-			r.tally.drop()
-			continue
-		}
-		url := r.opts.Request.URL
-		if !constant {
-			url = string(buf)
-		}
-		r.tally.send(len(r.opts.Request.Body))
-		requests.Go(func() {
-			defer func() { <-r.slots }()
-			r.do(ctx, url, due)
+	}
+}
+
+// stopped reports whether stop is closed.
+func (r *runner) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// worker is one sender: a session and a buffer for URLs; in the open
+// model, the channel its requests come through.
+type worker struct {
+	r       *runner
+	sess    session
+	buf     []byte
+	tickets chan ticket
+}
+
+func (r *runner) newWorker() *worker {
+	return &worker{r: r, sess: r.cl.session(), buf: make([]byte, 0, 256)}
+}
+
+// warmWorkers makes the workers a run starts with, their connections open:
+// the closed model's, and in the open model enough for a millisecond of
+// requests (more start when needed).
+func (r *runner) warmWorkers() []*worker {
+	opts := &r.g.opts
+	n := opts.Connections
+	if opts.Rate > 0 {
+		n = min(opts.MaxInFlight, int(math.Ceil(opts.Rate/1000))+1)
+	}
+	ws := make([]*worker, n)
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = r.newWorker()
+		t := r.g.targets[i%len(r.g.targets)]
+		wg.Go(func() { ws[i].sess.warm(t) })
+	}
+	wg.Wait()
+	return ws
+}
+
+// send sends request seq, due at due (its send time in the closed model),
+// records its outcome and returns its error kind and when it ended.
+func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.Time) {
+	r := w.r
+	targets := r.g.targets
+	t := targets[seq%uint64(len(targets))]
+	url := t.constURL
+	if url == nil {
+		w.buf = t.url.Expand(w.buf[:0], seq, uint64(r.g.opts.Seed))
+		url = w.buf
+	}
+	r.rec.begin()
+	sent := time.Now()
+	if closed {
+		due = sent
+	}
+	status, h2, err := w.sess.send(r.ctx, t, url, sent)
+	end := time.Now()
+	kind := kindNone
+	if err != nil {
+		kind = classify(r.ctx, err)
+	}
+	r.rec.record(due, sent, end, status, h2, kind)
+	return kind, end
+}
+
+// refusedPause is how long a closed-model worker waits after a connection
+// was refused.
+const refusedPause = 10 * time.Millisecond
+
+// closed runs the closed model: Connections workers, each sending its next
+// request as soon as the last one has completed.
+func (r *runner) closed(workers *sync.WaitGroup, ready []*worker) {
+	var next atomic.Uint64
+	limit := r.g.opts.MaxRequests
+	var end time.Time
+	if d := r.g.opts.Duration; d > 0 {
+		end = r.start.Add(d)
+	}
+	for _, w := range ready {
+		workers.Go(func() {
+			now := time.Now()
+			for !r.stopped() && (end.IsZero() || now.Before(end)) {
+				seq := next.Add(1) - 1
+				if limit > 0 && seq >= limit {
+					return
+				}
+				var kind errorKind
+				kind, now = w.send(seq, time.Time{}, true)
+				switch kind {
+				case kindCanceled:
+					return
+				case kindRefused, kindDNS:
+					// Nothing to connect to: wait a little rather than
+					// spin on a dead target.
+					select {
+					case <-r.stop:
+					case <-time.After(refusedPause):
+					}
+				}
+			}
 		})
 	}
-	// Keep the window its full length even when the last request is due
-	// well before its end.
-	r.clock.SleepUntil(ctx, start.Add(r.opts.Duration))
 }
 
-// do sends one request and records its outcome.
-func (r *runner) do(ctx context.Context, url string, due time.Time) {
-	rctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	var body io.Reader = http.NoBody
-	if len(r.opts.Request.Body) > 0 {
-		body = bytes.NewReader(r.opts.Request.Body)
-	}
-	req, err := http.NewRequestWithContext(rctx, r.opts.Request.Method, url, body)
-	if err != nil {
-		r.tally.fail(ErrorKindInvalidRequest, 0)
-		return
-	}
-	if r.opts.Request.Header != nil {
-		req.Header = r.opts.Request.Header.Clone()
-	}
-	if r.host != "" {
-		req.Host = r.host
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		r.tally.fail(r.errorKind(ctx, err), 0)
-		return
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		r.tally.fail(r.errorKind(ctx, err), uint64(n))
-		return
-	}
-	r.tally.complete(resp.StatusCode, uint64(n), r.clock.Now().Sub(due))
+// ticket is one request of the open model's schedule.
+type ticket struct {
+	seq uint64
+	due time.Time
 }
 
-// errorKind classifies a transport failure.
-func (r *runner) errorKind(ctx context.Context, err error) string {
-	if ctx.Err() != nil {
-		return ErrorKindCanceled
-	}
-	var (
-		netErr  net.Error
-		dnsErr  *net.DNSError
-		tlsRec  tls.RecordHeaderError
-		tlsVer  *tls.CertificateVerificationError
-		tlsAl   tls.AlertError
-		unknown x509.UnknownAuthorityError
-		badHost x509.HostnameError
-		invalid x509.CertificateInvalidError
-	)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return ErrorKindTimeout
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return ErrorKindConnectionRefused
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return ErrorKindConnectionReset
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return ErrorKindConnectionClosed
-	case errors.As(err, &dnsErr):
-		return ErrorKindDNS
-	case errors.As(err, &tlsRec), errors.As(err, &tlsVer), errors.As(err, &tlsAl),
-		errors.As(err, &unknown), errors.As(err, &badHost), errors.As(err, &invalid):
-		return ErrorKindTLS
-	}
-	return ErrorKindOther
+// spawnAfter is how long a due request waits for a busy worker to come
+// back before the open model starts another: a worker that has just
+// finished may not have run yet, and starting one for every such request
+// would open connections the load does not need. It also paces the growth
+// of the pool when the service stalls (one new connection per spawnAfter at
+// most), because a service that stalls, flooded with new connections,
+// recovers slower.
+const spawnAfter = 200 * time.Microsecond
+
+// idleWorkers is the open model's idle workers, last in first out: the
+// workers that were busy most recently take the next requests, so that the
+// connections the load does not need stay idle rather than all taking
+// turns.
+type idleWorkers struct {
+	mu sync.Mutex
+	ws []*worker
+	// wake has a value when a worker came back since the pacer last
+	// looked.
+	wake chan struct{}
 }
 
-func (r *runner) reportProgress(start time.Time, stop <-chan struct{}) {
-	tick := time.NewTicker(progressInterval)
+func (p *idleWorkers) push(w *worker) {
+	p.mu.Lock()
+	p.ws = append(p.ws, w)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *idleWorkers) pop() *worker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.ws)
+	if n == 0 {
+		return nil
+	}
+	w := p.ws[n-1]
+	p.ws = p.ws[:n-1]
+	return w
+}
+
+// pace runs the open model. It hands each request, at its intended time,
+// to the idle worker that was busy last, starting a new one (up to
+// MaxInFlight) when none has come back within spawnAfter; when all are busy
+// it waits for one, and the request's latency counts the wait. A late
+// wake-up hands out every overdue request at once, so delays never
+// accumulate. Requests still waiting BehindLag after the window's end are
+// dropped.
+func (r *runner) pace(workers *sync.WaitGroup, ready []*worker) {
+	opts := &r.g.opts
+	n := opts.MaxRequests
+	byWindow := false // whether the window, not MaxRequests, ends the schedule
+	if opts.Duration > 0 {
+		due := r.g.sched.Count(opts.Duration)
+		if n == 0 || due <= n {
+			n, byWindow = due, true
+		}
+	}
+	idle := &idleWorkers{wake: make(chan struct{}, 1), ws: make([]*worker, 0, opts.MaxInFlight)}
+	var started []*worker
+	start := func(w *worker) {
+		w.tickets = make(chan ticket, 1)
+		started = append(started, w)
+		workers.Go(func() {
+			for tk := range w.tickets {
+				w.send(tk.seq, tk.due, false)
+				idle.push(w)
+			}
+		})
+	}
+	for _, w := range ready {
+		start(w)
+		idle.ws = append(idle.ws, w)
+	}
+	spawn := time.NewTimer(time.Hour)
+	spawn.Stop()
+	defer spawn.Stop()
+	sleep := r.g.sleeper()
+	var i uint64
+loop:
+	for ; i < n; i++ {
+		due := r.start.Add(r.g.sched.At(i))
+		if !sleep.SleepUntil(due, r.paceStop) {
+			break
+		}
+		w := idle.pop()
+		if w == nil {
+			var spawnC <-chan time.Time
+			if len(started) < opts.MaxInFlight {
+				spawn.Reset(spawnAfter)
+				spawnC = spawn.C
+			}
+			for w == nil {
+				select {
+				case <-idle.wake:
+					w = idle.pop()
+				case <-spawnC:
+					w = r.newWorker()
+					start(w)
+				case <-r.paceStop:
+					break loop
+				}
+			}
+			spawn.Stop()
+		}
+		w.tickets <- ticket{seq: i, due: due}
+	}
+	for _, w := range started {
+		close(w.tickets)
+	}
+	r.started = len(started)
+	r.sendEnd = time.Now()
+	if i < n {
+		// Stopped early: what was due by then and not sent is dropped.
+		due := r.g.sched.Count(r.sendEnd.Sub(r.start))
+		if r.windowEnded.Load() {
+			due = n
+		}
+		if due > i {
+			r.dropped = min(due, n) - i
+		}
+	} else if at := r.start.Add(r.g.sched.At(n)); at.After(r.sendEnd) {
+		// The schedule ran out on time: it spans until the next request
+		// would have been due.
+		r.sendEnd = at
+	}
+	if byWindow && i == n {
+		// Keep the window its full length.
+		<-r.stop
+	}
+}
+
+// reportProgress calls Options.Progress until the run finishes.
+func (r *runner) reportProgress(finished <-chan struct{}) {
+	opts := &r.g.opts
+	tick := time.NewTicker(opts.ProgressInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-finished:
 			return
 		case <-tick.C:
-			p := r.tally.progress()
-			p.Elapsed = r.clock.Now().Sub(start)
-			r.opts.Progress(p)
+			p := r.rec.progress(time.Since(r.start))
+			p.Duration, p.MaxRequests = opts.Duration, opts.MaxRequests
+			opts.Progress(p)
 		}
 	}
 }
 
-// tally accumulates the outcomes of a run's requests.
-type tally struct {
-	mu                             sync.Mutex
-	sent, completed, errs, dropped uint64
-	bytesIn, bytesOut              uint64
-	status                         map[int]uint64
-	kinds                          map[string]uint64
-	latency                        Histogram
-}
-
-func (t *tally) init() {
-	t.status = make(map[int]uint64)
-	t.kinds = make(map[string]uint64)
-}
-
-func (t *tally) send(bodyLen int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.sent++
-	t.bytesOut += uint64(bodyLen)
-}
-
-func (t *tally) drop() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.dropped++
-}
-
-func (t *tally) fail(kind string, bytesIn uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.errs++
-	t.kinds[kind]++
-	t.bytesIn += bytesIn
-}
-
-func (t *tally) complete(status int, bytesIn uint64, latency time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.completed++
-	t.status[status]++
-	t.bytesIn += bytesIn
-	t.latency.Record(latency)
-	if status >= 400 {
-		t.errs++
-		t.kinds[statusKind(status)]++
-	}
-}
-
-// statusKind returns the error kind of a response status ≥ 400.
-func statusKind(status int) string {
-	switch status / 100 {
-	case 4:
-		return "status_4xx"
-	case 5:
-		return "status_5xx"
-	}
-	return "status_" + strconv.Itoa(status/100) + "xx"
-}
-
-func (t *tally) progress() Progress {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return Progress{Sent: t.sent, Completed: t.completed, Errors: t.errs, Dropped: t.dropped}
-}
-
-func (t *tally) result(d time.Duration) Result {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// result summarises a finished run.
+func (g *Generator) result(r *runner, end time.Time) Result {
+	opts := &g.opts
 	res := Result{
-		Requests:    t.sent,
-		Completed:   t.completed,
-		Errors:      t.errs,
-		Dropped:     t.dropped,
-		Duration:    d,
-		StatusCodes: t.status,
-		ErrorKinds:  t.kinds,
-		BytesIn:     t.bytesIn,
-		BytesOut:    t.bytesOut,
-		Latency:     t.latency.Summary(),
+		Model:       opts.Model(),
+		Method:      g.targets[0].method,
+		URL:         opts.Targets[0].URL,
+		Targets:     len(g.targets),
+		AskedRate:   opts.Rate,
+		Ramp:        opts.Ramp,
+		Connections: opts.Connections,
+		MaxInFlight: opts.MaxInFlight,
+		NoKeepAlive: opts.NoKeepAlive,
+		Dropped:     r.dropped,
+		Elapsed:     end.Sub(r.start),
+		Interrupted: r.interrupted.Load(),
 	}
-	if d > 0 {
-		res.Rate = float64(t.completed) / d.Seconds()
+	r.rec.fill(&res)
+	if res.Model == ModelOpen {
+		res.Connections = r.started
+	}
+	res.BytesIn, res.BytesOut = r.cl.bytes()
+	switch {
+	case res.Interrupted:
+		// The workers can see ctx end before watch does: the run sent
+		// until whichever came first.
+		res.Duration = min(r.stopAt.Sub(r.start), res.Elapsed)
+	case opts.Duration > 0 && (r.windowEnded.Load() || res.Elapsed >= opts.Duration):
+		res.Duration = opts.Duration
+	case opts.Rate > 0:
+		res.Duration = r.sendEnd.Sub(r.start)
+	default:
+		res.Duration = res.Elapsed
+	}
+	if res.Duration > 0 {
+		res.Rate = float64(res.Requests) / res.Duration.Seconds()
+	}
+	if res.Model == ModelOpen {
+		res.Behind = res.Dropped > 0 || res.Lag.P99 >= BehindLag
 	}
 	return res
+}
+
+// sleeper is the pacer's clock: tests make it late.
+type sleeper interface {
+	// SleepUntil waits until t or until stop is closed, and reports whether
+	// t was reached first. One goroutine calls it.
+	SleepUntil(t time.Time, stop <-chan struct{}) bool
+}
+
+// timerSleeper sleeps on one timer, reset for every wait, so that pacing
+// allocates nothing.
+type timerSleeper struct {
+	timer *time.Timer
+}
+
+func (s *timerSleeper) SleepUntil(t time.Time, stop <-chan struct{}) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
+	}
+	if s.timer == nil {
+		s.timer = time.NewTimer(d)
+	} else {
+		s.timer.Reset(d)
+	}
+	select {
+	case <-stop:
+		s.timer.Stop()
+		return false
+	case <-s.timer.C:
+		return true
+	}
 }

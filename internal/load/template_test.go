@@ -1,7 +1,7 @@
 package load
 
 import (
-	"math/rand/v2"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,7 +29,7 @@ func TestCompileTemplate(t *testing.T) {
 		{name: "digit first is literal", raw: "http://h/{1}", seqs: []uint64{0}, want: []string{"http://h/{1}"}, constant: true},
 		{name: "space inside is literal", raw: "{ seq }", seqs: []uint64{0}, want: []string{"{ seq }"}, constant: true},
 
-		{name: "unknown placeholder", raw: "http://h/{id}", wantErr: "unknown placeholder {id} at offset 9, want {seq} or {rand:N}"},
+		{name: "unknown placeholder", raw: "http://h/{id}", wantErr: "unknown placeholder {id} at offset 9, want {seq}, {rand:N} or {pick:FILE}"},
 		{name: "unknown with argument", raw: "{range:5}", wantErr: "unknown placeholder {range:5} at offset 0"},
 		{name: "name is case sensitive", raw: "{Seq}", wantErr: "unknown placeholder {Seq}"},
 		{name: "seq with argument", raw: "{seq:3}", wantErr: "placeholder {seq:3} at offset 0: {seq} takes no argument"},
@@ -44,7 +44,7 @@ func TestCompileTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tmpl, err := CompileTemplate(tt.raw)
+			tmpl, err := CompileTemplate(tt.raw, noFiles)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("CompileTemplate(%q) error = %v, want it to contain %q", tt.raw, err, tt.wantErr)
@@ -61,7 +61,7 @@ func TestCompileTemplate(t *testing.T) {
 				t.Errorf("Constant() = %v, want %v", got, tt.constant)
 			}
 			for i, seq := range tt.seqs {
-				if got := string(tmpl.Expand(nil, seq, nil)); got != tt.want[i] {
+				if got := string(tmpl.Expand(nil, seq, 0)); got != tt.want[i] {
 					t.Errorf("Expand(seq %d) = %q, want %q", seq, got, tt.want[i])
 				}
 			}
@@ -83,15 +83,14 @@ func TestTemplate_Expand(t *testing.T) {
 	number := regexp.MustCompile(`[0-9]+$`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tmpl, err := CompileTemplate(tt.raw)
+			tmpl, err := CompileTemplate(tt.raw, noFiles)
 			if err != nil {
 				t.Fatal(err)
 			}
 			expand := func(seed uint64) []string {
-				rnd := rand.New(rand.NewPCG(seed, 0))
 				var out []string
 				for seq := range uint64(200) {
-					out = append(out, string(tmpl.Expand(nil, seq, rnd)))
+					out = append(out, string(tmpl.Expand(nil, seq, seed)))
 				}
 				return out
 			}
@@ -124,19 +123,24 @@ func TestTemplate_Expand(t *testing.T) {
 }
 
 func TestTemplate_Expand_appends(t *testing.T) {
-	tmpl, err := CompileTemplate("/{seq}")
+	tmpl, err := CompileTemplate("/{seq}", noFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := make([]byte, 0, 64)
 	dst = append(dst, "http://h"...)
-	got := tmpl.Expand(dst, 12, nil)
+	got := tmpl.Expand(dst, 12, 0)
 	if string(got) != "http://h/12" {
 		t.Fatalf("Expand = %q, want %q", got, "http://h/12")
 	}
 	if &got[0] != &dst[:1][0] {
 		t.Errorf("Expand reallocated although dst had room")
 	}
+}
+
+// noFiles is a file reader for templates that must not read any.
+func noFiles(name string) ([]byte, error) {
+	return nil, fmt.Errorf("open %s: no files in this test", name)
 }
 
 func FuzzCompileTemplate(f *testing.F) {
@@ -153,16 +157,15 @@ func FuzzCompileTemplate(f *testing.F) {
 		f.Add(s, uint64(3))
 	}
 	f.Fuzz(func(t *testing.T, raw string, seq uint64) {
-		tmpl, err := CompileTemplate(raw)
+		tmpl, err := CompileTemplate(raw, func(string) ([]byte, error) { return []byte("a\nb\n"), nil })
 		if err != nil {
 			return
 		}
-		rnd := rand.New(rand.NewPCG(seq, 0))
-		got := string(tmpl.Expand(nil, seq, rnd))
+		got := string(tmpl.Expand(nil, seq, seq))
 		if tmpl.Constant() && got != raw {
 			t.Fatalf("constant template %q expanded to %q", raw, got)
 		}
-		if !strings.Contains(raw, "{seq}") && !strings.Contains(raw, "{rand:") && got != raw {
+		if !strings.Contains(raw, "{seq}") && !strings.Contains(raw, "{rand:") && !strings.Contains(raw, "{pick:") && got != raw {
 			t.Fatalf("template %q without placeholders expanded to %q", raw, got)
 		}
 		if tmpl.String() != raw {
@@ -172,16 +175,96 @@ func FuzzCompileTemplate(f *testing.F) {
 }
 
 func BenchmarkTemplate_Expand(b *testing.B) {
-	tmpl, err := CompileTemplate("http://127.0.0.1:8080/items/{rand:100000}?n={seq}")
+	tmpl, err := CompileTemplate("http://127.0.0.1:8080/items/{rand:100000}?n={seq}", noFiles)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rnd := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 0, 128)
 	b.ReportAllocs()
 	var seq uint64
 	for b.Loop() {
-		buf = tmpl.Expand(buf[:0], seq, rnd)
+		buf = tmpl.Expand(buf[:0], seq, 1)
 		seq++
+	}
+}
+
+func TestCompileTemplate_pick(t *testing.T) {
+	files := map[string]string{
+		"ids.txt":   "alice\r\nbob\n\n  \ncarol", // CRLF, blank lines, no final newline
+		"one.txt":   "only\n",
+		"empty.txt": "\n \n",
+		"space.txt": "a\nb c\n",
+		"ctrl.txt":  "a\x7f\n",
+	}
+	read := func(name string) ([]byte, error) {
+		s, ok := files[name]
+		if !ok {
+			return nil, fmt.Errorf("open %s: no such file", name)
+		}
+		return []byte(s), nil
+	}
+	tests := []struct {
+		name    string
+		raw     string
+		values  []string // the values expansions draw from
+		wantErr string
+	}{
+		{name: "lines", raw: "http://h/u/{pick:ids.txt}", values: []string{"http://h/u/alice", "http://h/u/bob", "http://h/u/carol"}},
+		{name: "one line", raw: "http://h/{pick:one.txt}", values: []string{"http://h/only"}},
+		{name: "missing file", raw: "http://h/{pick:nope.txt}", wantErr: "placeholder {pick:nope.txt} at offset 9: read values: open nope.txt: no such file"},
+		{name: "no values", raw: "http://h/{pick:empty.txt}", wantErr: "empty.txt has no values"},
+		{name: "blank in a value", raw: "http://h/{pick:space.txt}", wantErr: `space.txt line 2: character ' ' cannot go into a URL`},
+		{name: "control character", raw: "http://h/{pick:ctrl.txt}", wantErr: `ctrl.txt line 1: character '\x7f'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl, err := CompileTemplate(tt.raw, read)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for seq := range uint64(300) {
+				seen[string(tmpl.Expand(nil, seq, 7))]++
+			}
+			for _, v := range tt.values {
+				if seen[v] < 300/len(tt.values)/2 {
+					t.Errorf("%q drawn %d times in 300, want about %d", v, seen[v], 300/len(tt.values))
+				}
+				delete(seen, v)
+			}
+			if len(seen) > 0 {
+				t.Errorf("unexpected expansions %v", seen)
+			}
+		})
+	}
+}
+
+// TestDraw checks that draws are uniform: the counts of 100000 draws in
+// [0, 10) are each within 5 % of 10000.
+func TestDraw(t *testing.T) {
+	for _, n := range []uint64{10, 3} {
+		counts := make([]int, n)
+		const draws = 100000
+		for seq := range uint64(draws) {
+			v := draw(1, seq, 0, n)
+			if v >= n {
+				t.Fatalf("draw(%d) = %d", n, v)
+			}
+			counts[v]++
+		}
+		for v, c := range counts {
+			if want := draws / int(n); c < want*95/100 || c > want*105/100 {
+				t.Errorf("bound %d: value %d drawn %d times, want about %d", n, v, c, want)
+			}
+		}
+	}
+	if draw(1, 5, 0, 1<<62) == draw(1, 5, 1, 1<<62) {
+		t.Error("two placeholders of one request drew the same value")
 	}
 }

@@ -183,19 +183,89 @@ type Cgroup struct {
 	Unlimited  bool   `json:"unlimited"`
 }
 
-// Load summarises the load driven during the window.
+// Load summarises the load driven during the window (in result.json) or by
+// heapscope load (load.json and its JSON output).
 type Load struct {
-	Method         string            `json:"method"`
-	URL            string            `json:"url"`
-	RequestedRate  float64           `json:"requested_rate"`
-	Requests       uint64            `json:"requests"`
-	Completed      uint64            `json:"completed"`
-	Errors         uint64            `json:"errors"`
-	Dropped        uint64            `json:"dropped"`
-	AchievedRate   float64           `json:"achieved_rate"`
-	StatusCodes    map[string]uint64 `json:"status_codes,omitempty"`
-	ErrorKinds     map[string]uint64 `json:"error_kinds,omitempty"`
-	LatencySeconds Latency           `json:"latency_seconds"`
+	// Model is "open" (requests at a rate) or "closed" (connections sending
+	// back to back); Protocol the HTTP versions of the responses.
+	Model    string `json:"model,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	// Method and URL are the first request's; Targets counts the requests
+	// sent round-robin when there are several.
+	Method  string `json:"method"`
+	URL     string `json:"url"`
+	Targets int    `json:"targets,omitempty"`
+	// RequestedRate and RampSeconds are the open model's, and MaxInFlight
+	// its bound on outstanding requests. Connections is the closed model's
+	// option, or the connections the open model opened (one per worker over
+	// HTTP/1.1). PeakInFlight is the most requests outstanding at once.
+	RequestedRate float64 `json:"requested_rate"`
+	RampSeconds   float64 `json:"ramp_seconds,omitempty"`
+	Connections   int     `json:"connections,omitempty"`
+	MaxInFlight   int     `json:"max_in_flight,omitempty"`
+	PeakInFlight  int     `json:"peak_in_flight,omitempty"`
+	NoKeepAlive   bool    `json:"no_keepalive,omitempty"`
+	// DurationSeconds is how long requests were sent; ElapsedSeconds runs to
+	// the end of the last response.
+	DurationSeconds float64 `json:"duration_seconds,omitempty"`
+	ElapsedSeconds  float64 `json:"elapsed_seconds,omitempty"`
+	Interrupted     bool    `json:"interrupted,omitempty"`
+	// Requests were sent; Completed got a whole response (any status);
+	// Errors are transport failures plus statuses of 400 or more; Dropped
+	// were due but never sent because the generator fell behind.
+	Requests  uint64 `json:"requests"`
+	Completed uint64 `json:"completed"`
+	Errors    uint64 `json:"errors"`
+	Dropped   uint64 `json:"dropped"`
+	// AchievedRate is requests sent per second of DurationSeconds.
+	AchievedRate float64 `json:"achieved_rate"`
+	// SuccessRatio is the share of requests sent that completed with a
+	// status below 400.
+	SuccessRatio float64 `json:"success_ratio"`
+	// BytesIn and BytesOut count what went over the connections (headers,
+	// bodies, TLS records), and per second of DurationSeconds.
+	BytesIn           uint64            `json:"bytes_in,omitempty"`
+	BytesOut          uint64            `json:"bytes_out,omitempty"`
+	BytesInPerSecond  float64           `json:"bytes_in_per_second,omitempty"`
+	BytesOutPerSecond float64           `json:"bytes_out_per_second,omitempty"`
+	StatusCodes       map[string]uint64 `json:"status_codes,omitempty"`
+	ErrorKinds        map[string]uint64 `json:"error_kinds,omitempty"`
+	// LatencySeconds is measured from each request's intended send time in
+	// the open model (no coordinated omission), from its send time in the
+	// closed model.
+	LatencySeconds Latency `json:"latency_seconds"`
+	// Lag is how late the open model's requests left after their intended
+	// time.
+	Lag *LoadLag `json:"lag,omitempty"`
+	// Series holds per-second figures when they were asked for (load.json
+	// and heapscope load only).
+	Series []LoadSecond `json:"series,omitempty"`
+}
+
+// LoadLag is the open model generator's delay behind its schedule.
+type LoadLag struct {
+	MeanSeconds float64 `json:"mean_seconds"`
+	P99Seconds  float64 `json:"p99_seconds"`
+	MaxSeconds  float64 `json:"max_seconds"`
+	// FellBehind: requests were dropped, or 1 % of them or more left 10 ms
+	// or more after their intended time.
+	FellBehind bool `json:"fell_behind"`
+}
+
+// LoadSecond is one second of a load run, counted from its start.
+type LoadSecond struct {
+	Second int `json:"second"`
+	// Sent counts the requests sent in the second, Done those that ended in
+	// it and Errors the failures among them.
+	Sent   uint64 `json:"sent"`
+	Done   uint64 `json:"done"`
+	Errors uint64 `json:"errors"`
+	// Latency of the responses completed in the second.
+	LatencyP50Seconds float64 `json:"latency_p50_seconds"`
+	LatencyP90Seconds float64 `json:"latency_p90_seconds"`
+	LatencyP99Seconds float64 `json:"latency_p99_seconds"`
+	LatencyMaxSeconds float64 `json:"latency_max_seconds"`
+	MaxLagSeconds     float64 `json:"max_lag_seconds"`
 }
 
 // Latency holds latency percentiles in seconds.

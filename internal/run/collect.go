@@ -233,18 +233,12 @@ func (c *collector) window(ctx context.Context) {
 		})
 	}
 
-	if lc := c.cfg.Load; lc != nil {
+	if c.cfg.Load != nil {
 		wg.Go(func() {
-			res, err := load.Run(wctx, load.Options{
-				Request:  lc.Request,
-				Rate:     lc.Rate,
-				Duration: c.cfg.Duration,
-				Seed:     lc.Seed,
-				Progress: func(p load.Progress) {
-					c.sent.Store(p.Sent)
-					c.errored.Store(p.Errors)
-				},
-			})
+			res, err := load.Run(wctx, c.cfg.loadOptions(func(p load.Progress) {
+				c.sent.Store(p.Requests)
+				c.errored.Store(p.Errors)
+			}))
 			if err != nil {
 				c.fails.add("load", err)
 				return

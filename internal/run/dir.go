@@ -97,7 +97,7 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile)
 	}
 	write(memStatsFile, mustJSON(records))
 	if c.load != nil {
-		write(loadFile, mustJSON(res.Load))
+		write(loadFile, mustJSON(c.load.Summary())) // with the per-second series
 	}
 	var md bytes.Buffer
 	if err := report.Markdown(&md, res); err != nil {

@@ -59,8 +59,9 @@ type Config struct {
 	CPU bool
 	// Extra lists further profiles over the window: "block", "mutex".
 	Extra []string
-	// Load, when set, is driven during the window.
-	Load *LoadConfig
+	// Load, when set, is driven during the window: its Duration is the
+	// window's, it has no MaxRequests, and its Progress is the run's.
+	Load *load.Options
 	// PID names the target's process when it cannot be found from its
 	// port; 0 means look for it when the target is on loopback.
 	PID int
@@ -78,13 +79,6 @@ type Config struct {
 	proc    sysmem.Proc
 	// maxDecompressed caps a profile's decompressed size.
 	maxDecompressed int64
-}
-
-// LoadConfig is the load driven during the window.
-type LoadConfig struct {
-	Request load.Request
-	Rate    float64
-	Seed    int64
 }
 
 // Progress is the state of a run during its window.
@@ -138,8 +132,10 @@ func (c *Config) Validate() error {
 	if c.PID < 0 {
 		return fmt.Errorf("pid %d is negative", c.PID)
 	}
-	if c.Load != nil && c.Load.Rate <= 0 {
-		return fmt.Errorf("load rate %g must be positive", c.Load.Rate)
+	if c.Load != nil {
+		if _, err := load.New(c.loadOptions(nil)); err != nil {
+			return err
+		}
 	}
 	if c.OutDir == "" {
 		c.OutDir = DefaultOutDir
@@ -158,6 +154,16 @@ func (c *Config) Validate() error {
 		c.fetcher = client
 	}
 	return nil
+}
+
+// loadOptions returns the options of the window's load, reporting progress
+// to progress.
+func (c *Config) loadOptions(progress func(load.Progress)) load.Options {
+	o := *c.Load
+	o.Duration, o.MaxRequests = c.Duration, 0
+	o.Series = true // for load.json
+	o.Progress = progress
+	return o
 }
 
 // DefaultOutDir is where run directories go unless said otherwise.

@@ -79,7 +79,7 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		Duration:  1500 * time.Millisecond,
 		Snapshots: 3,
 		CPU:       true,
-		Load:      &LoadConfig{Request: load.Request{Method: "GET", URL: srv.URL + "/work?n={seq}"}, Rate: 100},
+		Load:      &load.Options{Targets: []load.Request{{Method: "GET", URL: srv.URL + "/work?n={seq}"}}, Rate: 100},
 		OutDir:    out,
 		Version:   "test",
 	})
@@ -140,6 +140,24 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		}
 		if pr.MemStatsBytesPerRequest < 64<<10 {
 			t.Errorf("MemStats bytes per request %.0f, want at least 64 KiB", pr.MemStatsBytesPerRequest)
+		}
+	})
+	t.Run("load.json", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join(dir, "load.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l result.Load
+		if err := json.Unmarshal(data, &l); err != nil {
+			t.Fatal(err)
+		}
+		// The window's load with its per-second figures; result.json has
+		// the same without them.
+		if l.Model != "open" || l.Requests != res.Load.Requests || l.RequestedRate != 100 || l.Lag == nil || len(l.Series) < 1 || l.DurationSeconds != 1.5 {
+			t.Errorf("load.json %+v, want the open model's 100/s over the 1.5s window with a series", l)
+		}
+		if res.Load.Series != nil {
+			t.Errorf("result.json's load has a series of %d seconds, want none", len(res.Load.Series))
 		}
 	})
 	t.Run("local process", func(t *testing.T) {
@@ -304,6 +322,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"unknown extra profile", Config{Duration: time.Second, Extra: []string{"heap"}}, "block or mutex"},
 		{"bad url", Config{Duration: time.Second, Target: target.Options{BaseURL: "ftp://x"}}, "scheme"},
 		{"negative pid", Config{Duration: time.Second, PID: -3}, "negative"},
+		{"load without a model", Config{Duration: time.Second, Load: &load.Options{Targets: []load.Request{{URL: "http://h/"}}}}, "no load model"},
+		{"load with a bad pick file", Config{Duration: time.Second, Load: &load.Options{Targets: []load.Request{{URL: "http://h/{pick:/nonexistent/ids}"}}, Rate: 1}}, "read values"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

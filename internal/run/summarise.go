@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
-	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/target"
@@ -102,7 +100,8 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 	res.RSS = c.rssSummary()
 	res.HeapGrowth = c.heapGrowth()
 	if c.load != nil {
-		res.Load = loadSummary(cfg.Load, c.load)
+		res.Load = c.load.Summary()
+		res.Load.Series = nil // per-second figures go to load.json only
 		res.PerRequest = c.perRequest(delta)
 	}
 	res.Files = result.RunDirectory{Report: reportFile, MemStats: memStatsFile}
@@ -338,32 +337,6 @@ func allocTotals(p *profile.Profile) (space, objects int64) {
 		objects += s.Value[oi]
 	}
 	return space, objects
-}
-
-func loadSummary(lc *LoadConfig, r *load.Result) *result.Load {
-	l := &result.Load{
-		Method:        lc.Request.Method,
-		URL:           lc.Request.URL,
-		RequestedRate: lc.Rate,
-		Requests:      r.Requests,
-		Completed:     r.Completed,
-		Errors:        r.Errors,
-		Dropped:       r.Dropped,
-		AchievedRate:  r.Rate,
-		ErrorKinds:    r.ErrorKinds,
-		LatencySeconds: result.Latency{
-			Min: r.Latency.Min.Seconds(), Mean: r.Latency.Mean.Seconds(),
-			P50: r.Latency.P50.Seconds(), P90: r.Latency.P90.Seconds(), P99: r.Latency.P99.Seconds(),
-			P999: r.Latency.P999.Seconds(), Max: r.Latency.Max.Seconds(),
-		},
-	}
-	if len(r.StatusCodes) > 0 {
-		l.StatusCodes = make(map[string]uint64, len(r.StatusCodes))
-		for code, n := range r.StatusCodes {
-			l.StatusCodes[strconv.Itoa(code)] = n
-		}
-	}
-	return l
 }
 
 func sortedKeys[V any](m map[string]V) []string {

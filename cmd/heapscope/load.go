@@ -1,0 +1,559 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// loadFlags are the request and model flags of load, shared with profile
+// and demo.
+type loadFlags struct {
+	body        string
+	bodyFile    string
+	targets     string
+	rate        float64
+	ramp        time.Duration
+	connections int
+	maxInFlight int
+	noKeepAlive bool
+	http1       bool
+	http2       bool
+	timeout     time.Duration
+	timeoutName string // the flag of timeout
+	seed        int64
+}
+
+// register adds the flags; timeoutName is the name of the per-request
+// timeout (profile's --timeout is pprof's).
+func (f *loadFlags) register(fs *pflag.FlagSet, timeoutName string, defaultRate float64) {
+	f.timeoutName = timeoutName
+	fs.Float64Var(&f.rate, "rate", defaultRate, "open model: requests per second, sent at their intended times whatever the service does")
+	fs.DurationVar(&f.ramp, "ramp", 0, "open model: grow the rate linearly from 0 over this long")
+	fs.IntVar(&f.connections, "connections", 0, "closed model: connections sending back to back (with --rate 0 or omitted)")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("open model: most requests outstanding at once (default %d)", load.DefaultMaxInFlight))
+	fs.StringVar(&f.body, "body", "", "request body")
+	fs.StringVar(&f.bodyFile, "body-file", "", "file holding the request body")
+	fs.StringVar(&f.targets, "targets", "", "file of requests in vegeta's http format (METHOD URL, header lines, @body-file), sent round-robin")
+	fs.BoolVar(&f.noKeepAlive, "no-keepalive", false, "open a new connection for every request")
+	fs.BoolVar(&f.http1, "http1", false, "speak HTTP/1.1 only, also to https URLs")
+	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2 only: over TLS for https URLs, h2c for http URLs")
+	fs.DurationVar(&f.timeout, timeoutName, load.DefaultTimeout, "timeout of each load request, to the end of its response")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the {rand:N} and {pick:FILE} placeholders")
+}
+
+// options builds the load options for the requests. A bare --connections
+// selects the closed model even where --rate has a default.
+func (f *loadFlags) options(fs *pflag.FlagSet, reqs []load.Request) (load.Options, error) {
+	o := load.Options{
+		Targets:     reqs,
+		Rate:        f.rate,
+		Ramp:        f.ramp,
+		Connections: f.connections,
+		MaxInFlight: f.maxInFlight,
+		NoKeepAlive: f.noKeepAlive,
+		Timeout:     f.timeout,
+		Seed:        f.seed,
+	}
+	switch {
+	case f.rate < 0:
+		return load.Options{}, fmt.Errorf("--rate %g: give a positive rate, or --connections N for the closed model", f.rate)
+	case f.connections < 0:
+		return load.Options{}, fmt.Errorf("--connections %d: give a positive number", f.connections)
+	case f.connections > 0 && fs.Changed("rate") && f.rate > 0:
+		return load.Options{}, errors.New("--rate and --connections both set: --rate R is the open model, --connections N the closed model; give one")
+	case f.connections > 0:
+		o.Rate = 0
+	case f.rate == 0:
+		return load.Options{}, errors.New("no load model: give --rate R (open model, requests per second) or --connections N (closed model)")
+	}
+	switch {
+	case f.maxInFlight < 0:
+		return load.Options{}, fmt.Errorf("--max-in-flight %d: give a positive number", f.maxInFlight)
+	case f.maxInFlight > 0 && o.Rate == 0:
+		return load.Options{}, errors.New("--max-in-flight bounds the open model (--rate); the closed model's concurrency is --connections")
+	case f.ramp < 0:
+		return load.Options{}, fmt.Errorf("--ramp %s: give a positive duration", f.ramp)
+	case f.ramp > 0 && o.Rate == 0:
+		return load.Options{}, errors.New("--ramp applies to the open model: give --rate")
+	case f.timeout <= 0:
+		return load.Options{}, fmt.Errorf("--%s %s: give a positive duration", f.timeoutName, f.timeout)
+	case f.http1 && f.http2:
+		return load.Options{}, errors.New("--http1 and --http2 both set: give one")
+	case f.http1:
+		o.Protocol = load.ProtocolHTTP1
+	case f.http2:
+		o.Protocol = load.ProtocolHTTP2
+	}
+	return o, nil
+}
+
+// requests builds the requests: the targets file's, or one request to url.
+// base resolves the targets file's path URLs.
+func (f *loadFlags) requests(method, url, base string, header http.Header) ([]load.Request, error) {
+	if f.body != "" && f.bodyFile != "" {
+		return nil, errors.New("--body and --body-file both set: give one")
+	}
+	var body []byte
+	if f.body != "" {
+		body = []byte(f.body)
+	}
+	if f.bodyFile != "" {
+		b, err := os.ReadFile(f.bodyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--body-file: %w", err)
+		}
+		body = b
+	}
+	if f.targets != "" {
+		file, err := os.Open(f.targets)
+		if err != nil {
+			return nil, fmt.Errorf("--targets: %w", err)
+		}
+		defer file.Close()
+		reqs, err := load.ParseTargets(file, load.Request{URL: base, Header: header, Body: body}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--targets %s: %w", f.targets, err)
+		}
+		return reqs, nil
+	}
+	if len(header) == 0 {
+		header = nil
+	}
+	r := load.Request{Method: method, URL: url, Header: header, Body: body}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	return []load.Request{r}, nil
+}
+
+// tlsConfig builds the TLS configuration of --cacert and --insecure; nil
+// when neither is set.
+func tlsConfig(caCert string, insecure bool) (*tls.Config, error) {
+	if caCert == "" && !insecure {
+		return nil, nil
+	}
+	cfg := &tls.Config{InsecureSkipVerify: insecure}
+	if caCert != "" {
+		pem, err := os.ReadFile(caCert)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s: no PEM certificate in it", caCert)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// loadOptions are the flags of heapscope load.
+type loadOptions struct {
+	loadFlags
+	method   string
+	headers  []string
+	duration time.Duration
+	requests uint64
+	series   bool
+	progress bool
+	format   string
+	caCert   string
+	insecure bool
+}
+
+func newLoadCmd(e *env) *cobra.Command {
+	o := &loadOptions{}
+	cmd := &cobra.Command{
+		Use:   "load [URL]",
+		Short: "Drive HTTP load and report latency, like wrk or vegeta",
+		Long: `load sends HTTP requests to URL and reports what came back: requests, the
+achieved rate, throughput, success ratio, status codes, errors by kind, and
+latency percentiles from a high-dynamic-range histogram.
+
+Two models:
+  --rate R         open model: R requests per second, each at its intended
+                   time whatever the service does. Latency counts from the
+                   intended time, so a stalled service shows in it (no
+                   coordinated omission), and the report says when the
+                   generator itself fell behind its schedule (lag, dropped).
+                   --ramp D grows the rate from 0 over D; --max-in-flight N
+                   bounds outstanding requests so a stalled service cannot
+                   exhaust memory.
+  --connections N  closed model: N connections sending back to back, for the
+                   most throughput, as wrk does.
+
+The URL (and the URLs of --targets) may hold {seq} (0, 1, 2, …), {rand:N}
+(an integer below N) and {pick:FILE} (a line of FILE) in its path and query,
+so that requests hit distinct keys.
+
+HTTP/1.1 by default; https URLs speak HTTP/2 when the server offers it;
+--http2 forces HTTP/2 (h2c for http URLs), --http1 forces HTTP/1.1.
+
+Progress goes to stderr when it is a terminal (--progress forces it).
+Ctrl-C stops at once and prints the results so far (exit code 130).`,
+		Example: `  # open model: 500 requests/s for 30s across 100000 distinct ids
+  heapscope load 'http://127.0.0.1:8080/process?id=user-{rand:100000}' --rate 500 --duration 30s
+
+  # closed model: 64 connections back to back for 10s, as wrk -c 64
+  heapscope load http://127.0.0.1:8080/ --connections 64
+
+  # POST a JSON body with a header, 10000 requests, results as JSON
+  heapscope load http://127.0.0.1:8080/items -X POST -H 'Content-Type: application/json' \
+      --body-file item.json --rate 1000 --requests 10000 --format json
+
+  # requests from a vegeta targets file, over a 10s ramp to 2000/s
+  heapscope load --targets targets.txt --rate 2000 --ramp 10s --duration 1m`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 || len(args) == 0 && o.targets == "" {
+				return fmt.Errorf("load takes URL (or --targets FILE) (got %d arguments); see heapscope load --help", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			url := ""
+			if len(args) == 1 {
+				url = args[0]
+			}
+			return runLoad(cmd.Context(), e, cmd.Flags(), url, o)
+		},
+	}
+	fs := cmd.Flags()
+	o.register(fs, "timeout", 0)
+	fs.StringVarP(&o.method, "method", "X", http.MethodGet, "request method")
+	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request (repeatable)")
+	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to send requests (with --requests and no --duration: until they are sent)")
+	fs.Uint64VarP(&o.requests, "requests", "n", 0, "stop after this many requests")
+	fs.BoolVar(&o.series, "series", false, "add a per-second time series to the results")
+	fs.BoolVar(&o.progress, "progress", false, "show progress on stderr even when it is not a terminal")
+	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
+	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's TLS certificate")
+	return cmd
+}
+
+// loadProgressEvery is how often progress is drawn.
+const loadProgressEvery = 500 * time.Millisecond
+
+func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *loadOptions) error {
+	format, err := report.ParseFormat(o.format)
+	if err != nil {
+		return err
+	}
+	header, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	base := ""
+	if url != "" {
+		base = origin(url)
+	}
+	reqs, err := o.loadFlags.requests(o.method, url, base, header)
+	if err != nil {
+		return err
+	}
+	opts, err := o.loadFlags.options(fs, reqs)
+	if err != nil {
+		return err
+	}
+	if o.duration < 0 {
+		return fmt.Errorf("--duration %s: give a positive duration", o.duration)
+	}
+	opts.Duration, opts.MaxRequests = o.duration, o.requests
+	if o.requests > 0 && !fs.Changed("duration") {
+		opts.Duration = 0
+	}
+	if opts.Duration == 0 && opts.MaxRequests == 0 {
+		return errors.New("--duration 0 and no --requests: give one of them")
+	}
+	if opts.TLS, err = tlsConfig(o.caCert, o.insecure); err != nil {
+		return err
+	}
+	opts.Series = o.series
+	pr := newLoadProgress(e.stderr, o.progress)
+	opts.Progress, opts.ProgressInterval = pr.update, loadProgressEvery
+	gen, err := load.New(opts)
+	if err != nil {
+		return err
+	}
+	res, err := gen.Run(ctx)
+	pr.finish()
+	if err != nil {
+		return err
+	}
+	if err := printLoad(e.stdout, res.Summary(), format); err != nil {
+		return err
+	}
+	if res.Interrupted {
+		return &codeError{code: exitInterrupted, err: fmt.Errorf("interrupted after %s: the results above are those so far", res.Duration.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+// origin returns scheme://host of a URL, or "" when it has none.
+func origin(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexAny(u[i+3:], "/?#")
+	if j < 0 {
+		return u
+	}
+	return u[:i+3+j]
+}
+
+// loadProgress draws one status line on stderr: on a terminal it is
+// redrawn in place; when forced elsewhere, a line is printed every second.
+type loadProgress struct {
+	w        io.Writer
+	terminal bool
+	on       bool
+	last     time.Duration // when the last line was printed
+	drawn    bool
+	pending  *load.Progress // the last snapshot, when not printed
+}
+
+func newLoadProgress(w io.Writer, force bool) *loadProgress {
+	p := &loadProgress{w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.terminal, p.on = true, true
+	}
+	p.on = p.on || force
+	return p
+}
+
+func (p *loadProgress) update(s load.Progress) {
+	if !p.on {
+		return
+	}
+	if !p.terminal && p.drawn && s.Elapsed-p.last < time.Second {
+		p.pending = &s
+		return
+	}
+	p.last, p.drawn, p.pending = s.Elapsed, true, nil
+	line := progressLine(s)
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// finish clears the terminal's line, or prints the final counts when they
+// were held back.
+func (p *loadProgress) finish() {
+	switch {
+	case p.terminal && p.drawn:
+		fmt.Fprint(p.w, "\r\033[K")
+	case !p.terminal && p.pending != nil:
+		fmt.Fprintln(p.w, progressLine(*p.pending))
+	}
+}
+
+// progressLine describes a snapshot: elapsed/total, current rate, errors.
+func progressLine(s load.Progress) string {
+	var b strings.Builder
+	el := s.Elapsed.Truncate(100 * time.Millisecond)
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, "load %s/%s", el, s.Duration)
+	} else {
+		fmt.Fprintf(&b, "load %s", el)
+	}
+	if s.MaxRequests > 0 {
+		fmt.Fprintf(&b, "  %d/%d requests", s.Requests, s.MaxRequests)
+	} else {
+		fmt.Fprintf(&b, "  %d requests", s.Requests)
+	}
+	fmt.Fprintf(&b, "  %.0f/s  %d errors  %d in flight", s.Rate, s.Errors, s.InFlight)
+	if s.Lag >= load.BehindLag {
+		fmt.Fprintf(&b, "  behind schedule by up to %s", s.Lag.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// printLoad writes a load result in the format.
+func printLoad(w io.Writer, l *result.Load, f report.Format) error {
+	switch f {
+	case report.FormatJSON:
+		return writeJSON(w, l)
+	case report.FormatMarkdown:
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "## Load: %s\n\n", loadHeading(l))
+		for _, t := range loadTables(l, true) {
+			fmt.Fprintf(&b, "%s\n\n", t.RenderMarkdown())
+		}
+		_, err := w.Write(b.Bytes())
+		return err
+	default:
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s\n", loadHeading(l))
+		for _, t := range loadTables(l, false) {
+			b.WriteString("\n")
+			for _, line := range strings.Split(t.Render(), "\n") {
+				fmt.Fprintf(&b, "%s\n", strings.TrimRight(line, " "))
+			}
+		}
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+}
+
+func loadHeading(l *result.Load) string {
+	target := l.Method + " " + l.URL
+	if l.Targets > 1 {
+		target = fmt.Sprintf("%d requests round-robin, first %s", l.Targets, target)
+	}
+	model := fmt.Sprintf("closed model, %d connections", l.Connections)
+	if l.Model == string(load.ModelOpen) {
+		model = fmt.Sprintf("open model, %s/s asked", report.Count(l.RequestedRate))
+		if l.RampSeconds > 0 {
+			model += fmt.Sprintf(" after a %s ramp", report.Seconds(l.RampSeconds))
+		}
+	}
+	s := fmt.Sprintf("%s: %s, %s", target, model, report.Seconds(l.DurationSeconds))
+	if l.Protocol != "" {
+		s += ", " + l.Protocol
+	}
+	if l.NoKeepAlive {
+		s += ", no keep-alive"
+	}
+	if l.Interrupted {
+		s += " (interrupted)"
+	}
+	return s
+}
+
+// loadTables lays out a load result: the figures, the latency, and the
+// per-second series when there is one. Markdown tables need a header row.
+func loadTables(l *result.Load, markdown bool) []table.Writer {
+	sum := newLoadTable()
+	if markdown {
+		sum.AppendHeader(table.Row{"figure", "value"})
+	}
+	sent := fmt.Sprintf("%d sent, %d completed", l.Requests, l.Completed)
+	if l.Dropped > 0 {
+		sent += fmt.Sprintf(", %d dropped", l.Dropped)
+	}
+	sum.AppendRow(table.Row{"requests", sent})
+	rate := fmt.Sprintf("%.1f/s", l.AchievedRate)
+	if l.Model == string(load.ModelOpen) {
+		rate += fmt.Sprintf(" (asked %s/s)", trimFloat(l.RequestedRate))
+	}
+	sum.AppendRow(table.Row{"rate", rate})
+	if l.Model == string(load.ModelOpen) {
+		sum.AppendRow(table.Row{"concurrency", fmt.Sprintf("%d connections, at most %d requests in flight (bound %d)", l.Connections, l.PeakInFlight, l.MaxInFlight)})
+	}
+	sum.AppendRow(table.Row{"throughput", fmt.Sprintf("%s/s in, %s/s out", report.Bytes(l.BytesInPerSecond), report.Bytes(l.BytesOutPerSecond))})
+	sum.AppendRow(table.Row{"success", fmt.Sprintf("%.2f %%", 100*l.SuccessRatio)})
+	sum.AppendRow(table.Row{"status codes", countsLine(l.StatusCodes, " × ")})
+	errs := "none"
+	if l.Errors > 0 {
+		errs = fmt.Sprintf("%d: %s", l.Errors, countsLine(l.ErrorKinds, " "))
+	}
+	sum.AppendRow(table.Row{"errors", errs})
+	if lag := l.Lag; lag != nil {
+		var sched string
+		switch {
+		case l.Dropped > 0:
+			sched = fmt.Sprintf("FELL BEHIND: %.1f/s sent of %s/s asked, %d requests dropped, lag p99 %s, max %s; latency counts the lag",
+				l.AchievedRate, trimFloat(l.RequestedRate), l.Dropped, report.Seconds(lag.P99Seconds), report.Seconds(lag.MaxSeconds))
+		case lag.FellBehind:
+			sched = fmt.Sprintf("LATE: the rate was kept, but 1 %% of the requests left %s or more late (p99 %s, max %s), waiting for the pacer or a free connection; latency counts the lag",
+				report.Seconds(load.BehindLag.Seconds()), report.Seconds(lag.P99Seconds), report.Seconds(lag.MaxSeconds))
+		default:
+			sched = fmt.Sprintf("kept: lag p99 %s, max %s", report.Seconds(lag.P99Seconds), report.Seconds(lag.MaxSeconds))
+		}
+		sum.AppendRow(table.Row{"schedule", sched})
+	}
+
+	lat := newLoadTable()
+	lat.AppendHeader(table.Row{"latency", "min", "mean", "p50", "p90", "p99", "p99.9", "max"})
+	ls := l.LatencySeconds
+	lat.AppendRow(table.Row{"", report.Seconds(ls.Min), report.Seconds(ls.Mean), report.Seconds(ls.P50), report.Seconds(ls.P90),
+		report.Seconds(ls.P99), report.Seconds(ls.P999), report.Seconds(ls.Max)})
+	rightAlign(lat, 2, 8)
+	tables := []table.Writer{sum, lat}
+
+	if len(l.Series) > 0 {
+		ser := newLoadTable()
+		header := table.Row{"second", "sent", "done", "errors", "p50", "p90", "p99", "max"}
+		if l.Lag != nil {
+			header = append(header, "max lag")
+		}
+		ser.AppendHeader(header)
+		for _, s := range l.Series {
+			row := table.Row{s.Second, s.Sent, s.Done, s.Errors, report.Seconds(s.LatencyP50Seconds), report.Seconds(s.LatencyP90Seconds),
+				report.Seconds(s.LatencyP99Seconds), report.Seconds(s.LatencyMaxSeconds)}
+			if l.Lag != nil {
+				row = append(row, report.Seconds(s.MaxLagSeconds))
+			}
+			ser.AppendRow(row)
+		}
+		rightAlign(ser, 1, len(header))
+		tables = append(tables, ser)
+	}
+	return tables
+}
+
+func newLoadTable() table.Writer {
+	tw := table.NewWriter()
+	style := table.StyleDefault
+	style.Options = table.OptionsNoBordersAndSeparators
+	style.Format.Header = text.FormatDefault
+	tw.SetStyle(style)
+	return tw
+}
+
+func rightAlign(tw table.Writer, from, to int) {
+	var cfgs []table.ColumnConfig
+	for n := from; n <= to; n++ {
+		cfgs = append(cfgs, table.ColumnConfig{Number: n, Align: text.AlignRight, AlignHeader: text.AlignRight})
+	}
+	tw.SetColumnConfigs(cfgs)
+}
+
+// countsLine lists counts by key, largest first.
+func countsLine(m map[string]uint64, sep string) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s%s%d", k, sep, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func trimFloat(f float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", f), "0"), ".")
+}

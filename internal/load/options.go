@@ -1,0 +1,204 @@
+package load
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultTimeout          = 10 * time.Second
+	DefaultMaxInFlight      = 512
+	DefaultMaxBody          = 64 << 20
+	DefaultProgressInterval = 500 * time.Millisecond
+)
+
+// BehindLag is the lag beyond which the open model's generator counts as
+// fallen behind its schedule: when 1 % of the requests or more left later
+// than this after their intended time (Result.Behind).
+const BehindLag = 10 * time.Millisecond
+
+// Model is a load model.
+type Model string
+
+// The load models.
+const (
+	// ModelOpen sends requests at intended times set by a rate, whatever
+	// the service does, like vegeta and wrk2.
+	ModelOpen Model = "open"
+	// ModelClosed keeps a fixed number of connections busy, each sending
+	// its next request when the last one completes, like wrk.
+	ModelClosed Model = "closed"
+)
+
+// Protocol selects the HTTP version.
+type Protocol string
+
+// The protocols.
+const (
+	// ProtocolAuto speaks HTTP/1.1 to http URLs, and HTTP/2 to https URLs
+	// whose server offers it (ALPN), HTTP/1.1 otherwise.
+	ProtocolAuto Protocol = ""
+	// ProtocolHTTP1 speaks HTTP/1.1 only, over TLS for https URLs.
+	ProtocolHTTP1 Protocol = "http1"
+	// ProtocolHTTP2 speaks HTTP/2 only: over TLS for https URLs, h2c with
+	// prior knowledge for http URLs.
+	ProtocolHTTP2 Protocol = "http2"
+)
+
+// Options configures a run.
+type Options struct {
+	// Targets are the requests, sent round-robin: request number i uses
+	// Targets[i mod len(Targets)]. At least one.
+	Targets []Request
+
+	// Rate > 0 selects the open model: requests per second, each sent at
+	// its intended time (see Schedule) by a pool of at most MaxInFlight
+	// workers. Ramp, when set, grows the rate linearly from zero over its
+	// length, within Duration.
+	Rate float64
+	Ramp time.Duration
+	// MaxInFlight bounds the open model's outstanding requests, and so its
+	// connections and memory; 0 means DefaultMaxInFlight. A request that
+	// falls due while MaxInFlight are outstanding waits for a free worker
+	// (and its latency counts the wait); one still waiting BehindLag after
+	// the window's end is dropped and counted in Result.Dropped.
+	MaxInFlight int
+
+	// Connections > 0, with Rate 0, selects the closed model: that many
+	// connections send requests back to back.
+	Connections int
+
+	// Duration is how long requests are sent; MaxRequests, when set, stops
+	// the run after that many requests. At least one of the two is set.
+	Duration    time.Duration
+	MaxRequests uint64
+
+	// Timeout bounds each request from its send to the end of its response
+	// body; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// NoKeepAlive sends every request on a new connection.
+	NoKeepAlive bool
+	// Protocol selects the HTTP version.
+	Protocol Protocol
+	// TLS configures https connections; nil verifies the server against the
+	// system's roots.
+	TLS *tls.Config
+	// MaxBody bounds a response body; a larger one fails the request with
+	// ErrorKindBodyTooLarge. 0 means DefaultMaxBody.
+	MaxBody int
+
+	// Seed seeds the {rand:N} and {pick:FILE} placeholders: the same seed
+	// gives the same URL to the same request number. 0 is a seed like any
+	// other.
+	Seed int64
+	// ReadFile reads the files of {pick:FILE} placeholders; nil means
+	// os.ReadFile.
+	ReadFile ReadFileFunc
+
+	// Series keeps per-second figures in Result.Series.
+	Series bool
+	// Progress, if set, is called every ProgressInterval (0 means
+	// DefaultProgressInterval) while the run lasts, and once more with the
+	// final counts before Run returns. Calls never overlap.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
+}
+
+// Progress is a snapshot of a running load.
+type Progress struct {
+	// Elapsed is the time since the run started; Duration the run's
+	// Options.Duration and MaxRequests its Options.MaxRequests (0 when
+	// unset).
+	Elapsed, Duration time.Duration
+	MaxRequests       uint64
+	// Requests counts the requests done (completed or failed), Errors the
+	// failures and responses with a status ≥ 400 among them.
+	Requests, Errors uint64
+	// Rate is the requests done per second since the previous snapshot.
+	Rate float64
+	// InFlight is the number of requests outstanding.
+	InFlight int
+	// Lag is the open model's largest lag behind the schedule since the
+	// previous snapshot.
+	Lag time.Duration
+}
+
+// Model returns the model the options select.
+func (o *Options) Model() Model {
+	if o.Rate > 0 {
+		return ModelOpen
+	}
+	return ModelClosed
+}
+
+// validate checks the options and fills the defaults.
+func (o *Options) validate() error {
+	switch {
+	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0:
+		return fmt.Errorf("rate %g per second must be a positive number", o.Rate)
+	case o.Rate > 1e7:
+		return fmt.Errorf("rate %g per second is more than one machine can send: give at most 10000000", o.Rate)
+	case o.Connections < 0:
+		return fmt.Errorf("connections %d must not be negative", o.Connections)
+	case o.Rate == 0 && o.Connections == 0:
+		return errors.New("no load model: give a rate (open model) or a number of connections (closed model)")
+	case o.Rate > 0 && o.Connections > 0:
+		return errors.New("rate and connections both set: the open model takes a rate (bound its connections with max in-flight), the closed model a number of connections")
+	case o.Connections > 100_000:
+		return fmt.Errorf("connections %d: give at most 100000", o.Connections)
+	case o.Ramp < 0:
+		return fmt.Errorf("ramp %s must not be negative", o.Ramp)
+	case o.Ramp > 0 && o.Rate == 0:
+		return errors.New("ramp applies to the open model: give a rate")
+	case o.Duration < 0:
+		return fmt.Errorf("duration %s must not be negative", o.Duration)
+	case o.Duration == 0 && o.MaxRequests == 0:
+		return errors.New("no end: give a duration or a number of requests")
+	case o.Ramp > 0 && o.Duration > 0 && o.Ramp > o.Duration:
+		return fmt.Errorf("ramp %s is longer than the %s run", o.Ramp, o.Duration)
+	case o.Timeout < 0:
+		return fmt.Errorf("timeout %s must not be negative", o.Timeout)
+	case o.MaxInFlight < 0:
+		return fmt.Errorf("max in-flight %d must not be negative", o.MaxInFlight)
+	case o.MaxInFlight > 0 && o.Rate == 0:
+		return errors.New("max in-flight applies to the open model; the closed model's concurrency is its connections")
+	case o.MaxInFlight > 100_000:
+		return fmt.Errorf("max in-flight %d: give at most 100000", o.MaxInFlight)
+	case o.MaxBody < 0:
+		return fmt.Errorf("max body %d must not be negative", o.MaxBody)
+	case o.ProgressInterval < 0:
+		return fmt.Errorf("progress interval %s must not be negative", o.ProgressInterval)
+	case len(o.Targets) == 0:
+		return errors.New("no request to send")
+	}
+	switch o.Protocol {
+	case ProtocolAuto, ProtocolHTTP1, ProtocolHTTP2:
+	default:
+		return fmt.Errorf("protocol %q: want http1 or http2", o.Protocol)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxInFlight == 0 && o.Rate > 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.MaxBody == 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = DefaultProgressInterval
+	}
+	return nil
+}
+
+// workers returns the most requests outstanding at once.
+func (o *Options) workers() int {
+	if o.Rate > 0 {
+		return o.MaxInFlight
+	}
+	return o.Connections
+}
