@@ -51,23 +51,21 @@ func runTop(e *env, path string, o *topOptions) error {
 	if o.n < 0 {
 		return fmt.Errorf("-n %d: give a number of sites ≥ 0", o.n)
 	}
-	data, err := readInput(e, path, pprofx.DefaultMaxDecompressed)
+	s, err := readStacks(e, path)
 	if err != nil {
 		return err
 	}
-	p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
-	if err != nil {
-		return fmt.Errorf("read profile %s: %w", path, err)
-	}
-	tab, err := pprofx.Top(p, pprofx.TopOptions{Sample: o.sample, N: o.n, SortByCum: o.cum})
+	tab, err := s.Top(pprofx.TopOptions{Sample: o.sample, N: o.n, SortByCum: o.cum})
 	if err != nil {
 		return fmt.Errorf("top of %s: %w", path, err)
 	}
 	return report.Top(e.stdout, run.TopTable(tab, path, ""), format)
 }
 
-// readInput reads a file, or stdin for "-", refusing more than max bytes.
-func readInput(e *env, path string, max int64) ([]byte, error) {
+// readStacks streams the profile at path (a file, or stdin for "-")
+// through the aggregating decoder: the decoded profile is never held in
+// memory.
+func readStacks(e *env, path string) (*pprofx.Stacks, error) {
 	var r io.Reader
 	if path == "-" {
 		r = e.stdin
@@ -79,12 +77,9 @@ func readInput(e *env, path string, max int64) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	s, err := pprofx.ReadStacks(r, pprofx.ReadOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read profile %s: %w", path, err)
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
-	}
-	return data, nil
+	return s, nil
 }

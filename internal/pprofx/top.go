@@ -63,26 +63,37 @@ const (
 // sample type. The order is deterministic: by the ranking value
 // descending, then by function, file and line. Sites whose flat and
 // cumulative values are both zero are left out.
+//
+// Top aggregates p with StacksOf and ranks with Stacks.Top, the code path
+// of profiles read with ReadStacks.
 func Top(p *profile.Profile, opts TopOptions) (Table, error) {
 	if p == nil {
 		return Table{}, errors.New("top: nil profile")
 	}
-	idx, err := SampleIndex(p, opts.Sample)
+	if _, err := SampleIndex(p, opts.Sample); err != nil {
+		return Table{}, err
+	}
+	s, err := StacksOf(p)
+	if err != nil {
+		return Table{}, fmt.Errorf("top: %w", err)
+	}
+	return s.Top(opts)
+}
+
+// Top ranks the source lines of s by flat (or cumulative) value of one
+// sample type, as the package-level Top does for a parsed profile.
+func (s *Stacks) Top(opts TopOptions) (Table, error) {
+	idx, err := s.SampleIndex(opts.Sample)
 	if err != nil {
 		return Table{}, err
 	}
-	t := newTopper(p)
-	var total int64
-	for i, s := range p.Sample {
-		if idx >= len(s.Value) {
-			return Table{}, fmt.Errorf("top: sample %d has %d values, want %d", i, len(s.Value), len(p.SampleType))
-		}
-		v := s.Value[idx]
-		total += v
-		if v != 0 {
-			t.add(s, v, int32(i+1))
+	t := newTopper(s)
+	for i := range s.Len() {
+		if v := s.Values(i)[idx]; v != 0 {
+			t.add(s.Stack(i), v, int32(i+1))
 		}
 	}
+	total := s.Total(idx)
 
 	t.setInlined()
 	sites := t.sites[:0]
@@ -116,7 +127,7 @@ func Top(p *profile.Profile, opts TopOptions) (Table, error) {
 			sites[i].CumShare = float64(sites[i].Cum) / float64(total)
 		}
 	}
-	st := p.SampleType[idx]
+	st := s.SampleTypes[idx]
 	return Table{SampleType: st.Type, Unit: st.Unit, Total: total, Sites: slices.Clip(sites)}, nil
 }
 
@@ -126,66 +137,62 @@ type siteKey struct {
 	line           int64
 }
 
-// topper aggregates samples into sites. Every location gets a slot the
-// first time a sample reaches it; a slot lists the sites of the
-// location's lines, innermost first, so the per-sample work is slice
-// indexing with no map lookups and no allocation.
+// topper aggregates stacks into sites. Every location gets a slot the
+// first time a stack reaches it; a slot lists the sites of the location's
+// lines, innermost first, so the per-frame work is slice indexing with no
+// map lookups and no allocation.
 type topper struct {
+	s       *Stacks
 	sites   []Site
 	siteIdx map[siteKey]int32
-	// seen[site] is the stamp of the last sample counted in the site's
+	// seen[site] is the stamp of the last stack counted in the site's
 	// Cum, so a recursive stack counts once.
 	seen []int32
 
-	slots []slot
-	// lineSites holds each slot's site indices, innermost line first.
-	lineSites []int32
-	// byID maps dense location IDs to slot+1; other locations go through
-	// byPtr.
-	byID  []int32
-	byPtr map[*profile.Location]int32
+	// slots[loc] is the slot of location loc + 1, 0 before first sight.
+	slots     []int32
+	slotInfo  []slot
+	lineSites []int32 // each slot's site indices, innermost line first
 }
 
 type slot struct {
-	loc        *profile.Location
+	loc        int32
 	start, end int32 // range in lineSites
-	leafFlat   int64 // flat value taken as a sample's leaf
+	leafFlat   int64 // flat value taken as a stack's leaf
 }
 
-func newTopper(p *profile.Profile) *topper {
-	t := &topper{
-		siteIdx:   make(map[siteKey]int32, len(p.Location)),
-		slots:     make([]slot, 0, len(p.Location)),
-		lineSites: make([]int32, 0, len(p.Location)+len(p.Location)/4),
-		sites:     make([]Site, 0, len(p.Location)),
-		seen:      make([]int32, 0, len(p.Location)),
-		byPtr:     map[*profile.Location]int32{},
+func newTopper(s *Stacks) *topper {
+	n := len(s.Locations)
+	return &topper{
+		s:         s,
+		siteIdx:   make(map[siteKey]int32, n),
+		slots:     make([]int32, n),
+		slotInfo:  make([]slot, 0, n),
+		lineSites: make([]int32, 0, n+n/4),
+		sites:     make([]Site, 0, n),
+		seen:      make([]int32, 0, n),
 	}
-	var maxID uint64
-	for _, l := range p.Location {
-		maxID = max(maxID, l.ID)
-	}
-	if maxID <= 4*uint64(len(p.Location))+64 {
-		t.byID = make([]int32, maxID+1)
-	}
-	return t
 }
 
-// add counts sample s, whose value is v, stamped stamp (unique and
-// non-zero per sample).
-func (t *topper) add(s *profile.Sample, v int64, stamp int32) {
-	if len(s.Location) == 0 {
+// add counts a stack whose value is v, stamped stamp (unique and non-zero
+// per stack).
+func (t *topper) add(stack []int32, v int64, stamp int32) {
+	if len(stack) == 0 {
 		i := t.site(siteKey{function: NoStack})
 		t.sites[i].Flat += v
 		t.sites[i].Cum += v
 		return
 	}
-	for j, l := range s.Location {
-		sl := t.slotOf(l)
-		lines := t.lineSites[t.slots[sl].start:t.slots[sl].end]
+	for j, l := range stack {
+		sl := t.slots[l] - 1
+		if sl < 0 {
+			sl = t.newSlot(l)
+		}
+		info := &t.slotInfo[sl]
+		lines := t.lineSites[info.start:info.end]
 		if j == 0 {
 			t.sites[lines[0]].Flat += v
-			t.slots[sl].leafFlat += v
+			info.leafFlat += v
 		}
 		for _, si := range lines {
 			if t.seen[si] != stamp {
@@ -196,37 +203,24 @@ func (t *topper) add(s *profile.Sample, v int64, stamp int32) {
 	}
 }
 
-// slotOf returns the slot of l, creating it on first sight.
-func (t *topper) slotOf(l *profile.Location) int32 {
-	if l.ID < uint64(len(t.byID)) {
-		if s := t.byID[l.ID]; s != 0 && t.slots[s-1].loc == l {
-			return s - 1
-		}
-	}
-	if s, ok := t.byPtr[l]; ok {
-		return s
-	}
-	s := int32(len(t.slots))
+// newSlot creates the slot of location l.
+func (t *topper) newSlot(l int32) int32 {
+	sl := int32(len(t.slotInfo))
 	start := int32(len(t.lineSites))
-	if len(l.Line) == 0 {
-		t.lineSites = append(t.lineSites, t.site(siteKey{function: addressName(l.Address)}))
+	loc := &t.s.Locations[l]
+	if len(loc.Lines) == 0 {
+		t.lineSites = append(t.lineSites, t.site(siteKey{function: addressName(loc.Address)}))
 	}
-	for _, ln := range l.Line {
-		k := siteKey{line: ln.Line}
-		if f := ln.Function; f != nil {
-			k.function, k.file = f.Name, f.Filename
-		} else {
-			k.function = addressName(l.Address)
+	for i, ln := range loc.Lines {
+		k := siteKey{line: ln.Line, function: t.s.FunctionName(l, i)}
+		if ln.Function >= 0 {
+			k.file = t.s.Functions[ln.Function].File
 		}
 		t.lineSites = append(t.lineSites, t.site(k))
 	}
-	t.slots = append(t.slots, slot{loc: l, start: start, end: int32(len(t.lineSites))})
-	if l.ID < uint64(len(t.byID)) && t.byID[l.ID] == 0 {
-		t.byID[l.ID] = s + 1
-	} else {
-		t.byPtr[l] = s
-	}
-	return s
+	t.slotInfo = append(t.slotInfo, slot{loc: l, start: start, end: int32(len(t.lineSites))})
+	t.slots[l] = sl + 1
+	return sl
 }
 
 // site returns the index of the site with key k, creating it on first
@@ -250,8 +244,8 @@ func (t *topper) setInlined() {
 		flat int64
 	}
 	var chosen map[int32]best
-	for i, sl := range t.slots {
-		if len(sl.loc.Line) < 2 || sl.leafFlat == 0 {
+	for i, sl := range t.slotInfo {
+		if len(t.s.Locations[sl.loc].Lines) < 2 || sl.leafFlat == 0 {
 			continue
 		}
 		site := t.lineSites[sl.start]
@@ -264,14 +258,10 @@ func (t *topper) setInlined() {
 		chosen[site] = best{slot: int32(i), flat: sl.leafFlat}
 	}
 	for site, b := range chosen {
-		lines := t.slots[b.slot].loc.Line
-		chain := make([]string, len(lines))
-		for i, ln := range lines {
-			if ln.Function != nil {
-				chain[i] = ln.Function.Name
-			} else {
-				chain[i] = addressName(t.slots[b.slot].loc.Address)
-			}
+		loc := t.slotInfo[b.slot].loc
+		chain := make([]string, len(t.s.Locations[loc].Lines))
+		for i := range chain {
+			chain[i] = t.s.FunctionName(loc, i)
 		}
 		t.sites[site].Inlined = chain
 	}

@@ -1,0 +1,319 @@
+// Command genprofile writes a large, real heap profile for the benchmarks
+// of bench/flame-vs-pprof.sh.
+//
+// It sets runtime.MemProfileRate to 1, so the runtime records every
+// allocation, and allocates along many distinct call stacks of 20 to 60
+// frames: a handful of fixed outer frames, then a walk through a table of
+// small functions that call one another, chosen by a seeded random source
+// (skewed near the root, so the flame graph has heavy and light branches),
+// ending in one of several allocating leaves. Every walk is a distinct
+// stack, so the profile grows by one sample per walk; a tenth of the
+// allocations stay reachable, so inuse values are not zero.
+//
+//	genprofile -size 10MB -o heap-10mb.pb.gz
+//
+// The profile is written as the runtime writes it (runtime/pprof), gzipped,
+// with its sample, location and function messages in the runtime's order.
+// -size is reached by calibration: a first batch of walks gives the bytes
+// per walk, then walks are added until the written profile is at least
+// the size asked for.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+)
+
+// Every allocation is recorded: the rate must be set before the first
+// allocation worth profiling, hence in a package-level initialiser.
+var _ = func() int { runtime.MemProfileRate = 1; return 0 }()
+
+func main() {
+	size := flag.String("size", "10MB", "size of the profile to write, such as 1MB or 50MB")
+	out := flag.String("o", "heap.pb.gz", "file to write the profile to")
+	seed := flag.Uint64("seed", 1, "seed of the random walks")
+	flag.Parse()
+	want, err := parseSize(*size)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "genprofile:", err)
+		os.Exit(2)
+	}
+	n, got, err := generate(want, *seed, *out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "genprofile:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "genprofile: wrote %s: %d bytes, %d walks\n", *out, got, n)
+}
+
+// parseSize reads sizes such as 512KB, 10MB or 1GB (powers of 1024).
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
+	u := strings.ToUpper(strings.TrimSpace(s))
+	for _, unit := range units {
+		if num, ok := strings.CutSuffix(u, unit.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || v <= 0 {
+				return 0, fmt.Errorf("parse size %q: want a positive number with KB, MB or GB", s)
+			}
+			return int64(v * float64(unit.mult)), nil
+		}
+	}
+	return 0, fmt.Errorf("parse size %q: want a positive number with KB, MB or GB", s)
+}
+
+// generate walks until the heap profile reaches want bytes, writes it to
+// out, and returns the number of walks and the profile's size.
+func generate(want int64, seed uint64, out string) (int, int64, error) {
+	w := &walker{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	const calibration = 20000
+	walks := 0
+	var data []byte
+	batch := calibration
+	for {
+		for range batch {
+			w.walk()
+		}
+		walks += batch
+		var err error
+		data, err = heapProfile()
+		if err != nil {
+			return 0, 0, err
+		}
+		if int64(len(data)) >= want {
+			break
+		}
+		// Walks add samples at a steady rate of bytes: aim 3% past the
+		// target so the last write usually suffices.
+		perWalk := float64(len(data)) / float64(walks)
+		batch = max(1000, int(float64(want-int64(len(data)))*1.03/perWalk))
+	}
+	runtime.KeepAlive(w.keep)
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		return 0, 0, err
+	}
+	return walks, int64(len(data)), nil
+}
+
+func heapProfile() ([]byte, error) {
+	runtime.GC()
+	var buf bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&buf, 0); err != nil {
+		return nil, fmt.Errorf("write heap profile: %w", err)
+	}
+	if buf.Len() == 0 {
+		return nil, errors.New("write heap profile: empty")
+	}
+	return buf.Bytes(), nil
+}
+
+// walker holds the state of the walks: the random source, how deep the
+// current walk goes, and the allocations kept alive.
+type walker struct {
+	rng   *rand.Rand
+	depth int // frames left to descend
+	keep  [][]byte
+	sink  []byte
+}
+
+// walk runs one walk of 20 to 60 frames in all.
+func (w *walker) walk() {
+	// Six outer frames (runtime.main, main, generate, walk, serve, route)
+	// and one to three leaf frames surround the walk through the table,
+	// where every step is two frames: the step and next.
+	frames := 20 + w.rng.IntN(41)
+	w.depth = (frames - 8) / 2
+	serve(w)
+}
+
+//go:noinline
+func serve(w *walker) { route(w) }
+
+//go:noinline
+func route(w *walker) {
+	// Skewed choice near the root: a few handlers carry most of the walks.
+	w.next(zipf(w.rng, len(steps)))
+}
+
+// zipf picks an index below n with weights 1, 1/2, 1/3, …
+func zipf(rng *rand.Rand, n int) int {
+	var total float64
+	for i := 1; i <= n; i++ {
+		total += 1 / float64(i)
+	}
+	x := rng.Float64() * total
+	for i := 1; i <= n; i++ {
+		x -= 1 / float64(i)
+		if x <= 0 {
+			return i - 1
+		}
+	}
+	return n - 1
+}
+
+// next calls step i, or allocates when the walk is deep enough.
+//
+//go:noinline
+func (w *walker) next(i int) {
+	w.depth--
+	if w.depth <= 0 {
+		leaves[i%len(leaves)](w)
+		return
+	}
+	steps[i](w)
+}
+
+// choose picks the next step: the first levels follow the skew, deeper
+// ones are uniform.
+func (w *walker) choose() int {
+	if w.rng.IntN(4) == 0 {
+		return zipf(w.rng, len(steps))
+	}
+	return w.rng.IntN(len(steps))
+}
+
+var steps []func(*walker)
+
+var leaves = []func(*walker){allocSmall, allocMedium, allocLarge, allocString, allocSlice, allocMap}
+
+func init() {
+	steps = []func(*walker){
+		decodeRequest, parseHeader, lookupUser, loadSession, checkQuota, renderPage,
+		encodeBody, compressBody, writeLog, updateCache, fetchRemote, retryCall,
+		validateInput, mergeRecords, sortResults, buildIndex, scanTable, joinRows,
+		aggregateStats, flushBuffer, signToken, hashPayload, routeEvent, notifyPeers,
+	}
+}
+
+// The steps below differ only by name; each is a frame of its own.
+
+//go:noinline
+func decodeRequest(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func parseHeader(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func lookupUser(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func loadSession(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func checkQuota(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func renderPage(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func encodeBody(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func compressBody(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func writeLog(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func updateCache(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func fetchRemote(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func retryCall(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func validateInput(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func mergeRecords(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func sortResults(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func buildIndex(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func scanTable(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func joinRows(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func aggregateStats(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func flushBuffer(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func signToken(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func hashPayload(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func routeEvent(w *walker) { w.next(w.choose()) }
+
+//go:noinline
+func notifyPeers(w *walker) { w.next(w.choose()) }
+
+// The leaves allocate a few objects of varied sizes; one allocation in ten
+// stays reachable.
+
+func (w *walker) hold(b []byte) {
+	if w.rng.IntN(10) == 0 {
+		w.keep = append(w.keep, b)
+		return
+	}
+	w.sink = b
+}
+
+//go:noinline
+func allocSmall(w *walker) {
+	for range 1 + w.rng.IntN(4) {
+		w.hold(make([]byte, 16+w.rng.IntN(64)))
+	}
+}
+
+//go:noinline
+func allocMedium(w *walker) { w.hold(make([]byte, 512+w.rng.IntN(2048))) }
+
+//go:noinline
+func allocLarge(w *walker) { w.hold(make([]byte, 8192+w.rng.IntN(32768))) }
+
+//go:noinline
+func allocString(w *walker) {
+	s := strconv.Itoa(w.rng.IntN(1 << 30))
+	w.hold([]byte(strings.Repeat(s, 1+w.rng.IntN(8))))
+}
+
+//go:noinline
+func allocSlice(w *walker) {
+	b := make([]byte, 0, 8)
+	for range 1 + w.rng.IntN(200) {
+		b = append(b, byte(w.rng.IntN(256)))
+	}
+	w.hold(b)
+}
+
+//go:noinline
+func allocMap(w *walker) {
+	m := make(map[int]int, 1+w.rng.IntN(16))
+	for i := range 1 + w.rng.IntN(16) {
+		m[i] = i
+	}
+	w.hold(make([]byte, len(m)*8))
+}

@@ -1,0 +1,11 @@
+// Package browsertests drives heapscope's pages in headless Chromium: the
+// SVG and HTML flame graphs, opened from disk, zoomed, searched and
+// captured. It is a module of its own so that chromedp, which only these
+// tests need, does not weigh on the main module; a replace directive points
+// it at the main module in the parent directory.
+//
+// The tests need Debian's chromium package (or $CHROMIUM naming a Chromium
+// or Chrome binary); .ci/run installs it. Run them with
+//
+//	cd browsertests && go test ./...
+package browsertests

@@ -1,0 +1,1046 @@
+package pprofx
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// ReadOptions tune ReadStacks.
+type ReadOptions struct {
+	// MaxDecompressed caps the size of the profile's protobuf, after
+	// decompression when the input is gzipped; a value ≤ 0 means
+	// DefaultMaxDecompressed. Beyond it ReadStacks returns a
+	// *TooLargeError. ReadStacks keeps aggregated stacks, not the decoded
+	// bytes, so its memory does not grow with this limit: the limit bounds
+	// the time a gzip bomb can take.
+	MaxDecompressed int64
+}
+
+// ReadStacks decodes a pprof profile from r, gzipped or not, and
+// aggregates its samples by stack as it reads: the decoded profile is never
+// held in memory, only the distinct stacks (as location indices), their
+// values and the location and function tables. Samples come before the
+// locations, functions and strings they refer to in the Go runtime's
+// output, so ids are resolved at the end.
+//
+// It accepts what Parse accepts and returns the same result as StacksOf
+// of Parse's profile: the same checks of ids, string indices and value
+// counts apply, and input that is not a protobuf (the legacy text
+// formats) is handed to Parse when the decoder stops within its first
+// megabytes. Errors are those of Parse: ErrNotProfile with a reason,
+// *TooLargeError, or a truncated gzip stream.
+//
+// Gzip decompression runs in a goroutine of its own, overlapping the
+// decoding; it has ended when ReadStacks returns.
+func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
+	limit := opts.MaxDecompressed
+	if limit <= 0 {
+		limit = DefaultMaxDecompressed
+	}
+	in := bufio.NewReaderSize(r, 64<<10)
+	head, err := in.Peek(2)
+	if len(head) == 0 {
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("read profile: %w", err)
+		}
+		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+	}
+	var src io.Reader = in
+	gzipped := isGzip(head)
+	if gzipped {
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
+		}
+		defer zr.Close()
+		ar := newAsyncReader(zr, 256<<10)
+		defer ar.close()
+		src = ar
+	}
+	lim := &limitedReader{r: src, left: limit, limit: limit, gzipped: gzipped}
+	rec := &prefixRecorder{r: lim, max: 4 << 20}
+	br := bufio.NewReaderSize(rec, 256<<10)
+
+	head, err = br.Peek(2)
+	switch {
+	case len(head) == 0:
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		if gzipped {
+			return nil, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
+		}
+		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+	case gzipped && isGzip(head):
+		return nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
+	}
+
+	d := newStreamDecoder(br)
+	s, err := d.decode()
+	if err == nil {
+		return s, nil
+	}
+	var format *formatError
+	if !errors.As(err, &format) {
+		// I/O: a truncated or oversized stream.
+		return nil, err
+	}
+	if rec.overflowed {
+		return nil, fmt.Errorf("%w: %v", ErrNotProfile, format.err)
+	}
+	// Not a protobuf profile as far as the decoder got: let Parse decide,
+	// with the legacy formats it knows, on the whole input.
+	rest, err := io.ReadAll(io.LimitReader(lim, DefaultMaxDecompressed+1))
+	if err != nil {
+		return nil, err
+	}
+	data := append(rec.buf, rest...)
+	if int64(len(data)) > DefaultMaxDecompressed {
+		return nil, &TooLargeError{Limit: DefaultMaxDecompressed}
+	}
+	p, err := Parse(data, DefaultMaxDecompressed)
+	if err != nil {
+		return nil, err
+	}
+	return StacksOf(p)
+}
+
+// formatError is a protobuf or validity error of the decoder, as opposed
+// to an I/O error of the stream.
+type formatError struct{ err error }
+
+func (e *formatError) Error() string { return e.err.Error() }
+func (e *formatError) Unwrap() error { return e.err }
+
+func formatErr(format string, args ...any) error {
+	return &formatError{err: fmt.Errorf(format, args...)}
+}
+
+var (
+	errBadVarint    = &formatError{err: errors.New("bad varint")}
+	errTypeMismatch = &formatError{err: errors.New("type mismatch")}
+	errTruncated    = &formatError{err: errors.New("protobuf is truncated")}
+)
+
+// limitedReader fails with a *TooLargeError past limit bytes.
+type limitedReader struct {
+	r           io.Reader
+	left, limit int64
+	gzipped     bool
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, &TooLargeError{Limit: l.limit}
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, &TooLargeError{Limit: l.limit}
+	}
+	if err != nil && err != io.EOF && l.gzipped {
+		err = fmt.Errorf("decompress profile: %w", gzipErr(err))
+	}
+	return n, err
+}
+
+// prefixRecorder keeps the first max bytes read through it.
+type prefixRecorder struct {
+	r          io.Reader
+	buf        []byte
+	max        int
+	overflowed bool
+}
+
+func (p *prefixRecorder) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if !p.overflowed {
+		if len(p.buf)+n > p.max {
+			p.overflowed, p.buf = true, nil
+		} else {
+			p.buf = append(p.buf, b[:n]...)
+		}
+	}
+	return n, err
+}
+
+// asyncReader reads its source in a goroutine, a chunk ahead of its
+// reader.
+type asyncReader struct {
+	full, free chan []byte
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	err        error // the source's error, set before full is closed
+	cur, chunk []byte
+	once       sync.Once
+}
+
+func newAsyncReader(src io.Reader, size int) *asyncReader {
+	a := &asyncReader{
+		full: make(chan []byte, 2),
+		free: make(chan []byte, 4),
+		stop: make(chan struct{}),
+	}
+	for range 4 {
+		a.free <- make([]byte, size)
+	}
+	a.wg.Add(1)
+	go a.fill(src)
+	return a
+}
+
+func (a *asyncReader) fill(src io.Reader) {
+	defer a.wg.Done()
+	defer close(a.full)
+	for {
+		var buf []byte
+		select {
+		case buf = <-a.free:
+		case <-a.stop:
+			return
+		}
+		// Fill the chunk; a source error (io.EOF at the end) is passed on
+		// after the bytes read before it.
+		n := 0
+		var err error
+		for n < len(buf) && err == nil {
+			var m int
+			m, err = src.Read(buf[n:])
+			n += m
+		}
+		if n > 0 {
+			select {
+			case a.full <- buf[:n]:
+			case <-a.stop:
+				return
+			}
+		}
+		if err != nil {
+			a.err = err
+			return
+		}
+	}
+}
+
+func (a *asyncReader) Read(p []byte) (int, error) {
+	for len(a.cur) == 0 {
+		if a.chunk != nil {
+			a.free <- a.chunk[:cap(a.chunk)]
+			a.chunk = nil
+		}
+		c, ok := <-a.full
+		if !ok {
+			return 0, a.err
+		}
+		a.chunk, a.cur = c, c
+	}
+	n := copy(p, a.cur)
+	a.cur = a.cur[n:]
+	return n, nil
+}
+
+// close stops the goroutine and waits for it.
+func (a *asyncReader) close() {
+	a.once.Do(func() { close(a.stop) })
+	a.wg.Wait()
+}
+
+// idIndex maps profile ids to dense indices: a slice for the small ids
+// the Go runtime writes, a map for the others.
+type idIndex struct {
+	dense  []int32 // index + 1
+	sparse map[uint64]int32
+}
+
+const maxDenseID = 1 << 22
+
+func (x *idIndex) get(id uint64) (int32, bool) {
+	if id < maxDenseID {
+		if id < uint64(len(x.dense)) && x.dense[id] != 0 {
+			return x.dense[id] - 1, true
+		}
+		return 0, false
+	}
+	v, ok := x.sparse[id]
+	return v, ok
+}
+
+func (x *idIndex) put(id uint64, v int32) {
+	if id < maxDenseID {
+		if id >= uint64(len(x.dense)) {
+			n := max(2*len(x.dense), int(id)+1, 256)
+			x.dense = append(x.dense, make([]int32, min(n, maxDenseID)-len(x.dense))...)
+		}
+		x.dense[id] = v + 1
+		return
+	}
+	if x.sparse == nil {
+		x.sparse = map[uint64]int32{}
+	}
+	x.sparse[id] = v
+}
+
+type valueTypeDef struct{ typ, unit int64 }
+
+type locationDef struct {
+	id, mapping, address uint64
+	start, end           int32 // range in lineDefs
+}
+
+type lineDef struct {
+	function uint64
+	line     int64
+}
+
+type functionDef struct {
+	id                         uint64
+	name, systemName, filename int64
+	startLine                  int64
+}
+
+// streamDecoder decodes a profile's protobuf from a stream. It follows
+// the decoding of github.com/google/pprof/profile field by field, wire
+// types and validity checks included, so that both accept the same input.
+type streamDecoder struct {
+	r   *bufio.Reader
+	big []byte // payloads larger than r's buffer
+
+	agg     *aggregator
+	nt      int
+	samples int
+	vals    []int64
+	stack   []int32
+
+	used      idIndex // location id → dense index, in order of first use
+	usedIDs   []uint64
+	locByID   idIndex
+	locs      []locationDef
+	lines     []lineDef
+	funcByID  idIndex
+	funcs     []functionDef
+	mappings  idIndex
+	nMappings int32
+
+	strs []string
+	// maxStr is the largest string index referenced, as unsigned so that a
+	// negative index counts as out of range.
+	maxStr uint64
+
+	sampleTypes                  []valueTypeDef
+	periodType                   valueTypeDef
+	period, timeNanos, duration  int64
+	defaultSampleType, docURL    int64
+	dropFrames, keepFrames       int64
+	comments                     int
+	sawTimeNanos                 bool
+	sampleTypesSeen, stringsSeen bool
+}
+
+func newStreamDecoder(r *bufio.Reader) *streamDecoder {
+	return &streamDecoder{r: r, nt: -1}
+}
+
+// ref records a string index for the final range check.
+func (d *streamDecoder) ref(i int64) {
+	d.maxStr = max(d.maxStr, uint64(i))
+}
+
+func (d *streamDecoder) decode() (*Stacks, error) {
+	for {
+		tag, err := d.readVarint()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		field, wire := tag>>3, int(tag&7)
+		var v uint64
+		var payload []byte
+		switch wire {
+		case 0:
+			if v, err = d.readVarint(); err != nil {
+				return nil, eofIsTruncation(err)
+			}
+		case 1:
+			if _, err = d.readFixed(8); err != nil {
+				return nil, err
+			}
+		case 5:
+			if _, err = d.readFixed(4); err != nil {
+				return nil, err
+			}
+		case 2:
+			n, err := d.readVarint()
+			if err != nil {
+				return nil, eofIsTruncation(err)
+			}
+			if payload, err = d.readPayload(n); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, formatErr("unknown wire type: %d", wire)
+		}
+		if err := d.field(field, wire, v, payload); err != nil {
+			return nil, err
+		}
+		if wire == 2 {
+			if err := d.release(len(payload)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d.finish()
+}
+
+// field handles one field of the Profile message.
+func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) error {
+	need := func(w int) error {
+		if wire != w {
+			return errTypeMismatch
+		}
+		return nil
+	}
+	switch field {
+	case 1: // sample_type
+		if err := need(2); err != nil {
+			return err
+		}
+		vt, err := decodeValueType(payload)
+		if err != nil {
+			return err
+		}
+		d.sampleTypes = append(d.sampleTypes, vt)
+	case 2: // sample
+		if err := need(2); err != nil {
+			return err
+		}
+		return d.sample(payload)
+	case 3: // mapping
+		if err := need(2); err != nil {
+			return err
+		}
+		return d.mapping(payload)
+	case 4: // location
+		if err := need(2); err != nil {
+			return err
+		}
+		return d.location(payload)
+	case 5: // function
+		if err := need(2); err != nil {
+			return err
+		}
+		return d.function(payload)
+	case 6: // string_table
+		if err := need(2); err != nil {
+			return err
+		}
+		d.strs = append(d.strs, string(payload))
+		if d.strs[0] != "" {
+			return formatErr("string_table[0] must be ''")
+		}
+	case 7, 8, 9, 10, 12, 14, 15:
+		if field == 9 && d.timeNanos != 0 {
+			return formatErr("concatenated profiles detected")
+		}
+		if err := need(0); err != nil {
+			return err
+		}
+		x := int64(v)
+		switch field {
+		case 7:
+			d.dropFrames = x
+		case 8:
+			d.keepFrames = x
+		case 9:
+			d.timeNanos = x
+		case 10:
+			d.duration = x
+		case 12:
+			d.period = x
+		case 14:
+			d.defaultSampleType = x
+		case 15:
+			d.docURL = x
+		}
+	case 11: // period_type
+		if err := need(2); err != nil {
+			return err
+		}
+		vt, err := decodeValueType(payload)
+		if err != nil {
+			return err
+		}
+		d.periodType = vt
+	case 13: // comment, packed or not
+		switch wire {
+		case 0:
+			d.ref(int64(v))
+			d.comments++
+		case 2:
+			for p := payload; len(p) > 0; {
+				x, rest, err := varint(p)
+				if err != nil {
+					return err
+				}
+				d.ref(int64(x))
+				d.comments++
+				p = rest
+			}
+		default:
+			return errTypeMismatch
+		}
+	}
+	return nil
+}
+
+func (d *streamDecoder) sample(p []byte) error {
+	d.stack, d.vals = d.stack[:0], d.vals[:0]
+	for len(p) > 0 {
+		// Fast path: the packed location ids that make up most of a
+		// profile (field 1, wire type 2).
+		if p[0] == 0x0a {
+			n, rest, err := varint(p[1:])
+			if err != nil {
+				return err
+			}
+			if n > uint64(len(rest)) {
+				return formatErr("too much data")
+			}
+			if err := d.appendLocations(rest[:n]); err != nil {
+				return err
+			}
+			p = rest[n:]
+			continue
+		}
+		f, err := nextField(p)
+		if err != nil {
+			return err
+		}
+		p = f.rest
+		switch f.num {
+		case 1:
+			switch f.wire {
+			case 0:
+				if err := d.appendLocation(f.v); err != nil {
+					return err
+				}
+			case 2:
+				if err := d.appendLocations(f.data); err != nil {
+					return err
+				}
+			default:
+				return errTypeMismatch
+			}
+		case 2:
+			switch f.wire {
+			case 0:
+				d.vals = append(d.vals, int64(f.v))
+			case 2:
+				for q := f.data; len(q) > 0; {
+					x, rest, err := varint(q)
+					if err != nil {
+						return err
+					}
+					d.vals = append(d.vals, int64(x))
+					q = rest
+				}
+			default:
+				return errTypeMismatch
+			}
+		case 3:
+			if f.wire != 2 {
+				return errTypeMismatch
+			}
+			if err := d.label(f.data); err != nil {
+				return err
+			}
+		}
+	}
+	d.samples++
+	if d.nt < 0 {
+		d.nt = len(d.vals)
+		d.agg = newAggregator(d.nt, 1024)
+	} else if len(d.vals) != d.nt {
+		return formatErr("malformed profile: samples have %d and %d values", d.nt, len(d.vals))
+	}
+	if err := d.agg.add(d.stack, d.vals); err != nil {
+		return &formatError{err: err}
+	}
+	return nil
+}
+
+// appendLocations appends the dense indices of a packed list of location
+// ids to the current stack, with fast paths for one- and two-byte ids
+// already seen.
+func (d *streamDecoder) appendLocations(q []byte) error {
+	dense := d.used.dense
+	for len(q) > 0 {
+		var id uint64
+		switch {
+		case q[0] < 0x80:
+			id, q = uint64(q[0]), q[1:]
+		case len(q) >= 2 && q[1] < 0x80:
+			id, q = uint64(q[0]&0x7f)|uint64(q[1])<<7, q[2:]
+		default:
+			x, rest, err := varint(q)
+			if err != nil {
+				return err
+			}
+			id, q = x, rest
+		}
+		if id < uint64(len(dense)) && dense[id] != 0 {
+			d.stack = append(d.stack, dense[id]-1)
+			continue
+		}
+		if err := d.appendLocation(id); err != nil {
+			return err
+		}
+		dense = d.used.dense
+	}
+	return nil
+}
+
+// appendLocation appends the dense index of location id to the current
+// stack, numbering the id on first use.
+func (d *streamDecoder) appendLocation(id uint64) error {
+	i, ok := d.used.get(id)
+	if !ok {
+		i = int32(len(d.usedIDs))
+		if i == 1<<31-1 {
+			return formatErr("too many locations")
+		}
+		d.used.put(id, i)
+		d.usedIDs = append(d.usedIDs, id)
+	}
+	d.stack = append(d.stack, i)
+	return nil
+}
+
+// label checks a sample label's string indices, as profile.postDecode
+// resolves them: the key always, the unit only for numeric labels.
+func (d *streamDecoder) label(p []byte) error {
+	var key, str, unit int64
+	for len(p) > 0 {
+		f, err := nextField(p)
+		if err != nil {
+			return err
+		}
+		p = f.rest
+		if f.num >= 1 && f.num <= 4 {
+			if f.wire != 0 {
+				return errTypeMismatch
+			}
+			switch f.num {
+			case 1:
+				key = int64(f.v)
+			case 2:
+				str = int64(f.v)
+			case 4:
+				unit = int64(f.v)
+			}
+		}
+	}
+	d.ref(key)
+	if str != 0 {
+		d.ref(str)
+	} else if unit != 0 {
+		d.ref(unit)
+	}
+	return nil
+}
+
+func (d *streamDecoder) mapping(p []byte) error {
+	var id uint64
+	var file, buildID int64
+	for len(p) > 0 {
+		f, err := nextField(p)
+		if err != nil {
+			return err
+		}
+		p = f.rest
+		if f.num >= 1 && f.num <= 10 {
+			if f.wire != 0 {
+				return errTypeMismatch
+			}
+			switch f.num {
+			case 1:
+				id = f.v
+			case 5:
+				file = int64(f.v)
+			case 6:
+				buildID = int64(f.v)
+			}
+		}
+	}
+	d.ref(file)
+	d.ref(buildID)
+	if id == 0 {
+		return formatErr("malformed profile: found mapping with reserved ID=0")
+	}
+	if _, dup := d.mappings.get(id); dup {
+		return formatErr("malformed profile: multiple mappings with same id: %d", id)
+	}
+	d.mappings.put(id, d.nMappings)
+	d.nMappings++
+	return nil
+}
+
+func (d *streamDecoder) location(p []byte) error {
+	l := locationDef{start: int32(len(d.lines))}
+	for len(p) > 0 {
+		f, err := nextField(p)
+		if err != nil {
+			return err
+		}
+		p = f.rest
+		switch f.num {
+		case 1, 2, 3, 5:
+			if f.wire != 0 {
+				return errTypeMismatch
+			}
+			switch f.num {
+			case 1:
+				l.id = f.v
+			case 2:
+				l.mapping = f.v
+			case 3:
+				l.address = f.v
+			}
+		case 4:
+			if f.wire != 2 {
+				return errTypeMismatch
+			}
+			ln, err := decodeLine(f.data)
+			if err != nil {
+				return err
+			}
+			d.lines = append(d.lines, ln)
+		}
+	}
+	l.end = int32(len(d.lines))
+	if l.id == 0 {
+		return formatErr("malformed profile: found location with reserved id=0")
+	}
+	if _, dup := d.locByID.get(l.id); dup {
+		return formatErr("malformed profile: multiple locations with same id: %d", l.id)
+	}
+	if len(d.locs) == 1<<31-1 {
+		return formatErr("too many locations")
+	}
+	d.locByID.put(l.id, int32(len(d.locs)))
+	d.locs = append(d.locs, l)
+	return nil
+}
+
+func decodeLine(p []byte) (lineDef, error) {
+	var ln lineDef
+	for len(p) > 0 {
+		f, err := nextField(p)
+		if err != nil {
+			return ln, err
+		}
+		p = f.rest
+		if f.num >= 1 && f.num <= 3 {
+			if f.wire != 0 {
+				return ln, errTypeMismatch
+			}
+			switch f.num {
+			case 1:
+				ln.function = f.v
+			case 2:
+				ln.line = int64(f.v)
+			}
+		}
+	}
+	return ln, nil
+}
+
+func (d *streamDecoder) function(p []byte) error {
+	var fn functionDef
+	for len(p) > 0 {
+		f, err := nextField(p)
+		if err != nil {
+			return err
+		}
+		p = f.rest
+		if f.num >= 1 && f.num <= 5 {
+			if f.wire != 0 {
+				return errTypeMismatch
+			}
+			switch f.num {
+			case 1:
+				fn.id = f.v
+			case 2:
+				fn.name = int64(f.v)
+			case 3:
+				fn.systemName = int64(f.v)
+			case 4:
+				fn.filename = int64(f.v)
+			case 5:
+				fn.startLine = int64(f.v)
+			}
+		}
+	}
+	d.ref(fn.name)
+	d.ref(fn.systemName)
+	d.ref(fn.filename)
+	if fn.id == 0 {
+		return formatErr("malformed profile: found function with reserved ID=0")
+	}
+	if _, dup := d.funcByID.get(fn.id); dup {
+		return formatErr("malformed profile: multiple functions with same id: %d", fn.id)
+	}
+	if len(d.funcs) == 1<<31-1 {
+		return formatErr("too many functions")
+	}
+	d.funcByID.put(fn.id, int32(len(d.funcs)))
+	d.funcs = append(d.funcs, fn)
+	return nil
+}
+
+func decodeValueType(p []byte) (valueTypeDef, error) {
+	var vt valueTypeDef
+	for len(p) > 0 {
+		f, err := nextField(p)
+		if err != nil {
+			return vt, err
+		}
+		p = f.rest
+		if f.num == 1 || f.num == 2 {
+			if f.wire != 0 {
+				return vt, errTypeMismatch
+			}
+			if f.num == 1 {
+				vt.typ = int64(f.v)
+			} else {
+				vt.unit = int64(f.v)
+			}
+		}
+	}
+	return vt, nil
+}
+
+// finish checks what profile.postDecode and CheckValid check, then
+// resolves the ids and strings.
+func (d *streamDecoder) finish() (*Stacks, error) {
+	for _, vt := range d.sampleTypes {
+		d.ref(vt.typ)
+		d.ref(vt.unit)
+	}
+	d.ref(d.periodType.typ)
+	d.ref(d.periodType.unit)
+	d.ref(d.dropFrames)
+	d.ref(d.keepFrames)
+	d.ref(d.defaultSampleType)
+	d.ref(d.docURL)
+	if d.maxStr >= uint64(len(d.strs)) {
+		return nil, formatErr("malformed profile format")
+	}
+	nt := len(d.sampleTypes)
+	if d.samples > 0 && nt == 0 {
+		return nil, formatErr("malformed profile: missing sample type information")
+	}
+	if d.samples > 0 && d.nt != nt {
+		return nil, formatErr("malformed profile: mismatch: sample has %d values vs. %d types", d.nt, nt)
+	}
+	for _, l := range d.locs {
+		for _, ln := range d.lines[l.start:l.end] {
+			if _, ok := d.funcByID.get(ln.function); !ok || ln.function == 0 {
+				return nil, formatErr("malformed profile: location id: %d has a line with nil function", l.id)
+			}
+		}
+	}
+
+	str := func(i int64) string { return d.strs[i] }
+	s := &Stacks{
+		SampleTypes:       make([]ValueType, nt),
+		DefaultSampleType: str(d.defaultSampleType),
+		PeriodType:        ValueType{Type: str(d.periodType.typ), Unit: str(d.periodType.unit)},
+		Period:            d.period,
+		TimeNanos:         d.timeNanos,
+		DurationNanos:     d.duration,
+	}
+	for i, vt := range d.sampleTypes {
+		s.SampleTypes[i] = ValueType{Type: str(vt.typ), Unit: str(vt.unit)}
+	}
+	if d.agg == nil {
+		d.agg = newAggregator(nt, 0)
+	}
+	d.agg.finish(s)
+
+	s.Locations = make([]Location, len(d.usedIDs))
+	lines := make([]Line, 0, len(d.usedIDs)+len(d.usedIDs)/4)
+	var funcIdx idIndex
+	for i, id := range d.usedIDs {
+		li, ok := d.locByID.get(id)
+		if !ok {
+			return nil, formatErr("malformed profile: sample has nil location")
+		}
+		l := d.locs[li]
+		start := len(lines)
+		for _, ln := range d.lines[l.start:l.end] {
+			fi, ok := funcIdx.get(ln.function)
+			if !ok {
+				fi = int32(len(s.Functions))
+				funcIdx.put(ln.function, fi)
+				di, _ := d.funcByID.get(ln.function)
+				fn := d.funcs[di]
+				s.Functions = append(s.Functions, Function{Name: str(fn.name), File: str(fn.filename), StartLine: fn.startLine})
+			}
+			lines = append(lines, Line{Function: fi, Line: ln.line})
+		}
+		s.Locations[i] = Location{Address: l.address, Lines: lines[start:len(lines):len(lines)]}
+	}
+	return s, nil
+}
+
+// readVarint reads a varint from the stream; io.EOF only when the stream
+// ends before its first byte.
+func (d *streamDecoder) readVarint() (uint64, error) {
+	var u uint64
+	for i := 0; i < 10; i++ {
+		b, err := d.r.ReadByte()
+		if err != nil {
+			if err == io.EOF && i > 0 {
+				return 0, errTruncated
+			}
+			return 0, err
+		}
+		u |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return u, nil
+		}
+	}
+	return 0, errBadVarint
+}
+
+func eofIsTruncation(err error) error {
+	if err == io.EOF {
+		return errTruncated
+	}
+	return err
+}
+
+func (d *streamDecoder) readFixed(n int) ([]byte, error) {
+	b, err := d.r.Peek(n)
+	if len(b) < n {
+		if err == nil || err == io.EOF || err == bufio.ErrBufferFull {
+			return nil, errTruncated
+		}
+		return nil, err
+	}
+	_, _ = d.r.Discard(n)
+	return b, nil
+}
+
+// readPayload returns the next n bytes: a view of the reader's buffer when
+// they fit (release discards them once handled), else a copy.
+func (d *streamDecoder) readPayload(n uint64) ([]byte, error) {
+	if n <= uint64(d.r.Size()) {
+		b, err := d.r.Peek(int(n))
+		if uint64(len(b)) < n {
+			if err == nil || err == io.EOF {
+				return nil, errTruncated
+			}
+			return nil, err
+		}
+		return b, nil
+	}
+	if n > 1<<40 {
+		return nil, errTruncated
+	}
+	// Read large payloads in steps, so a bogus length costs no more memory
+	// than the stream really holds.
+	d.big = d.big[:0]
+	for left := n; left > 0; {
+		step := min(left, 16<<20)
+		start := len(d.big)
+		d.big = append(d.big, make([]byte, step)...)
+		if _, err := io.ReadFull(d.r, d.big[start:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil, errTruncated
+			}
+			return nil, err
+		}
+		left -= step
+	}
+	return d.big, nil
+}
+
+// release discards a payload returned by readPayload from the buffer.
+func (d *streamDecoder) release(n int) error {
+	if n > d.r.Size() {
+		return nil // already consumed by readPayload
+	}
+	_, err := d.r.Discard(n)
+	return err
+}
+
+// protoField is one decoded field of a message held in memory.
+type protoField struct {
+	num  uint64
+	wire int
+	v    uint64
+	data []byte
+	rest []byte
+}
+
+func nextField(p []byte) (protoField, error) {
+	tag, p, err := varint(p)
+	if err != nil {
+		return protoField{}, err
+	}
+	f := protoField{num: tag >> 3, wire: int(tag & 7)}
+	switch f.wire {
+	case 0:
+		f.v, p, err = varint(p)
+		if err != nil {
+			return f, err
+		}
+	case 1:
+		if len(p) < 8 {
+			return f, formatErr("not enough data")
+		}
+		p = p[8:]
+	case 5:
+		if len(p) < 4 {
+			return f, formatErr("not enough data")
+		}
+		p = p[4:]
+	case 2:
+		var n uint64
+		n, p, err = varint(p)
+		if err != nil {
+			return f, err
+		}
+		if n > uint64(len(p)) {
+			return f, formatErr("too much data")
+		}
+		f.data, p = p[:n], p[n:]
+	default:
+		return f, formatErr("unknown wire type: %d", f.wire)
+	}
+	f.rest = p
+	return f, nil
+}
+
+func varint(p []byte) (uint64, []byte, error) {
+	var u uint64
+	for i := 0; ; i++ {
+		if i >= 10 || i >= len(p) {
+			return 0, nil, errBadVarint
+		}
+		u |= uint64(p[i]&0x7f) << (7 * i)
+		if p[i] < 0x80 {
+			return u, p[i+1:], nil
+		}
+	}
+}

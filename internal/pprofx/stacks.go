@@ -1,0 +1,406 @@
+package pprofx
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// ValueType names a sample type (or the period type) and its unit.
+type ValueType struct {
+	Type string `json:"type"`
+	Unit string `json:"unit"`
+}
+
+// Function is a function of a profile: its name and source file.
+type Function struct {
+	Name      string
+	File      string
+	StartLine int64
+}
+
+// Line is one source line of a location: the index of its function in
+// Stacks.Functions (-1 when the profile gives none) and the line number.
+type Line struct {
+	Function int32
+	Line     int64
+}
+
+// Location is one program counter of a profile with its source lines,
+// innermost first: a location holds several lines when calls were inlined
+// there.
+type Location struct {
+	Address uint64
+	Lines   []Line
+}
+
+// Stacks is a profile aggregated by stack: every distinct sequence of
+// locations once, with the sum of the values of the samples that share it.
+// It holds what top tables and flame graphs need and nothing else (no
+// labels, mappings or comments), so it is much smaller than a parsed
+// *profile.Profile: ReadStacks builds one while decoding, StacksOf from a
+// parsed profile, and both give the same result for the same profile.
+//
+// Locations and Functions are numbered densely in the order samples first
+// reach them. A Stacks is read-only once built.
+type Stacks struct {
+	SampleTypes       []ValueType
+	DefaultSampleType string
+	PeriodType        ValueType
+	Period            int64
+	TimeNanos         int64
+	DurationNanos     int64
+
+	Functions []Function
+	Locations []Location
+
+	store  stackStore
+	values records[int64] // len(SampleTypes) per stack
+	total  []int64        // per sample type
+}
+
+// Len returns the number of distinct stacks.
+func (s *Stacks) Len() int { return s.store.refs.n }
+
+// Stack returns the location indices of stack i, innermost (the leaf)
+// first. The slice must not be modified.
+func (s *Stacks) Stack(i int) []int32 { return s.store.stack(i) }
+
+// Values returns the values of stack i, one per sample type. The slice
+// must not be modified.
+func (s *Stacks) Values(i int) []int64 { return s.values.at(i) }
+
+// Total returns the sum of the values of sample type i over all samples.
+func (s *Stacks) Total(i int) int64 { return s.total[i] }
+
+// Types returns the names of the sample types, in profile order.
+func (s *Stacks) Types() []string {
+	names := make([]string, len(s.SampleTypes))
+	for i, st := range s.SampleTypes {
+		names[i] = st.Type
+	}
+	return names
+}
+
+// SampleIndex returns the index of the sample type called name, with the
+// rules of the package-level SampleIndex: an empty name means the default
+// sample type, else the last; an unknown name gives an error listing the
+// types the profile has.
+func (s *Stacks) SampleIndex(name string) (int, error) {
+	if len(s.SampleTypes) == 0 {
+		return 0, errors.New("profile has no sample types")
+	}
+	find := func(name string) int {
+		for i, st := range s.SampleTypes {
+			if st.Type == name {
+				return i
+			}
+		}
+		return -1
+	}
+	if name == "" {
+		if i := find(s.DefaultSampleType); s.DefaultSampleType != "" && i >= 0 {
+			return i, nil
+		}
+		return len(s.SampleTypes) - 1, nil
+	}
+	if i := find(name); i >= 0 {
+		return i, nil
+	}
+	return 0, fmt.Errorf("sample type %q not in profile; it has %s", name, strings.Join(s.Types(), ", "))
+}
+
+// FunctionName returns the name of line ln of location loc: its
+// function's, or the location's address in hex when the line has no
+// function or the location no lines (ln is then ignored).
+func (s *Stacks) FunctionName(loc int32, ln int) string {
+	l := &s.Locations[loc]
+	if ln < len(l.Lines) {
+		if f := l.Lines[ln].Function; f >= 0 {
+			return s.Functions[f].Name
+		}
+	}
+	return addressName(l.Address)
+}
+
+// StacksOf aggregates a parsed profile. It fails when a sample has not
+// one value per sample type. Locations and functions are told apart by
+// pointer, as the profile package links them.
+func StacksOf(p *profile.Profile) (*Stacks, error) {
+	if p == nil {
+		return nil, errors.New("aggregate stacks: nil profile")
+	}
+	nt := len(p.SampleType)
+	s := &Stacks{
+		SampleTypes:       make([]ValueType, nt),
+		DefaultSampleType: p.DefaultSampleType,
+		Period:            p.Period,
+		TimeNanos:         p.TimeNanos,
+		DurationNanos:     p.DurationNanos,
+		total:             make([]int64, nt),
+	}
+	for i, st := range p.SampleType {
+		s.SampleTypes[i] = ValueType{Type: st.Type, Unit: st.Unit}
+	}
+	if p.PeriodType != nil {
+		s.PeriodType = ValueType{Type: p.PeriodType.Type, Unit: p.PeriodType.Unit}
+	}
+	agg := newAggregator(nt, len(p.Sample))
+	frames := 0
+	for _, smp := range p.Sample {
+		frames += len(smp.Location)
+	}
+	agg.reserve(len(p.Sample), frames)
+	locIdx := make(map[*profile.Location]int32, len(p.Location))
+	var locs []*profile.Location
+	scratch := make([]int32, 0, 64)
+	for i, smp := range p.Sample {
+		if len(smp.Value) != nt {
+			return nil, fmt.Errorf("sample %d has %d values, want %d", i, len(smp.Value), nt)
+		}
+		scratch = scratch[:0]
+		for _, l := range smp.Location {
+			li, ok := locIdx[l]
+			if !ok {
+				li = int32(len(locs))
+				locIdx[l] = li
+				locs = append(locs, l)
+			}
+			scratch = append(scratch, li)
+		}
+		if err := agg.add(scratch, smp.Value); err != nil {
+			return nil, err
+		}
+	}
+	agg.finish(s)
+
+	funcIdx := make(map[*profile.Function]int32, len(p.Function))
+	s.Locations = make([]Location, len(locs))
+	lines := make([]Line, 0, len(locs)+len(locs)/4)
+	for i, l := range locs {
+		start := len(lines)
+		for _, ln := range l.Line {
+			fi := int32(-1)
+			if f := ln.Function; f != nil {
+				var ok bool
+				if fi, ok = funcIdx[f]; !ok {
+					fi = int32(len(s.Functions))
+					funcIdx[f] = fi
+					s.Functions = append(s.Functions, Function{Name: f.Name, File: f.Filename, StartLine: f.StartLine})
+				}
+			}
+			lines = append(lines, Line{Function: fi, Line: ln.Line})
+		}
+		s.Locations[i] = Location{Address: l.Address, Lines: lines[start:len(lines):len(lines)]}
+	}
+	return s, nil
+}
+
+// aggregator collects samples into distinct stacks.
+type aggregator struct {
+	nt     int
+	store  stackStore
+	values records[int64]
+	total  []int64
+	// table is an open-addressing hash set of stack indices + 1.
+	table []uint32
+	// hashes[i] is the hash of stack i, kept to grow the table without
+	// rehashing stacks.
+	hashes records[uint64]
+}
+
+func newAggregator(nt, sizeHint int) *aggregator {
+	size := 1024
+	for size < 2*sizeHint {
+		size *= 2
+	}
+	return &aggregator{
+		nt:     nt,
+		total:  make([]int64, nt),
+		table:  make([]uint32, size),
+		values: records[int64]{width: nt},
+		hashes: records[uint64]{width: 1},
+		store:  stackStore{refs: records[stackRef]{width: 1}},
+	}
+}
+
+// reserve sizes the first chunks for this many stacks and frames, when
+// they are known in advance.
+func (a *aggregator) reserve(stacks, frames int) {
+	a.values.reserve(stacks)
+	a.hashes.reserve(stacks)
+	a.store.refs.reserve(stacks)
+	if len(a.store.chunks) == 0 && frames > 0 {
+		a.store.chunks = append(a.store.chunks, make([]int32, 0, min(frames, chunkLen)))
+	}
+}
+
+// maxStacks bounds the number of distinct stacks (the hash table holds
+// 32-bit indices).
+const maxStacks = 1 << 31
+
+// add adds a sample's values to its stack.
+func (a *aggregator) add(stack []int32, values []int64) error {
+	for i, v := range values {
+		a.total[i] += v
+	}
+	h := hashStack(stack)
+	mask := uint64(len(a.table) - 1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		e := a.table[j]
+		if e == 0 {
+			break
+		}
+		if a.hashes.at(int(e - 1))[0] == h && equalStacks(a.store.stack(int(e-1)), stack) {
+			vs := a.values.at(int(e - 1))
+			for i, v := range values {
+				vs[i] += v
+			}
+			return nil
+		}
+	}
+	n := a.hashes.n
+	if n >= maxStacks-1 {
+		return errors.New("aggregate stacks: too many distinct stacks")
+	}
+	if err := a.store.add(stack); err != nil {
+		return err
+	}
+	a.hashes.add(h)
+	a.values.add(values...)
+	if 2*(n+1) > len(a.table) {
+		a.grow()
+	} else {
+		a.insert(h, uint32(n+1))
+	}
+	return nil
+}
+
+func (a *aggregator) insert(h uint64, e uint32) {
+	mask := uint64(len(a.table) - 1)
+	j := h & mask
+	for a.table[j] != 0 {
+		j = (j + 1) & mask
+	}
+	a.table[j] = e
+}
+
+func (a *aggregator) grow() {
+	a.table = make([]uint32, 2*len(a.table))
+	for i := range a.hashes.n {
+		a.insert(a.hashes.at(i)[0], uint32(i+1))
+	}
+}
+
+// finish moves the stacks into s and releases the hash table.
+func (a *aggregator) finish(s *Stacks) {
+	s.store = a.store
+	s.values = a.values
+	s.total = a.total
+	a.table, a.hashes = nil, records[uint64]{}
+}
+
+func hashStack(stack []int32) uint64 {
+	h := uint64(len(stack))*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	for _, x := range stack {
+		h ^= uint64(uint32(x))
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 29
+	}
+	return h ^ h>>32
+}
+
+func equalStacks(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stackStore keeps stacks in fixed-size chunks, so that growing it never
+// copies what it holds and its peak memory is what it stores.
+type stackStore struct {
+	chunks [][]int32
+	refs   records[stackRef]
+}
+
+type stackRef struct {
+	chunk, off, n int32
+}
+
+const chunkLen = 1 << 20
+
+func (st *stackStore) add(stack []int32) error {
+	n := len(stack)
+	if n > chunkLen {
+		return fmt.Errorf("aggregate stacks: a stack of %d frames is too deep", n)
+	}
+	last := len(st.chunks) - 1
+	if last < 0 || len(st.chunks[last])+n > cap(st.chunks[last]) {
+		size := chunkLen
+		if last < 0 {
+			size = 4096 // most profiles are small
+		} else if c := 2 * cap(st.chunks[last]); c < chunkLen && c >= n {
+			size = c
+		}
+		size = max(size, n)
+		st.chunks = append(st.chunks, make([]int32, 0, size))
+		last++
+		if len(st.chunks) > 1<<30 {
+			return errors.New("aggregate stacks: too many frames")
+		}
+	}
+	c := st.chunks[last]
+	st.refs.add(stackRef{chunk: int32(last), off: int32(len(c)), n: int32(n)})
+	st.chunks[last] = append(c, stack...)
+	return nil
+}
+
+func (st *stackStore) stack(i int) []int32 {
+	r := st.refs.at(i)[0]
+	return st.chunks[r.chunk][r.off : r.off+r.n : r.off+r.n]
+}
+
+// records is an append-only list of fixed-width records in chunks of
+// 1<<16 records: growing never copies more than the first chunk, so peak
+// memory stays close to what is stored.
+type records[T any] struct {
+	width  int
+	n      int
+	chunks [][]T
+}
+
+const recordShift = 16
+
+func (r *records[T]) add(v ...T) {
+	c := r.n >> recordShift
+	if c == len(r.chunks) {
+		size := 256 // the first chunk grows by appending, for small profiles
+		if c > 0 {
+			size = 1 << recordShift
+		}
+		r.chunks = append(r.chunks, make([]T, 0, size*r.width))
+	}
+	r.chunks[c] = append(r.chunks[c], v...)
+	r.n++
+}
+
+// reserve sizes the first chunk for n records, before the first add.
+func (r *records[T]) reserve(n int) {
+	if len(r.chunks) == 0 && n > 0 {
+		r.chunks = append(r.chunks, make([]T, 0, min(n, 1<<recordShift)*r.width))
+	}
+}
+
+func (r *records[T]) at(i int) []T {
+	c := r.chunks[i>>recordShift]
+	o := (i & (1<<recordShift - 1)) * r.width
+	return c[o : o+r.width : o+r.width]
+}
