@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
 
-.PHONY: help build install test test-short lint fmt bench fuzz demo clean
+.PHONY: help build install test test-short test-browser lint fmt bench fuzz demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,9 +20,13 @@ test: ## run the whole test suite (race detector on), after lint
 	$(GO) mod download
 	$(MAKE) lint
 	$(GO) test -race -count=1 ./...
+	$(MAKE) test-browser
 
 test-short: ## the suite without the race detector
 	$(GO) test -count=1 ./...
+
+test-browser: ## the headless Chromium tests, a module of their own (needs Debian's chromium)
+	cd browsertests && $(GO) mod download && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 
 lint: ## gofmt, go vet, go mod tidy check
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

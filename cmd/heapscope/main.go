@@ -104,9 +104,12 @@ finished partially; 130 interrupted.`,
 	root.AddCommand(
 		newProfileCmd(e),
 		newDemoCmd(e),
+		newLoadCmd(e),
 		newTopCmd(e),
+		newFlameCmd(e),
 		newVersionCmd(e),
 		newServeExampleCmd(e),
+		newBenchCmd(e),
 	)
 	return root
 }

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/report"
+)
+
+// maxBenchInput caps a benchmark file read by bench compare.
+const maxBenchInput = 64 << 20
+
+// benchGateOptions are the comparison, gate and output flags shared by
+// bench compare and bench run.
+type benchGateOptions struct {
+	failOn  []string
+	alpha   float64
+	minRuns int
+	strict  bool
+	ignore  string
+	format  string
+	junit   string
+}
+
+func (o *benchGateOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.failOn, "fail-on", nil, "gate `[NAME_REGEX:]UNIT>THRESHOLD`, such as 'B/op>+5%' or 'Process.*:allocs/op>+0%'; < for units where lower is worse; repeatable")
+	fs.Float64Var(&o.alpha, "alpha", bench.DefaultAlpha, "significance level: a change counts when p ≤ alpha")
+	fs.IntVar(&o.minRuns, "min-runs", bench.DefaultMinRuns, "runs per side below which a comparison is flagged")
+	fs.BoolVar(&o.strict, "strict", false, "too few runs is an error (exit 2), not a warning")
+	fs.StringVar(&o.ignore, "ignore", "", "configuration keys to compare across, as benchstat's -ignore (e.g. pkg)")
+	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
+	fs.StringVar(&o.junit, "junit", "", "also write the result as JUnit XML to `FILE`")
+}
+
+// options turns the flags into bench.Options.
+func (o *benchGateOptions) options() (bench.Options, report.Format, error) {
+	format, err := report.ParseFormat(o.format)
+	if err != nil {
+		return bench.Options{}, "", err
+	}
+	if !(o.alpha > 0 && o.alpha < 1) {
+		return bench.Options{}, "", fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
+	}
+	if o.minRuns < 1 {
+		return bench.Options{}, "", fmt.Errorf("--min-runs %d: give a number ≥ 1", o.minRuns)
+	}
+	opts := bench.Options{Alpha: o.alpha, MinRuns: o.minRuns, Strict: o.strict, Ignore: o.ignore}
+	for _, expr := range o.failOn {
+		g, err := bench.ParseGate(expr)
+		if err != nil {
+			return bench.Options{}, "", fmt.Errorf("--fail-on: %w", err)
+		}
+		opts.Gates = append(opts.Gates, g)
+	}
+	return opts, format, nil
+}
+
+// finish writes the report and turns it into the command's outcome: exit 2
+// for errors of the report (--strict), 1 for a failed gate.
+func (o *benchGateOptions) finish(e *env, rep *bench.Report, format report.Format) error {
+	var err error
+	switch format {
+	case report.FormatJSON:
+		err = bench.WriteJSON(e.stdout, rep)
+	case report.FormatMarkdown:
+		err = bench.WriteMarkdown(e.stdout, rep)
+	default:
+		err = bench.WriteText(e.stdout, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("write the comparison: %w", err)
+	}
+	if o.junit != "" {
+		var buf bytes.Buffer
+		if err := bench.WriteJUnit(&buf, rep); err != nil {
+			return fmt.Errorf("write JUnit XML: %w", err)
+		}
+		if err := os.WriteFile(o.junit, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write JUnit XML: %w", err)
+		}
+	}
+	if len(rep.Errors) > 0 {
+		return errors.Join(rep.Errors...)
+	}
+	if fails := rep.Failures(); len(fails) > 0 {
+		parts := make([]string, len(fails))
+		for i, d := range fails {
+			parts[i] = fmt.Sprintf("%s on %s: %s", d.Gate, d.Benchmark, d.Reason)
+		}
+		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d gate %s failed: %s",
+			len(fails), map[bool]string{true: "decision", false: "decisions"}[len(fails) == 1], strings.Join(parts, "; "))}
+	}
+	return nil
+}
+
+func newBenchCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Compare go test -bench results and gate CI on regressions",
+		Long: `bench compares the output of go test -bench -benchmem between two versions
+of some code with benchstat's statistics (medians, confidence intervals, a
+Mann-Whitney U test), and gates on regressions: --fail-on fails (exit 1)
+only when a change is both significant and beyond its threshold.
+
+Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
+	}
+	cmd.AddCommand(newBenchCompareCmd(e), newBenchRunCmd(e))
+	return cmd
+}
+
+func newBenchCompareCmd(e *env) *cobra.Command {
+	o := &benchGateOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare OLD NEW",
+		Short: "Compare two go test -bench outputs, with gates",
+		Long: `compare reads two outputs of go test -bench -benchmem (files, or - for
+stdin) and prints, per configuration and unit, the median of each side with
+its confidence interval and the change with its p-value, as benchstat does;
+"~" marks a change that is not significant.
+
+--fail-on '[NAME_REGEX:]UNIT>THRESHOLD' (repeatable) fails the command (exit
+1) when a change is significant and beyond the threshold. THRESHOLD is a
+relative change (+5%) or an absolute one in the unit (50 with ns/op); use <
+for units where lower is worse ('B/s<-5%'). A change beyond the threshold
+that is not significant is a warning: more runs would decide. Fewer than
+--min-runs runs per side is a warning, or an error with --strict.`,
+		Example: `  go test -run '^$' -bench . -benchmem -count 10 ./... > old.txt
+  # change the code, then
+  go test -run '^$' -bench . -benchmem -count 10 ./... > new.txt
+  heapscope bench compare old.txt new.txt --fail-on 'B/op>+5%' --fail-on 'sec/op>+10%'
+
+  # the same benchmark in two packages, as Markdown for a pull request
+  heapscope bench compare --ignore pkg leaky.txt optimized.txt --format markdown
+
+  # JUnit XML for the CI's test view
+  heapscope bench compare old.txt new.txt --fail-on 'Process.*:allocs/op>+0%' --junit bench.xml`,
+		Args: exactArgs(2, "OLD and NEW, two go test -bench outputs (- for stdin)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBenchCompare(e, args[0], args[1], o)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func runBenchCompare(e *env, oldPath, newPath string, o *benchGateOptions) error {
+	opts, format, err := o.options()
+	if err != nil {
+		return err
+	}
+	if oldPath == "-" && newPath == "-" {
+		return errors.New("bench compare: only one of OLD and NEW can be - (stdin)")
+	}
+	oldData, err := readBenchInput(e, oldPath)
+	if err != nil {
+		return err
+	}
+	newData, err := readBenchInput(e, newPath)
+	if err != nil {
+		return err
+	}
+	rep, err := bench.Compare(
+		bench.Input{Label: benchLabel(oldPath), R: bytes.NewReader(oldData)},
+		bench.Input{Label: benchLabel(newPath), R: bytes.NewReader(newData)},
+		opts)
+	if err != nil {
+		return fmt.Errorf("bench compare: %w", err)
+	}
+	return o.finish(e, rep, format)
+}
+
+func benchLabel(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
+}
+
+// readBenchInput reads a benchmark file, or stdin for "-".
+func readBenchInput(e *env, path string) ([]byte, error) {
+	var r io.Reader = e.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("bench compare: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxBenchInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("bench compare: read %s: %w", benchLabel(path), err)
+	}
+	if len(data) > maxBenchInput {
+		return nil, fmt.Errorf("bench compare: read %s: larger than %d bytes", benchLabel(path), maxBenchInput)
+	}
+	return data, nil
+}
+
+type benchRunOptions struct {
+	benchGateOptions
+	base          string
+	bench         string
+	benchtime     string
+	count         int
+	dir           string
+	noAttribution bool
+	sites         int
+	out           string
+}
+
+func newBenchRunCmd(e *env) *cobra.Command {
+	o := &benchRunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [packages]",
+		Short: "Benchmark the working tree against a git ref, with gates and attribution",
+		Long: `run benchmarks the working tree against the git ref --base, checked out in
+a temporary git worktree: it runs go test -run '^$' -bench REGEXP -benchmem
+-count 1 --count times on each side, alternating which side goes first so
+that machine noise falls on both, then compares and gates as bench compare
+does.
+
+For every benchmark whose B/op or allocs/op grew significantly, it reruns
+the benchmark once per side with -memprofile (every allocation recorded,
+the same iteration count on both sides) and prints the allocation sites
+that account for the change, per op, by file:line.
+
+Packages default to the current directory's. Progress goes to stderr when
+it is a terminal.`,
+		Example: `  # what did the last commit do to the examples' Worker benchmarks?
+  heapscope bench run ./examples/leakycache ./examples/optimizedcache \
+      --bench Worker_Process --base HEAD~1 --fail-on 'B/op>+5%'
+
+  # uncommitted changes against HEAD, ten runs per side, Markdown output
+  heapscope bench run ./internal/pprofx --bench Top --format markdown`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBenchRun(cmd, e, args, o)
+		},
+	}
+	fs := cmd.Flags()
+	o.addFlags(fs)
+	fs.StringVar(&o.base, "base", "HEAD", "git `ref` to compare the working tree with")
+	fs.StringVar(&o.bench, "bench", ".", "benchmarks to run, as go test -bench `regexp`")
+	fs.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime of every run, such as 2000x or 200ms")
+	fs.IntVar(&o.count, "count", bench.DefaultCount, "runs per side")
+	fs.StringVarP(&o.dir, "dir", "C", ".", "directory to run in, inside the working tree")
+	fs.BoolVar(&o.noAttribution, "no-attribution", false, "skip the profiled reruns of benchmarks whose allocations grew")
+	fs.IntVar(&o.sites, "sites", bench.DefaultSites, "allocation sites per attribution")
+	fs.StringVar(&o.out, "out", "", "keep the raw outputs (base.txt, new.txt) and the profiles of attributions in `DIR`")
+	return cmd
+}
+
+func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) error {
+	opts, format, err := o.options()
+	if err != nil {
+		return err
+	}
+	if o.count < 1 {
+		return fmt.Errorf("--count %d: give a number of runs ≥ 1", o.count)
+	}
+	if o.sites < 1 {
+		return fmt.Errorf("--sites %d: give a number ≥ 1", o.sites)
+	}
+	if o.base == "" {
+		return errors.New("--base: give a git ref, such as HEAD~1 or main")
+	}
+	bar := newBenchProgress(e.stderr)
+	res, err := bench.Run(cmd.Context(), bench.RunOptions{
+		Dir:           o.dir,
+		Base:          o.base,
+		Packages:      pkgs,
+		Bench:         o.bench,
+		Benchtime:     o.benchtime,
+		Count:         o.count,
+		Compare:       opts,
+		NoAttribution: o.noAttribution,
+		Sites:         o.sites,
+		Progress:      bar.update,
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		if err := saveBenchRun(o.out, res); err != nil {
+			return err
+		}
+	}
+	return o.finish(e, res.Report, format)
+}
+
+// saveBenchRun writes the raw outputs of both sides and the attribution
+// profiles under dir.
+func saveBenchRun(dir string, res *bench.RunResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench run: %w", err)
+	}
+	files := map[string][]byte{"base.txt": res.Old, "new.txt": res.New}
+	for _, p := range res.Profiles {
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(p.Benchmark)
+		files["mem-"+name+"-base.pprof"] = p.Old
+		files["mem-"+name+"-new.pprof"] = p.New
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("bench run: keep raw output: %w", err)
+		}
+	}
+	return nil
+}
+
+// benchProgress draws a bar of go test runs with an ETA on stderr, when
+// stderr is a terminal; otherwise it stays silent.
+type benchProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func newBenchProgress(w io.Writer) *benchProgress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &benchProgress{}
+	}
+	return &benchProgress{w: w}
+}
+
+func (p *benchProgress) update(s bench.RunProgress) {
+	if p.w == nil {
+		return
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(s.Total,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+	}
+	if s.Total != p.bar.GetMax() {
+		p.bar.ChangeMax(s.Total)
+	}
+	p.bar.Describe(s.Step)
+	_ = p.bar.Set(s.Done)
+}
+
+func (p *benchProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
