@@ -112,6 +112,7 @@ func startExample(ctx context.Context, name string) (*exampleProcess, error) {
 	}
 	cmd.Env = append(os.Environ(), "GODEBUG="+godebug)
 	cmd.Stdout = io.Discard
+	cmd.SysProcAttr = exampleProcAttr()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start example %s: %w", name, err)
@@ -124,6 +125,7 @@ func startExample(ctx context.Context, name string) (*exampleProcess, error) {
 	var lastLine string
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 0, 4096), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			lastLine = line
@@ -134,6 +136,9 @@ func startExample(ctx context.Context, name string) (*exampleProcess, error) {
 				}
 			}
 		}
+		// A line longer than the buffer ends the scan: drain the rest so
+		// the example never blocks on a full pipe.
+		_, _ = io.Copy(io.Discard, stderr)
 		p.exited <- cmd.Wait()
 	}()
 	timer := time.NewTimer(demoStartTimeout)

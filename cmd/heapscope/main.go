@@ -31,6 +31,13 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C stops the command in order (a run keeps what it
+	// collected); after it, the default behaviour comes back, so a second
+	// one ends heapscope at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
