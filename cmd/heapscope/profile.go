@@ -113,7 +113,7 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 	if err != nil {
 		return run.Config{}, "", err
 	}
-	if o.snapshots != run.DefaultSnapshots && o.interval != 0 {
+	if fs.Changed("snapshots") && fs.Changed("interval") {
 		return run.Config{}, "", errors.New("--snapshots and --interval both set: give one")
 	}
 	if o.timeout < 0 {
@@ -236,10 +236,7 @@ func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report
 	res, dir, err := run.Profile(ctx, cfg)
 	bar.finish()
 	if err != nil {
-		if res == nil {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "heapscope: %v\n", err)
+		return err
 	}
 	if err := printRun(e, res, dir, format); err != nil {
 		return err

@@ -118,6 +118,16 @@ func remoteIdleRun() *result.Run {
 	return r
 }
 
+// closedLoadRun is the leaky run under the closed model: connections, no
+// asked rate.
+func closedLoadRun() *result.Run {
+	r := leakyRun()
+	l := *r.Load
+	l.Model, l.RequestedRate, l.Connections = "closed", 0, 16
+	r.Load = &l
+	return r
+}
+
 func TestSummary_Golden(t *testing.T) {
 	tests := []struct {
 		name string
@@ -126,6 +136,7 @@ func TestSummary_Golden(t *testing.T) {
 	}{
 		{"leaky", leakyRun(), "heapscope-runs/127.0.0.1_6060-20261122T101500Z"},
 		{"remote-idle", remoteIdleRun(), "runs/svc"},
+		{"closed-load", closedLoadRun(), "runs/closed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -237,7 +237,9 @@ func rssLine(r *result.Run) string {
 			s += fmt.Sprintf("; heap in use %s", Bytes(float64(r.MemStats.HeapInuseBytes)))
 		}
 		if cg := rss.Cgroup; cg != nil && !cg.Unlimited && cg.LimitBytes > 0 {
-			s += fmt.Sprintf("; cgroup limit %s (%s of it used)", Bytes(float64(cg.LimitBytes)), Percent(float64(rss.RSSBytes)/float64(cg.LimitBytes)))
+			// The limit applies to the cgroup's usage (page cache and
+			// other processes included), not to this process' RSS.
+			s += fmt.Sprintf("; cgroup uses %s of its %s limit (%s)", Bytes(float64(cg.UsageBytes)), Bytes(float64(cg.LimitBytes)), Percent(float64(cg.UsageBytes)/float64(cg.LimitBytes)))
 		}
 		return s
 	case "metrics":
@@ -252,8 +254,12 @@ func loadLine(r *result.Run) string {
 	if l == nil {
 		return ""
 	}
-	s := fmt.Sprintf("%s %s: %d requests at %.1f/s (asked %.1f/s), %d errors",
-		l.Method, l.URL, l.Completed, l.AchievedRate, l.RequestedRate, l.Errors)
+	model := fmt.Sprintf("asked %.1f/s", l.RequestedRate)
+	if l.Model == "closed" {
+		model = fmt.Sprintf("%d connections back to back", l.Connections)
+	}
+	s := fmt.Sprintf("%s %s: %d requests at %.1f/s (%s), %d errors",
+		l.Method, l.URL, l.Completed, l.AchievedRate, model, l.Errors)
 	if l.Dropped > 0 {
 		s += fmt.Sprintf(", %d not sent (too many in flight)", l.Dropped)
 	}

@@ -152,7 +152,7 @@ func (c *collector) memStats(ctx context.Context) (gcstats.MemStats, time.Time, 
 // by the user must exist; one looked up by port is a bonus.
 func (c *collector) findProcess() error {
 	p := c.cfg.proc
-	pid := c.cfg.PID
+	pid, port := c.cfg.PID, 0
 	if pid > 0 {
 		if _, err := p.Status(pid); err != nil {
 			return fmt.Errorf("read process %d given by --pid: %w", pid, err)
@@ -162,8 +162,8 @@ func (c *collector) findProcess() error {
 		if err != nil {
 			return err
 		}
-		port, ok := target.LoopbackPort(u)
-		if !ok {
+		var ok bool
+		if port, ok = target.LoopbackPort(u); !ok {
 			return nil
 		}
 		pid, err = p.ListeningPID(port)
@@ -172,20 +172,31 @@ func (c *collector) findProcess() error {
 			return nil
 		}
 	}
-	c.proc.pid = pid
-	c.proc.readProc = true
-	if bi, err := p.BuildInfo(pid); err != nil {
+	// The uptime first: it goes with the MemStats just read, for the
+	// window's GC CPU share.
+	up, upErr := p.Uptime(pid)
+	bi, err := p.BuildInfo(pid)
+	switch {
+	case err != nil && c.cfg.PID == 0:
+		// Whatever listens on the port is not a Go program: a proxy or
+		// a sidecar in front of the service. Its memory is not the
+		// target's.
+		c.warn("process %d listening on port %d has no Go build info (%v): a proxy in front of the service? its RSS is left out; give --pid to use it anyway", pid, port, err)
+		return nil
+	case err != nil:
 		c.warn("read build info of process %d: %v", pid, err)
-	} else {
+	default:
 		c.proc.buildInfo = bi
 	}
+	c.proc.pid = pid
+	c.proc.readProc = true
 	if env, err := p.GoEnv(pid); err != nil {
 		c.warn("read environment of process %d: %v", pid, err)
 	} else {
 		c.proc.env = env.Set()
 	}
-	if up, err := p.Uptime(pid); err != nil {
-		c.warn("read uptime of process %d: %v; GC CPU share is the process' lifetime figure", pid, err)
+	if upErr != nil {
+		c.warn("read uptime of process %d: %v; GC CPU share is the process' lifetime figure", pid, upErr)
 	} else {
 		c.proc.uptimeStart = up
 	}
@@ -315,6 +326,11 @@ func (c *collector) takeSnapshots(ctx context.Context) {
 				c.fails.add("memstats at end", err)
 			} else {
 				c.memEnd, c.memEndAt, c.haveMemEnd = ms, at, true
+				if c.proc.readProc {
+					if up, err := c.cfg.proc.Uptime(c.proc.pid); err == nil {
+						c.proc.uptimeEnd = up
+					}
+				}
 			}
 			return
 		}
@@ -376,9 +392,6 @@ func (c *collector) readProcEnd() {
 		return
 	}
 	c.proc.status = &st
-	if up, err := p.Uptime(pid); err == nil {
-		c.proc.uptimeEnd = up
-	}
 	maps, err := p.Smaps(pid)
 	if err != nil {
 		c.warn("read smaps of process %d: %v", pid, err)

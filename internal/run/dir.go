@@ -113,9 +113,16 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile)
 		}
 	}
 	if err := writeFileAtomic(filepath.Join(dir, result.FileName), mustJSON(res)); err != nil {
-		return fmt.Errorf("write %s: %w", result.FileName, err)
+		return fmt.Errorf("write run directory %s: %w", dir, err)
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		more := ""
+		if len(errs) > 1 {
+			more = fmt.Sprintf(" (and %d more; result.json lists them)", len(errs)-1)
+		}
+		return fmt.Errorf("write run directory %s: %w%s", dir, errs[0], more)
+	}
+	return nil
 }
 
 func mustJSON(v any) []byte {

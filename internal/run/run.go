@@ -96,6 +96,18 @@ const (
 	DefaultSnapshots = 3
 	// topSites is how many sites each top table keeps in result.json.
 	topSites = 20
+	// maxSnapshots bounds the heap snapshots of one window: each forces a
+	// GC on the target and is kept in memory until the run is written.
+	maxSnapshots = 1000
+	// minInterval is the shortest --interval: a forced GC and a heap
+	// profile take tens of milliseconds on a large heap.
+	minInterval = 100 * time.Millisecond
+	// overrunShare and overrunMin say how much longer than asked a window
+	// may run (slow snapshots, a slow target) before the run says so: a
+	// tenth of the window, and never less than the few hundred
+	// milliseconds the opening snapshot, MemStats and /proc reads take.
+	overrunShare = 0.1
+	overrunMin   = 500 * time.Millisecond
 )
 
 // Validate checks the configuration and fills defaults.
@@ -115,14 +127,20 @@ func (c *Config) Validate() error {
 	if c.Interval > 0 && c.Interval > c.Duration {
 		return fmt.Errorf("interval %s is longer than the %s window", c.Interval, c.Duration)
 	}
+	if c.Interval > 0 && c.Interval < minInterval {
+		return fmt.Errorf("interval %s is too short: a snapshot forces a GC, give at least %s", c.Interval, minInterval)
+	}
+	if c.Interval > 0 && c.Duration/c.Interval >= maxSnapshots {
+		return fmt.Errorf("interval %s makes %d snapshots over the %s window: give at most %d", c.Interval, c.Duration/c.Interval+1, c.Duration, maxSnapshots)
+	}
 	if c.Snapshots == 0 {
 		c.Snapshots = DefaultSnapshots
 	}
 	if c.Snapshots < 2 {
 		return fmt.Errorf("snapshots must be at least 2 (the window's start and end), not %d", c.Snapshots)
 	}
-	if c.Snapshots > 1000 {
-		return fmt.Errorf("snapshots %d is too many: give at most 1000", c.Snapshots)
+	if c.Snapshots > maxSnapshots {
+		return fmt.Errorf("snapshots %d is too many: give at most %d", c.Snapshots, maxSnapshots)
 	}
 	for _, e := range c.Extra {
 		if e != "block" && e != "mutex" {
@@ -190,9 +208,10 @@ func (c *Config) snapshotOffsets() []time.Duration {
 var ErrInterrupted = errors.New("interrupted")
 
 // Profile carries out one run and returns its summary and directory. An
-// error means nothing was kept (the target could not be profiled at all);
-// a run that collected something but not everything comes back with
-// Status partial and no error.
+// error means no usable run was kept: the target could not be profiled at
+// all, or the run directory could not be written (the directory, if any,
+// then says status failed or has no result.json). A run that collected
+// something but not everything comes back with Status partial and no error.
 func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
@@ -209,7 +228,7 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	c.finish(ctx)
 	res, delta := c.summarise()
 	if err := writeRun(dir, c, res, delta); err != nil {
-		return res, dir, err
+		return nil, dir, err
 	}
 	return res, dir, nil
 }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,6 +320,9 @@ func TestConfig_Validate(t *testing.T) {
 		{"negative duration", Config{Duration: -time.Second}, "negative"},
 		{"one snapshot", Config{Duration: time.Second, Snapshots: 1}, "at least 2"},
 		{"interval beyond window", Config{Duration: time.Second, Interval: 2 * time.Second}, "longer than"},
+		{"interval too short", Config{Duration: time.Second, Interval: time.Millisecond}, "too short"},
+		{"interval making too many snapshots", Config{Duration: time.Hour, Interval: time.Second}, "at most 1000"},
+		{"too many snapshots", Config{Duration: time.Second, Snapshots: 1001}, "at most 1000"},
 		{"unknown extra profile", Config{Duration: time.Second, Extra: []string{"heap"}}, "block or mutex"},
 		{"bad url", Config{Duration: time.Second, Target: target.Options{BaseURL: "ftp://x"}}, "scheme"},
 		{"negative pid", Config{Duration: time.Second, PID: -3}, "negative"},
@@ -620,5 +624,70 @@ func TestProfile_RSSOfARemoteTarget(t *testing.T) {
 				t.Errorf("GC CPU scope %q, want lifetime without the process' uptime", res.MemStats.GCCPUFractionScope)
 			}
 		})
+	}
+}
+
+func TestWriteRun_FailureIsOneLineAndMarksTheRunFailed(t *testing.T) {
+	srv := serve(t, pprofMux(nil))
+	cfg := Config{Target: target.Options{BaseURL: srv.URL}, Duration: 200 * time.Millisecond, OutDir: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{cfg: &cfg}
+	if err := c.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.window(t.Context())
+	c.finish(t.Context())
+	res, delta := c.summarise()
+	dir := t.TempDir()
+	// report.md and memstats.json cannot replace a non-empty directory.
+	for _, name := range []string{reportFile, memStatsFile} {
+		if err := os.MkdirAll(filepath.Join(dir, name, "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, profilesDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := writeRun(dir, c, res, delta)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "and 1 more") {
+		t.Fatalf("writeRun = %v, want one line naming the first failure and counting the other", err)
+	}
+	back, err := Read(dir)
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if back.Status != result.StatusFailed || len(back.Failures) != 2 {
+		t.Errorf("stored status %s, failures %+v: want failed with both writes named", back.Status, back.Failures)
+	}
+}
+
+func TestProfile_SaysWhenTheWindowOverran(t *testing.T) {
+	// The middle heap snapshot takes a second: the window runs well past
+	// the 300ms asked, which the run says in a warning (added while the
+	// result is put together, so this also checks those are kept).
+	var heaps atomic.Int32
+	mux := pprofMux(map[string]http.HandlerFunc{
+		"/debug/pprof/heap": func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("gc") == "1" && heaps.Add(1) == 2 {
+				time.Sleep(time.Second)
+			}
+			pprof.Handler("heap").ServeHTTP(w, r)
+		},
+	})
+	srv := serve(t, mux)
+	res, _, err := Profile(t.Context(), Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: 300 * time.Millisecond, Snapshots: 3, OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range res.Warnings {
+		found = found || strings.Contains(w, "not the 300ms asked")
+	}
+	if !found || res.Window.DurationSeconds < 1 {
+		t.Errorf("window %.3fs, warnings %q: want a window over 1s and a warning that it overran", res.Window.DurationSeconds, res.Warnings)
 	}
 }

@@ -29,6 +29,10 @@ func snapshotFile(i int) string { return fmt.Sprintf("profiles/heap-%03d.pb.gz",
 
 func extraFile(name string) string { return "profiles/" + name + ".pb.gz" }
 
+// minSuccessRatio is the share of successful requests below which the
+// per-request figures come with a warning.
+const minSuccessRatio = 0.9
+
 // timeFormat is how times appear in the semantics labels.
 const timeFormat = "15:04:05.000Z"
 
@@ -40,7 +44,6 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 		SchemaVersion: result.SchemaVersion,
 		Heapscope:     result.Tool{Version: cfg.Version, GoVersion: runtime.Version()},
 		Target:        c.targetInfo(),
-		Warnings:      c.warnings,
 		Findings:      []result.Finding{},
 	}
 	first := c.snaps[0]
@@ -57,6 +60,11 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 	}
 	if len(c.snaps) > 1 {
 		res.Window.ProfilerAllocatedBytes = last.profilerAlloc - first.profilerAlloc
+	}
+	slack := max(time.Duration(overrunShare*float64(c.cfg.Duration)), overrunMin)
+	if took := end.Sub(first.at); !c.interrupted && took > c.cfg.Duration+slack {
+		c.warn("the window ran %s, not the %s asked: the target was slow to answer the snapshots; rates are over the window as it ran",
+			took.Round(time.Millisecond), c.cfg.Duration)
 	}
 	res.Profiles = append(res.Profiles, result.Profile{Kind: "heap", Path: snapshotFile(0), Time: first.at.UTC(),
 		Semantics: "heap snapshot as of the GC forced at " + first.at.UTC().Format(timeFormat) + " (window start)"})
@@ -109,6 +117,8 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 		res.Files.Load = loadFile
 	}
 
+	// Last: the steps above add warnings of their own.
+	res.Warnings = c.warnings
 	res.Failures = c.fails.list
 	switch {
 	case len(res.Failures) == 0:
@@ -252,13 +262,16 @@ func (c *collector) heapGrowth() *result.HeapGrowth {
 	g := &result.HeapGrowth{}
 	xs := make([]float64, 0, len(c.snaps))
 	ys := make([]float64, 0, len(c.snaps))
+	t0 := c.snaps[0].at
 	for i, s := range c.snaps {
 		space, objects := inuseTotals(s.profile)
 		g.Snapshots = append(g.Snapshots, result.HeapSnapshot{
 			Time: s.at.UTC(), OffsetSeconds: s.offset.Seconds(),
 			InuseBytes: space, InuseObjects: objects, Profile: snapshotFile(i),
 		})
-		xs = append(xs, s.offset.Minutes())
+		// When each snapshot was taken, not when it was due: a slow
+		// target shifts them.
+		xs = append(xs, s.at.Sub(t0).Minutes())
 		ys = append(ys, float64(space))
 	}
 	if n := len(g.Snapshots); n > 1 {
@@ -308,10 +321,18 @@ func fitLine(xs, ys []float64) (slope, r2 float64) {
 	return slope, sxy * sxy / (sxx * syy)
 }
 
+// perRequest divides the window's allocations by the requests the target
+// answered. The load starts just after the first snapshot and runs for the
+// window, so it overlaps the window to within the first snapshot's fetch.
+// Error responses count: the target did the work of answering them, but
+// when many failed the figures describe failures more than requests.
 func (c *collector) perRequest(delta *profile.Profile) *result.PerRequest {
 	n := c.load.Completed
 	if n == 0 {
 		return nil
+	}
+	if ok := c.load.SuccessRatio(); ok < minSuccessRatio {
+		c.warn("only %.0f%% of the requests succeeded (status below 400): the per-request figures include the failures' cost", 100*ok)
 	}
 	pr := &result.PerRequest{Requests: n}
 	if delta != nil {
