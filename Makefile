@@ -26,6 +26,8 @@ test-short: ## the suite without the race detector
 	$(GO) test -count=1 ./...
 
 test-browser: ## the headless Chromium tests, a module of their own (needs Debian's chromium)
+	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM=/path/to/chrome)"; exit 1; }
 	cd browsertests && $(GO) mod download && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 
 lint: ## gofmt, go vet, go mod tidy check
