@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/target"
 )
 
 // loadFlags are the request and model flags of load, shared with profile
@@ -146,27 +145,6 @@ func (f *loadFlags) requests(method, url, base string, header http.Header) ([]lo
 	return []load.Request{r}, nil
 }
 
-// tlsConfig builds the TLS configuration of --cacert and --insecure; nil
-// when neither is set.
-func tlsConfig(caCert string, insecure bool) (*tls.Config, error) {
-	if caCert == "" && !insecure {
-		return nil, nil
-	}
-	cfg := &tls.Config{InsecureSkipVerify: insecure}
-	if caCert != "" {
-		pem, err := os.ReadFile(caCert)
-		if err != nil {
-			return nil, fmt.Errorf("--cacert: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert %s: no PEM certificate in it", caCert)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
-}
-
 // loadOptions are the flags of heapscope load.
 type loadOptions struct {
 	loadFlags
@@ -285,7 +263,7 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 	if opts.Duration == 0 && opts.MaxRequests == 0 {
 		return errors.New("--duration 0 and no --requests: give one of them")
 	}
-	if opts.TLS, err = tlsConfig(o.caCert, o.insecure); err != nil {
+	if opts.TLS, err = target.TLSConfig(o.caCert, o.insecure); err != nil {
 		return err
 	}
 	opts.Series = o.series

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"github.com/heapscope/heapscope/internal/goldenfile"
+
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -20,19 +21,6 @@ import (
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 )
-
-func init() {
-	// Golden files are rewritten with -update; another test file of the
-	// package may have registered the flag already.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // countingServer serves "ok" on 127.0.0.1 and counts requests by path.
 type countingServer struct {
@@ -301,31 +289,8 @@ func TestPrintLoad_golden(t *testing.T) {
 			if err := printLoad(&b, tt.load, tt.format); err != nil {
 				t.Fatal(err)
 			}
-			loadGolden(t, filepath.Join("testdata", "load-"+tt.name), b.Bytes())
+			goldenfile.Check(t, filepath.Join("testdata", "load-"+tt.name), b.Bytes())
 		})
-	}
-}
-
-// loadGolden compares got with the file at path, or rewrites the file with
-// -update. On a mismatch it writes got beside it with a .got suffix.
-func loadGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if updateGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from the output, written to %s.got:\n got:\n%s\nwant:\n%s", path, path, got, want)
 	}
 }
 

@@ -184,7 +184,7 @@ func (o *profileOptions) loadConfig(fs *pflag.FlagSet, baseURL string, header ht
 	if err != nil {
 		return nil, err
 	}
-	if opts.TLS, err = tlsConfig(o.caCert, o.insecure); err != nil {
+	if opts.TLS, err = target.TLSConfig(o.caCert, o.insecure); err != nil {
 		return nil, err
 	}
 	return &opts, nil

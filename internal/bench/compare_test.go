@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/heapscope/heapscope/internal/goldenfile"
+
 	"bytes"
 	"errors"
 	"math"
@@ -60,7 +62,7 @@ func TestCompare_golden(t *testing.T) {
 				if err := w.write(&buf, rep); err != nil {
 					t.Fatalf("write %s: %v", w.ext, err)
 				}
-				golden(t, c.name+"."+w.ext, buf.Bytes())
+				goldenfile.Check(t, "testdata/golden/"+c.name+"."+w.ext, buf.Bytes())
 			}
 		})
 	}

@@ -2,15 +2,12 @@ package bench
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata")
 
 // readBench returns a benchmark file under testdata/bench.
 func readBench(t testing.TB, name string) []byte {
@@ -27,30 +24,6 @@ func readBench(t testing.TB, name string) []byte {
 func benchInput(t testing.TB, name string) Input {
 	t.Helper()
 	return Input{Label: name, R: bytes.NewReader(readBench(t, name))}
-}
-
-// golden compares got with the golden file testdata/golden/name, or
-// rewrites it with -update. On a mismatch it writes got beside it with a
-// .got suffix.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		if err := os.WriteFile(path+".got", got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Errorf("%s differs from the output, written to %s.got:\n got:\n%s\nwant:\n%s", path, path, got, want)
-	}
 }
 
 // series is the values of one unit, one per run.

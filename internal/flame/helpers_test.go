@@ -1,8 +1,6 @@
 package flame
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata")
 
 // loadStacks reads a profile under testdata through the streaming decoder.
 func loadStacks(t testing.TB, name string) *pprofx.Stacks {
@@ -90,29 +86,6 @@ func dumpTree(t *Tree) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// golden compares got with testdata/name, or rewrites it with -update. On
-// a mismatch it writes got next to the golden file with a .got suffix.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		if err := os.WriteFile(path+".got", got, 0o644); err != nil {
-			t.Error(err)
-		}
-		t.Errorf("output differs from %s; wrote %s.got", path, path)
-	}
 }
 
 // checkSums asserts the invariant of every tree: a node's total is its

@@ -1,6 +1,8 @@
 package flame
 
 import (
+	"github.com/heapscope/heapscope/internal/goldenfile"
+
 	"bytes"
 	"math/rand/v2"
 	"regexp"
@@ -30,12 +32,12 @@ func TestBuild_Golden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tree := build(t, loadStacks(t, tt.profile), tt.opts)
 			checkSums(t, tree)
-			golden(t, "tree-"+tt.name+".golden", []byte(dumpTree(tree)))
+			goldenfile.Check(t, "testdata/tree-"+tt.name+".golden", []byte(dumpTree(tree)))
 			var buf bytes.Buffer
 			if err := WriteFolded(&buf, tree, ""); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "folded-"+tt.name+".golden", buf.Bytes())
+			goldenfile.Check(t, "testdata/folded-"+tt.name+".golden", buf.Bytes())
 		})
 	}
 }

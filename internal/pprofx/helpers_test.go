@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/google/pprof/profile"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata")
 
 // genSite and genSites mirror what internal/gen writes to sites.json.
 type genSite struct {

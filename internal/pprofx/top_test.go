@@ -1,10 +1,10 @@
 package pprofx
 
 import (
-	"bytes"
+	"github.com/heapscope/heapscope/internal/goldenfile"
+
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -391,23 +391,7 @@ func TestTop_golden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := filepath.Join("testdata", "top-heap-end-"+sample+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				if err := os.WriteFile(golden+".got", got, 0o644); err != nil {
-					t.Error(err)
-				}
-				t.Errorf("Top table differs from %s; wrote %s.got", golden, golden)
-			}
+			goldenfile.Check(t, filepath.Join("testdata", "top-heap-end-"+sample+".golden.json"), got)
 		})
 	}
 }

@@ -1,39 +1,15 @@
 package report
 
 import (
+	"github.com/heapscope/heapscope/internal/goldenfile"
+
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/result"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, rewriting it with -update; on a
-// mismatch it leaves testdata/name.got for a diff.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (create it with -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from the golden file; see diff %s %s.got (or rerun with -update)", name, path, path)
-	}
-}
 
 // leakyRun is a run of a leaking cache service under load, with numbers of
 // the size such a run gives.
@@ -144,7 +120,7 @@ func TestSummary_Golden(t *testing.T) {
 			if err := Summary(&buf, tt.run, tt.dir); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "summary-"+tt.name+".txt", buf.Bytes())
+			goldenfile.Check(t, "testdata/"+"summary-"+tt.name+".txt", buf.Bytes())
 		})
 	}
 }
@@ -173,7 +149,7 @@ func TestMarkdown_Golden(t *testing.T) {
 			if err := Markdown(&buf, r); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "report-"+name+".md", buf.Bytes())
+			goldenfile.Check(t, "testdata/"+"report-"+name+".md", buf.Bytes())
 		})
 	}
 }
@@ -186,7 +162,7 @@ func TestTop_Golden(t *testing.T) {
 			if err := Top(&buf, tab, f); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "top."+string(f), buf.Bytes())
+			goldenfile.Check(t, "testdata/"+"top."+string(f), buf.Bytes())
 		})
 	}
 }

@@ -1,15 +1,12 @@
 package result
 
 import (
-	"bytes"
+	"github.com/heapscope/heapscope/internal/goldenfile"
+
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestSchema_MatchesDocs(t *testing.T) {
 	got, err := json.MarshalIndent(Schema(), "", "  ")
@@ -17,20 +14,8 @@ func TestSchema_MatchesDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	path := filepath.Join("..", "..", "docs", "result-schema.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s (regenerate with go test ./internal/result -update): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s is out of date with the Go types; run go test ./internal/result -update (new version in %s.got)", path, path)
-	}
+	// Regenerate with go test ./internal/result -update.
+	goldenfile.Check(t, filepath.Join("..", "..", "docs", "result-schema.json"), got)
 }
 
 func TestSchema_RequiresEveryNonOptionalField(t *testing.T) {

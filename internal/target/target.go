@@ -99,7 +99,7 @@ func New(opts Options) (*Client, error) {
 	rt := opts.Transport
 	if rt == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tlsConf, err := tlsConfig(opts.CACertFile, opts.Insecure)
+		tlsConf, err := TLSConfig(opts.CACertFile, opts.Insecure)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +137,12 @@ func ParseBaseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-func tlsConfig(caFile string, insecure bool) (*tls.Config, error) {
+// TLSConfig is the TLS configuration of a CA file to trust (PEM) and of
+// skipping verification; nil, for Go's defaults, when neither is asked.
+func TLSConfig(caFile string, insecure bool) (*tls.Config, error) {
+	if caFile == "" && !insecure {
+		return nil, nil
+	}
 	conf := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the user asked for it with --insecure
 	if caFile == "" {
 		return conf, nil
