@@ -26,7 +26,9 @@ func pprofServer(t *testing.T, override map[string]http.HandlerFunc) *httptest.S
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	if override["/debug/pprof/profile"] == nil {
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	for path, h := range override {
 		mux.HandleFunc(path, h)
 	}
@@ -267,10 +269,16 @@ func TestHelp_ListsOnlyWorkingCommands(t *testing.T) {
 }
 
 func TestProfile_InterruptExitsWith130AndKeepsTheRun(t *testing.T) {
-	srv := pprofServer(t, nil)
-	out := t.TempDir()
+	// The interrupt comes once the window is under way: the CPU profile
+	// is asked for when it opens.
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(400*time.Millisecond, cancel)
+	srv := pprofServer(t, map[string]http.HandlerFunc{
+		"/debug/pprof/profile": func(w http.ResponseWriter, r *http.Request) {
+			time.AfterFunc(200*time.Millisecond, cancel)
+			pprof.Profile(w, r)
+		},
+	})
+	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := execute(ctx, []string{"profile", srv.URL, "--duration", "1m", "--out", out}, strings.NewReader(""), &stdout, &stderr)
 	if code != exitInterrupted {

@@ -428,7 +428,7 @@ func TestRun_httpTargetDiesMidRun(t *testing.T) {
 // make the open model hold more than MaxInFlight requests, goroutines or
 // connections, and that the generator says it fell behind.
 func TestRun_httpStalledServer(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines.
 	base := serveStalled(t, "")
 	const maxInFlight = 16
 	var peakGoroutines atomic.Int64
