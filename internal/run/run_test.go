@@ -99,9 +99,9 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		if g == nil || len(g.Snapshots) != 3 {
 			t.Fatalf("heap growth %+v, want 3 snapshots", g)
 		}
-		// The handler keeps 64 KiB per request: about 150 requests, ~9 MiB.
-		if g.GrowthBytes < 4<<20 {
-			t.Errorf("inuse grew %d bytes over the window, want at least 4 MiB", g.GrowthBytes)
+		// The handler keeps 64 KiB per request; the profile is sampled.
+		if res.Load == nil || g.GrowthBytes < int64(res.Load.Completed)*32<<10 {
+			t.Errorf("inuse grew %d bytes over the window, want at least 32 KiB per request answered", g.GrowthBytes)
 		}
 		if g.SlopeBytesPerMinute <= 0 || g.R2 < 0.8 {
 			t.Errorf("slope %g B/min, R² %g: want steady growth", g.SlopeBytesPerMinute, g.R2)
@@ -128,8 +128,9 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		}
 	})
 	t.Run("per request", func(t *testing.T) {
-		if res.Load == nil || res.Load.Completed < 100 {
-			t.Fatalf("load %+v, want ≥ 100 completed requests", res.Load)
+		// 150 are due; a busy machine may fall behind, not this far.
+		if res.Load == nil || res.Load.Completed < 50 || res.Load.Completed != res.Load.Requests {
+			t.Fatalf("load %+v, want every request sent completed, and ≥ 50 of them", res.Load)
 		}
 		pr := res.PerRequest
 		if pr == nil {
