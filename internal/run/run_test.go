@@ -126,6 +126,11 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		if res.TopFor("cpu") == nil {
 			t.Error("no cpu table")
 		}
+		for _, p := range res.Profiles {
+			if p.Kind == "cpu" && !strings.Contains(p.Semantics, "first 1s of the 1.5s window") {
+				t.Errorf("cpu profile semantics %q do not say it covers the first whole second", p.Semantics)
+			}
+		}
 	})
 	t.Run("per request", func(t *testing.T) {
 		// 150 are due; a busy machine may fall behind, not this far.

@@ -91,7 +91,12 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 	res.Top = c.addTop(res.Top, last.profile, "inuse_space", snapshotFile(len(c.snaps)-1),
 		"in use as of the GC forced at "+last.at.UTC().Format(timeFormat)+" (a snapshot, not a delta)")
 	if c.cpu != nil {
-		res.Profiles = append(res.Profiles, result.Profile{Kind: "cpu", Path: cpuFile, Time: first.at.UTC(), Semantics: "CPU profile over the window"})
+		// pprof takes whole seconds: of a 2.5s window, the first 2s.
+		semantics := "CPU profile over the window"
+		if secs := c.cfg.Duration.Truncate(time.Second); secs != c.cfg.Duration {
+			semantics = fmt.Sprintf("CPU profile over the first %s of the %s window (pprof takes whole seconds)", secs, c.cfg.Duration)
+		}
+		res.Profiles = append(res.Profiles, result.Profile{Kind: "cpu", Path: cpuFile, Time: first.at.UTC(), Semantics: semantics})
 		if p, err := c.parse(c.cpu); err == nil {
 			app, _ := pprofx.WithoutProfiler(p)
 			res.Top = c.addTop(res.Top, app, "cpu", cpuFile, "CPU time over the window, without the pprof handlers'")
