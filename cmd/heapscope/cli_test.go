@@ -246,13 +246,38 @@ func TestVersion(t *testing.T) {
 }
 
 func TestCompletion(t *testing.T) {
-	for _, shell := range []string{"bash", "zsh", "fish"} {
-		t.Run(shell, func(t *testing.T) {
-			got := heapscope(t, "completion", shell)
-			if got.code != exitOK || !strings.Contains(got.stdout, "heapscope") {
-				t.Errorf("exit %d, %d bytes: want a completion script", got.code, len(got.stdout))
+	tests := []struct {
+		shell, marker string
+	}{
+		{"bash", "__start_heapscope"},
+		{"zsh", "#compdef heapscope"},
+		{"fish", "complete -c heapscope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell, func(t *testing.T) {
+			got := heapscope(t, "completion", tt.shell)
+			if got.code != exitOK || !strings.Contains(got.stdout, tt.marker) {
+				t.Fatalf("exit %d, %d bytes without %q: want a %s completion script", got.code, len(got.stdout), tt.marker, tt.shell)
+			}
+			if tt.shell == "bash" {
+				check := exec.Command("bash", "-n")
+				check.Stdin = strings.NewReader(got.stdout)
+				if out, err := check.CombinedOutput(); err != nil {
+					t.Errorf("bash -n on the script: %v\n%s", err, out)
+				}
 			}
 		})
+	}
+	// The scripts ask heapscope itself for candidates.
+	got := heapscope(t, "__complete", "pro")
+	if got.code != exitOK || !strings.Contains(got.stdout, "profile") {
+		t.Errorf("__complete pro: exit %d, %q: want profile among the candidates", got.code, got.stdout)
+	}
+	got = heapscope(t, "__complete", "demo", "--example", "")
+	for _, name := range []string{"leaky", "kv-naive"} {
+		if !strings.Contains(got.stdout, name) {
+			t.Errorf("__complete demo --example: %q lacks %s", got.stdout, name)
+		}
 	}
 }
 

@@ -49,6 +49,7 @@ its sharded, allocation-free twin.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&example, "example", "leaky", "example service: "+strings.Join(examples.Names(), ", "))
+	_ = cmd.RegisterFlagCompletionFunc("example", cobra.FixedCompletions(examples.Names(), cobra.ShellCompDirectiveNoFileComp))
 	o.addWindowFlags(fs, 20*time.Second)
 	fs.StringVar(&o.load, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq}, {rand:N} and {pick:FILE} placeholders")
 	fs.Lookup("rate").DefValue = "500"

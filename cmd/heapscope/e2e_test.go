@@ -180,7 +180,7 @@ func TestDemo_NaiveKVNamesJSONAndMapPerResponse(t *testing.T) {
 		t.Errorf("per-request figures %+v", naive.PerRequest)
 	}
 	mapLine := sourceLine(t, filepath.Join("..", "..", "examples", "naivekv", "handler.go"), "writeJSON(w, http.StatusOK, map[string]any{")
-	if !hasLine(alloc, "", "handler.go", mapLine) {
+	if !hasLine(alloc, "naivekv.(*handler).kv", "handler.go", mapLine) {
 		t.Errorf("alloc_space top sites lack the per-response map at handler.go:%d", mapLine)
 	}
 	var mutex bool
