@@ -55,6 +55,9 @@ func newVersionCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f == report.FormatMarkdown {
+				return fmt.Errorf("--format %s: version prints text or json", format)
+			}
 			v := buildVersion()
 			if f == report.FormatJSON {
 				return writeJSON(e.stdout, v)
