@@ -146,6 +146,9 @@ func (s *Server) routes() {
 		http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
 	})
 	s.mux.HandleFunc("GET /flamegraph/{name}", s.flamegraph)
+	// No icon, and no 404 in the browser's console for the one browsers
+	// ask for.
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 }
 
 func (s *Server) find(name string) (Profile, bool) {
