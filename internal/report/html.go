@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"html"
 	"io"
@@ -135,10 +136,12 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 			link = fmt.Sprintf(` · <a href="%s">open on its own</a>`, e(f.Path))
 		}
 		fmt.Fprintf(&b, "<figure class=\"flame\">\n<figcaption>%s%s</figcaption>\n", e(f.Title), link)
-		doc := "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html,body{margin:0}svg{display:block;width:100%;height:auto}</style></head><body>" +
-			string(stripXMLDecl(f.SVG)) + "</body></html>"
-		fmt.Fprintf(&b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"%s\"></iframe>\n</figure>\n",
-			e(f.ID), e(f.Title), width, height, e(doc))
+		fmt.Fprintf(&b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"", e(f.ID), e(f.Title), width, height)
+		b.Grow(len(f.SVG) + len(f.SVG)/4 + 256)
+		escapeTo(&b, []byte(srcdocHead))
+		escapeTo(&b, stripXMLDecl(f.SVG))
+		escapeTo(&b, []byte("</body></html>"))
+		b.WriteString("\"></iframe>\n</figure>\n")
 	}
 	b.WriteString("</section>\n")
 
@@ -245,16 +248,47 @@ func svgSize(svg []byte) (width, height int) {
 	return 1200, 400
 }
 
+// srcdocHead opens the document of a flame graph's frame: the SVG fills
+// the frame's width.
+const srcdocHead = `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0}svg{display:block;width:100%;height:auto}</style></head><body>`
+
 // stripXMLDecl drops an XML declaration, which an HTML document cannot
 // hold.
 func stripXMLDecl(svg []byte) []byte {
-	s := strings.TrimLeft(string(svg), " \t\r\n")
-	if strings.HasPrefix(s, "<?xml") {
-		if i := strings.Index(s, "?>"); i >= 0 {
-			return []byte(s[i+2:])
+	s := bytes.TrimLeft(svg, " \t\r\n")
+	if bytes.HasPrefix(s, []byte("<?xml")) {
+		if i := bytes.Index(s, []byte("?>")); i >= 0 {
+			return s[i+2:]
 		}
 	}
-	return []byte(s)
+	return s
+}
+
+// escapeTo writes p escaped for an HTML attribute value, as
+// html.EscapeString does, without a copy of the whole.
+func escapeTo(b *strings.Builder, p []byte) {
+	last := 0
+	for i, c := range p {
+		var rep string
+		switch c {
+		case '&':
+			rep = "&amp;"
+		case '\'':
+			rep = "&#39;"
+		case '<':
+			rep = "&lt;"
+		case '>':
+			rep = "&gt;"
+		case '"':
+			rep = "&#34;"
+		default:
+			continue
+		}
+		b.Write(p[last:i])
+		b.WriteString(rep)
+		last = i + 1
+	}
+	b.Write(p[last:])
 }
 
 const htmlStyle = `body { margin: 0 auto; max-width: 1240px; padding: 16px 20px 40px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
