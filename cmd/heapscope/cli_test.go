@@ -106,20 +106,7 @@ func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := heapscope(t, tt.args...)
-			if got.code != exitUsage {
-				t.Errorf("exit code %d, want %d; stderr: %s", got.code, exitUsage, got.stderr)
-			}
-			msg := strings.TrimSuffix(got.stderr, "\n")
-			if strings.Count(msg, "\n") > 0 {
-				t.Errorf("error is not one line:\n%s", got.stderr)
-			}
-			if !strings.Contains(msg, tt.wantErr) {
-				t.Errorf("error %q does not contain %q", msg, tt.wantErr)
-			}
-			if strings.Contains(got.stderr, "panic") {
-				t.Errorf("panicked: %s", got.stderr)
-			}
+			wantUsageError(t, heapscope(t, tt.args...), tt.wantErr)
 		})
 	}
 	entries, _ := os.ReadDir(out)

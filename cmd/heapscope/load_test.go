@@ -93,20 +93,7 @@ func TestLoad_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := heapscope(t, tt.args...)
-			if got.code != exitUsage {
-				t.Errorf("exit code %d, want %d; stderr: %s", got.code, exitUsage, got.stderr)
-			}
-			msg := strings.TrimSuffix(got.stderr, "\n")
-			if strings.Contains(msg, "\n") {
-				t.Errorf("error is not one line:\n%s", got.stderr)
-			}
-			if !strings.Contains(msg, tt.wantErr) {
-				t.Errorf("error %q does not contain %q", msg, tt.wantErr)
-			}
-			if got.stdout != "" {
-				t.Errorf("stdout %q, want nothing", got.stdout)
-			}
+			wantUsageError(t, heapscope(t, tt.args...), tt.wantErr)
 		})
 	}
 	srv.mu.Lock()
