@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	rpprof "runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,19 +36,10 @@ func pprofServer(t *testing.T, override map[string]http.HandlerFunc) *httptest.S
 	return srv
 }
 
-// heapProfileFile writes this process' heap profile to a file.
+// heapProfileFile writes a heap profile of this test process to a file.
 func heapProfileFile(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "heap.pb.gz")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := rpprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeProfileFile(t, "heap")
 }
 
 // goneProcessPID returns the pid of a process that has exited.
