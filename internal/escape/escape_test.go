@@ -174,3 +174,28 @@ func TestNote_String(t *testing.T) {
 		t.Errorf("String() without flow = %q", got)
 	}
 }
+
+func TestParse_summaryAndDetailAreOneNote(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"detail first", "a.go:2:3: append(s, x) escapes to heap in F:\na.go:2:3:   flow: s ← x:\na.go:2:3: append escapes to heap\n"},
+		{"summary first", "a.go:2:3: append escapes to heap\na.go:2:3: append(s, x) escapes to heap in F:\na.go:2:3:   flow: s ← x:\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Parse(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rep.Notes("a.go", 2)
+			if rep.Len() != 1 || len(got) != 1 {
+				t.Fatalf("notes = %+v, want one", got)
+			}
+			if got[0].Message != "append(s, x) escapes to heap" || got[0].Function != "F" || len(got[0].Flow) != 1 {
+				t.Errorf("note = %+v, want the detailed one with its function and flow", got[0])
+			}
+		})
+	}
+}
