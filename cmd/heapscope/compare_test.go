@@ -140,3 +140,82 @@ func TestCompare_badInputExitsWith2(t *testing.T) {
 		t.Errorf("compare RESULT.JSON DIR: exit %d: %s", got.code, got.stderr)
 	}
 }
+
+func TestCompare_LeakyAgainstOptimizedShowsProcessFalling(t *testing.T) {
+	// Four 1 s windows a side, under load on 127.0.0.1: enough runs for
+	// the U test to reach p < 0.05 when every window of one side is
+	// below every window of the other.
+	_, leakyDir := demoRun(t, "leaky", "--duration", "1s", "--repeat", "4", "--snapshots", "2", "--no-cpu")
+	_, optimizedDir := demoRun(t, "optimized", "--duration", "1s", "--repeat", "4", "--snapshots", "2", "--no-cpu")
+
+	got := heapscope(t, "compare", leakyDir, optimizedDir, "--format", "json", "--sites", "30", "--fail-on", "bytes_per_request>+0%")
+	if got.code != exitOK {
+		t.Fatalf("compare: exit %d: %s", got.code, got.stderr)
+	}
+	var c struct {
+		Tested  bool   `json:"tested"`
+		PerUnit string `json:"per_unit"`
+		Figures []struct {
+			Name   string `json:"name"`
+			Before *struct {
+				Median float64 `json:"median"`
+				N      int     `json:"n"`
+			} `json:"before"`
+			After *struct {
+				Median float64 `json:"median"`
+			} `json:"after"`
+			Test *struct {
+				P           float64 `json:"p"`
+				Significant bool    `json:"significant"`
+			} `json:"test"`
+		} `json:"figures"`
+		Shrank []struct {
+			Function    string `json:"function"`
+			File        string `json:"file"`
+			Line        int64  `json:"line"`
+			BytesBefore struct {
+				Median float64 `json:"median"`
+			} `json:"bytes_before"`
+			BytesAfter struct {
+				Median float64 `json:"median"`
+			} `json:"bytes_after"`
+		} `json:"sites_shrank"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Tested || c.PerUnit != "request" {
+		t.Errorf("tested %v per %s, want windows tested per request", c.Tested, c.PerUnit)
+	}
+	for _, f := range c.Figures {
+		if f.Name != "bytes_per_request" {
+			continue
+		}
+		if f.Before == nil || f.After == nil || f.Before.N != 4 || f.After.Median >= f.Before.Median || f.Test == nil || !f.Test.Significant {
+			t.Errorf("bytes_per_request %+v → %+v, test %+v: want a significant fall over 4+4 windows", f.Before, f.After, f.Test)
+		}
+		t.Logf("bytes per request: leaky %.0f, optimized %.0f (p=%.3f)", f.Before.Median, f.After.Median, f.Test.P)
+	}
+	src := filepath.Join("..", "..", "examples", "leakycache", "leakycache.go")
+	for _, line := range []int64{sourceLine(t, src, "b := []byte(id)"), sourceLine(t, src, "w.cache[id] = append(w.cache[id], b...)")} {
+		found := false
+		for _, s := range c.Shrank {
+			if strings.HasSuffix(s.Function, "leakycache.(*Worker).Process") && filepath.Base(s.File) == "leakycache.go" && s.Line == line {
+				found = s.BytesBefore.Median > 0 && s.BytesAfter.Median == 0
+				t.Logf("leakycache.go:%d: %.0f → %.0f B/request", line, s.BytesBefore.Median, s.BytesAfter.Median)
+			}
+		}
+		if !found {
+			t.Errorf("the sites that shrank lack Process at leakycache.go:%d falling to 0: %+v", line, c.Shrank)
+		}
+	}
+
+	html := filepath.Join(t.TempDir(), "compare.html")
+	if got := heapscope(t, "compare", leakyDir, optimizedDir, "-o", html); got.code != exitOK {
+		t.Fatalf("compare -o: exit %d: %s", got.code, got.stderr)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !bytes.Contains(page, []byte(`class="better"`)) || !bytes.Contains(page, []byte(`"name":"changes"`)) {
+		t.Errorf("compare.html lacks a coloured significant change or the flame graph (%v)", err)
+	}
+}
