@@ -118,6 +118,7 @@ finished partially; 130 interrupted.`,
 		newVersionCmd(e),
 		newServeExampleCmd(e),
 		newBenchCmd(e),
+		newCompareCmd(e),
 	)
 	return root
 }
