@@ -87,8 +87,8 @@ func CompareText(w io.Writer, c *compare.Comparison) error {
 		}
 		b.WriteString(indent(tw.Render(), "  "))
 	}
-	writeFindings(&b, "Findings that appeared", c.Appeared, "  ")
-	writeFindings(&b, "Findings that disappeared", c.Disappeared, "  ")
+	writeFindingChanges(&b, "Findings that appeared", c.Appeared, "  ")
+	writeFindingChanges(&b, "Findings that disappeared", c.Disappeared, "  ")
 	if len(c.Decisions) > 0 {
 		b.WriteString("\nGates:\n")
 		for _, d := range c.Decisions {
@@ -347,7 +347,9 @@ func pText(t *compare.Test) string {
 	return fmt.Sprintf("(p=%.3f n=%d+%d)", t.P, t.N1, t.N2)
 }
 
-func writeFindings(b *strings.Builder, title string, fs []result.Finding, prefix string) {
+// writeFindingChanges lists the findings that appeared or disappeared
+// between two sides of a comparison, under a title.
+func writeFindingChanges(b *strings.Builder, title string, fs []result.Finding, prefix string) {
 	if len(fs) == 0 {
 		return
 	}

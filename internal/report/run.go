@@ -68,7 +68,11 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	sections = append(sections, b.String())
 
 	if dir != "" {
-		sections = append(sections, fmt.Sprintf("Report: %s\n", filepath.Join(dir, r.Files.Report)))
+		report := filepath.Join(dir, r.Files.Report)
+		if r.Files.HTMLReport != "" {
+			report += ", " + filepath.Join(dir, r.Files.HTMLReport)
+		}
+		sections = append(sections, fmt.Sprintf("Report: %s\n", report))
 	}
 	sections = slices.DeleteFunc(sections, func(s string) bool { return s == "" })
 	_, err := io.WriteString(w, strings.Join(sections, "\n"))

@@ -13,8 +13,10 @@
 //     goroutine profile, RSS from /proc (or /metrics for a remote target);
 //  5. derive the window's allocation profile (end minus start), the top
 //     sites, GC figures, heap growth and per-request costs;
-//  6. write the raw profiles, memstats.json, load.json, report.md and, last
-//     and by rename, result.json.
+//  6. draw flame graphs of the window's allocations, the heap in use at
+//     its end and the CPU profile, and render report.html with them;
+//  7. write the raw profiles, memstats.json, load.json, the flame graphs,
+//     report.md, report.html and, last and by rename, result.json.
 //
 // Nothing here prints: progress goes to a callback and the summary is a
 // value.
@@ -236,7 +238,8 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	c.window(ctx)
 	c.finish(ctx)
 	res, delta := c.summarise()
-	if err := writeRun(dir, c, res, delta); err != nil {
+	rendered := c.render(res, delta)
+	if err := writeRun(dir, c, res, delta, rendered...); err != nil {
 		return nil, dir, err
 	}
 	return res, dir, nil
