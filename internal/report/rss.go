@@ -38,7 +38,7 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 			Bytes(float64(h.RSSBytes)), Bytes(float64(h.SizeBytes)), Percent(h.RSSShare),
 			h.Mappings, h.Arenas, Bytes(float64(h.ReservedBytes)))
 	}
-	if h.Note != "" {
+	if h.Note != "" && h.Mappings > 0 {
 		fmt.Fprintf(&b, "  note: %s\n", h.Note)
 	}
 

@@ -3,6 +3,7 @@ package sysmem
 import (
 	"fmt"
 	"io"
+	"os"
 )
 
 // ScanSmaps reads the contents of /proc/PID/smaps from r as a stream and
@@ -29,4 +30,18 @@ func (p Proc) ScanSmaps(pid int, fn func(*Mapping)) error {
 		return p.pidErr(pid, path, err)
 	}
 	return nil
+}
+
+// Exe returns the path of process pid's executable, the target of
+// /proc/PID/exe, as the process's mappings name it.
+func (p Proc) Exe(pid int) (string, error) {
+	path := p.pidPath(pid, "exe")
+	if pid <= 0 {
+		return "", fmt.Errorf("read %s: invalid pid %d", path, pid)
+	}
+	target, err := os.Readlink(path)
+	if err != nil {
+		return "", p.pidErr(pid, path, err)
+	}
+	return target, nil
 }
