@@ -118,6 +118,7 @@ finished partially; 130 interrupted.`,
 		newServeExampleCmd(e),
 		newBenchCmd(e),
 		newRSSCmd(e),
+		newGCTraceCmd(e),
 	)
 	return root
 }
