@@ -258,3 +258,25 @@ func FuzzTraceParser_Line(f *testing.F) {
 		_ = Summarize(tr)
 	})
 }
+
+// BenchmarkParseTrace reads the Go 1.26 log repeated to 10,000 lines, as
+// gctrace reads a long-running service's stderr.
+func BenchmarkParseTrace(b *testing.B) {
+	one, err := os.ReadFile(filepath.Join("testdata", "gctrace", "go1.26.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Count(one, []byte("\n"))
+	data := bytes.Repeat(one, 10_000/lines)
+	n := lines * (10_000 / lines)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	r := bytes.NewReader(data)
+	for b.Loop() {
+		r.Reset(data)
+		if _, err := ParseTrace(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/line")
+}
