@@ -41,7 +41,7 @@ func TestChart_SVG(t *testing.T) {
 			wantPoints: []string{"80.0,40.0 180.0,40.0 180.0,130.0"},
 		},
 		{
-			name: "marks only",
+			name:  "marks only",
 			chart: Chart{Marks: []Mark{{X: 1, Color: "red", Title: "gc 1 & more"}, {X: 2, Color: "red"}}},
 		},
 	}
