@@ -119,6 +119,8 @@ finished partially; 130 interrupted.`,
 		newServeExampleCmd(e),
 		newBenchCmd(e),
 		newCompareCmd(e),
+		newRSSCmd(e),
+		newGCTraceCmd(e),
 	)
 	return root
 }
