@@ -118,6 +118,9 @@ finished partially; 130 interrupted.`,
 		newVersionCmd(e),
 		newServeExampleCmd(e),
 		newBenchCmd(e),
+		newCompareCmd(e),
+		newRSSCmd(e),
+		newGCTraceCmd(e),
 	)
 	return root
 }

@@ -52,6 +52,9 @@ type Run struct {
 	Findings   []Finding    `json:"findings"`
 	Profiles   []Profile    `json:"profiles"`
 	Files      RunDirectory `json:"files"`
+	// Repeat is set on the top-level result.json of a run recorded as
+	// several windows (profile --repeat N).
+	Repeat *Repeat `json:"repeat,omitempty"`
 }
 
 // Failure names one collection step that failed and why.

@@ -181,8 +181,8 @@ func Read(dir string) (*result.Run, error) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, fmt.Errorf("read run %s: %s: %w", dir, result.FileName, err)
 	}
-	if res.SchemaVersion != result.SchemaVersion {
-		return nil, fmt.Errorf("read run %s: schema version %d, this heapscope reads %d", dir, res.SchemaVersion, result.SchemaVersion)
+	if err := checkSchema(res.SchemaVersion); err != nil {
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
 	return &res, nil
 }

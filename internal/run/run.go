@@ -73,6 +73,9 @@ type Config struct {
 	Version string
 	// Progress, when set, is called about every 200 ms during the window.
 	Progress func(Progress)
+	// Repeat, when above 1, records that many consecutive windows under
+	// windows/NNN/ of one run directory (see ProfileRepeated).
+	Repeat int
 
 	// fetcher, now and proc replace the real service, clock and /proc in
 	// tests.
@@ -152,6 +155,9 @@ func (c *Config) Validate() error {
 	if c.PID < 0 {
 		return fmt.Errorf("pid %d is negative", c.PID)
 	}
+	if c.Repeat < 0 || c.Repeat > maxRepeat {
+		return fmt.Errorf("repeat %d: give between 1 and %d windows", c.Repeat, maxRepeat)
+	}
 	if c.Load != nil {
 		if _, err := load.New(c.loadOptions(nil)); err != nil {
 			return err
@@ -217,6 +223,9 @@ var ErrInterrupted = errors.New("interrupted")
 func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
+	}
+	if cfg.Repeat > 1 {
+		return profileRepeated(ctx, cfg)
 	}
 	c := &collector{cfg: &cfg}
 	if err := c.start(ctx); err != nil {
