@@ -73,6 +73,7 @@ func (d *diagnosis) heapSeries() {
 		t   trend
 		top *series // the stack that grows most at the site
 		tt  trend
+		app bool // some growing stack at the site runs through the service's code
 	}
 	var leaks []leak
 	verdicts := map[verdict]int{}
@@ -91,6 +92,9 @@ func (d *diagnosis) heapSeries() {
 			}
 			if t := fitTrend(xs, st.ys); leaks[i].top == nil || t.slope > leaks[i].tt.slope {
 				leaks[i].top, leaks[i].tt = st, t
+			}
+			if t := fitTrend(xs, st.ys); t.slope > 0 && d.stackHasApp(st.stack) {
+				leaks[i].app = true
 			}
 		}
 	}
@@ -140,6 +144,13 @@ func (d *diagnosis) heapSeries() {
 			}
 		}
 		title := fmt.Sprintf("inuse_space grows %s/min at %s (R² %.2f over %d snapshots)%s", fmtBytes(l.t.slope), l.s.at.where(), l.t.r2, len(heap), extra)
+		if !l.app {
+			// No frame of the service's own code: connection buffers
+			// and the like, which grow with the load's connections
+			// while a short window warms up.
+			sev = min(sev, Low)
+			title += "; no frame of the service's code grows there: often per-connection state that follows the load"
+		}
 		fix := "memory allocated here stays reachable and keeps growing: find what holds it (a map, a slice or a cache that is only ever added to) and bound it — evict (LRU, TTL), cap its size, or delete entries when done"
 		if l.top != nil && strings.Contains(l.top.stack, "\n") {
 			fix += "; the growing stack is " + stackSummary(l.top.stack)
@@ -158,6 +169,18 @@ func point[K comparable](m map[K]*series, key K, at site, stack string, i, n int
 		m[key] = s
 	}
 	s.ys[i] += float64(v)
+}
+
+// stackHasApp reports whether a stack key holds a frame of the service's
+// own code.
+func (d *diagnosis) stackHasApp(key string) bool {
+	for _, line := range strings.Split(key, "\n") {
+		fn, _, _ := strings.Cut(line, " ")
+		if d.app.is(fn) {
+			return true
+		}
+	}
+	return false
 }
 
 // stackKey identifies a stack by its frames, one per line, innermost
