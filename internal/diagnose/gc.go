@@ -32,7 +32,13 @@ func (d *diagnosis) gcPressure() {
 		cpuSev = min(cpuSev, Low)
 		scope = "over the process's lifetime (its uptime was unknown)"
 	}
-	sev := max(th.CyclesPerSecond.of(ms.GCCyclesPerSecond), cpuSev)
+	cycleSev := th.CyclesPerSecond.of(ms.GCCyclesPerSecond)
+	if th.CPUShare.of(ms.GCCPUFraction) == Info {
+		// Frequent cycles on a small heap cost little: without a CPU
+		// share worth a look, frequency alone stays low.
+		cycleSev = min(cycleSev, Low)
+	}
+	sev := max(cycleSev, cpuSev)
 	if sev >= Low {
 		ev := map[string]float64{
 			"gc_cycles_per_second":       ms.GCCyclesPerSecond,

@@ -61,6 +61,14 @@ func (d *diagnosis) heapSeries() {
 				continue
 			}
 			at := fs[0].site()
+			for _, f := range fs {
+				// Heap profiles hide the allocator's frames; when
+				// some remain, the site is their caller.
+				if !isRuntime(f.function) {
+					at = f.site()
+					break
+				}
+			}
 			key := stackKey(fs)
 			point(sites, at, at, "", i, len(heap), v)
 			point(stacks, key, at, key, i, len(heap), v)

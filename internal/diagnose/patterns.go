@@ -120,6 +120,9 @@ func (d *diagnosis) patterns() {
 			for _, s := range p.Sample {
 				cpuTotal += float64(s.Value[vi]) / 1e9
 				fs := frames(s)
+				if fromProfiler(fs) {
+					continue
+				}
 				for _, c := range []struct {
 					fn string
 					p  pattern
