@@ -114,9 +114,11 @@ finished partially; 130 interrupted.`,
 		newLoadCmd(e),
 		newTopCmd(e),
 		newFlameCmd(e),
+		newViewCmd(e),
 		newVersionCmd(e),
 		newServeExampleCmd(e),
 		newBenchCmd(e),
+		newCompareCmd(e),
 		newDiagnoseCmd(e),
 	)
 	return root

@@ -18,6 +18,9 @@ const summarySites = 3
 // heaviest allocation sites, heap growth, GC, RSS against the heap, cost per
 // request, and where the report is. dir is the run directory.
 func Summary(w io.Writer, r *result.Run, dir string) error {
+	if r.Repeat != nil {
+		return repeatSummary(w, r, dir)
+	}
 	// Sections are separated by one blank line; empty ones are left out.
 	var sections []string
 	var b strings.Builder
@@ -70,7 +73,11 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	sections = append(sections, b.String())
 
 	if dir != "" {
-		sections = append(sections, fmt.Sprintf("Report: %s\n", filepath.Join(dir, r.Files.Report)))
+		report := filepath.Join(dir, r.Files.Report)
+		if r.Files.HTMLReport != "" {
+			report += ", " + filepath.Join(dir, r.Files.HTMLReport)
+		}
+		sections = append(sections, fmt.Sprintf("Report: %s\n", report))
 	}
 	sections = slices.DeleteFunc(sections, func(s string) bool { return s == "" })
 	_, err := io.WriteString(w, strings.Join(sections, "\n"))
@@ -80,6 +87,9 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 // Markdown writes report.md: the summary's figures as tables, every top
 // table, and what each number means.
 func Markdown(w io.Writer, r *result.Run) error {
+	if r.Repeat != nil {
+		return repeatMarkdown(w, r)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# heapscope run: %s\n\n", r.Target.URL)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")

@@ -52,6 +52,9 @@ type Run struct {
 	Findings   []Finding    `json:"findings"`
 	Profiles   []Profile    `json:"profiles"`
 	Files      RunDirectory `json:"files"`
+	// Repeat is set on the top-level result.json of a run recorded as
+	// several windows (profile --repeat N).
+	Repeat *Repeat `json:"repeat,omitempty"`
 
 	// DiagnosisNotes say what the diagnosis could not check and why (too
 	// few snapshots, a missing profile), so that no finding is mistaken
@@ -150,6 +153,23 @@ type MemStats struct {
 	// process' uptime is unknown).
 	GCCPUFraction      float64 `json:"gc_cpu_fraction"`
 	GCCPUFractionScope string  `json:"gc_cpu_fraction_scope"`
+	// GCPauses lists the window's pauses one by one, oldest first: the
+	// cycles GCPausesCovered counts.
+	GCPauses []GCPause `json:"gc_pauses,omitempty"`
+}
+
+// GCPause is one GC cycle's stop-the-world pause, from the MemStats pause
+// rings (PauseNs, PauseEnd).
+type GCPause struct {
+	// Cycle numbers the cycle since the process started, from 1.
+	Cycle uint32 `json:"cycle"`
+	// End is when the pause ended, by the target's clock.
+	End time.Time `json:"end"`
+	// OffsetSeconds is End measured from the GC heapscope forced at the
+	// window's start (by the target's clock too, so a remote target's
+	// clock skew does not move it).
+	OffsetSeconds float64 `json:"offset_seconds"`
+	PauseSeconds  float64 `json:"pause_seconds"`
 }
 
 // RSS is resident memory as the kernel sees it.
@@ -395,6 +415,24 @@ type RunDirectory struct {
 	Report   string `json:"report"`
 	MemStats string `json:"memstats"`
 	Load     string `json:"load,omitempty"`
+	// HTMLReport is report.html: one page with the tables, charts and
+	// flame graphs, which makes no external request.
+	HTMLReport string `json:"html_report,omitempty"`
+	// Flames lists the flame graphs drawn from the run's profiles.
+	Flames []FlameGraph `json:"flames,omitempty"`
+}
+
+// FlameGraph is one flame graph file of a run directory.
+type FlameGraph struct {
+	Path string `json:"path"`
+	// Format is "svg" or "html" (interactive, every sample type).
+	Format string `json:"format"`
+	// Profile is the profile drawn, SampleType the sample type shown
+	// (first, for HTML). Both are empty for a page of several profiles.
+	Profile    string `json:"profile,omitempty"`
+	SampleType string `json:"sample_type,omitempty"`
+	// Title says what the graph shows.
+	Title string `json:"title"`
 }
 
 // TopFor returns the table of the sample type, or nil.
