@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/escape"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
@@ -53,7 +55,7 @@ above is present.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDiagnose(e, args, o)
+			return runDiagnose(cmd.Context(), e, args, o)
 		},
 	}
 	fs := cmd.Flags()
@@ -70,7 +72,7 @@ type diagnoseOutput struct {
 	Notes    []string         `json:"notes,omitempty"`
 }
 
-func runDiagnose(e *env, args []string, o *diagnoseOptions) error {
+func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions) error {
 	format, err := report.ParseFormat(o.format)
 	if err != nil {
 		return err
@@ -98,12 +100,23 @@ func runDiagnose(e *env, args []string, o *diagnoseOptions) error {
 			return fmt.Errorf("--source %s: not a directory", o.source)
 		}
 	}
+	var escapes diagnose.Escapes
+	if o.source != "" {
+		// Why each hot line allocates, from the compiler (its output is
+		// cached by the go command, so a second diagnose is quick).
+		rep, err := escape.Analyze(ctx, o.source)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "heapscope: warning: findings come without escape analysis: %v\n", err)
+		} else {
+			escapes = rep
+		}
+	}
 	var rep diagnose.Report
 	if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
 		if len(args) > 1 {
 			return fmt.Errorf("diagnose takes one RUN_DIR, or profiles: %s is a directory", args[0])
 		}
-		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source})
+		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source, Escapes: escapes})
 		if err != nil {
 			return err
 		}
@@ -113,6 +126,7 @@ func runDiagnose(e *env, args []string, o *diagnoseOptions) error {
 			return err
 		}
 		in.Thresholds = th
+		in.Escapes = escapes
 		if o.source != "" {
 			in.Source = &run.SourceFiles{Dir: o.source}
 		} else {

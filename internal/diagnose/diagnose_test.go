@@ -342,3 +342,21 @@ func TestSort_severityThenConfidence(t *testing.T) {
 		t.Error("AtLeast(Medium) is wrong")
 	}
 }
+
+type fakeEscapes map[fn][]string
+
+func (f fakeEscapes) At(file string, line int) []string { return f[fn{file: file, line: int64(line)}] }
+
+func TestRun_attachesEscapeAnalysis(t *testing.T) {
+	in := allocRun(10, 1000, map[fn][2]int64{cacheAdd: {400 << 20, 100_000}})
+	in.Escapes = fakeEscapes{{file: cacheAdd.file, line: cacheAdd.line}: {"b escapes to heap: flow: ~r0 = b"}}
+	var got []string
+	for _, f := range Run(in).Findings {
+		if f.ID == "alloc.hot-spot" && f.Line == cacheAdd.line {
+			got = f.Escape
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "escapes to heap") {
+		t.Errorf("escape notes %q, want the compiler's explanation", got)
+	}
+}

@@ -103,3 +103,28 @@ func FuzzParseThresholds(f *testing.F) {
 		}
 	})
 }
+
+// TestParseThresholds_docsShowTheDefaults keeps the thresholds file shown
+// in docs/findings.md equal to the defaults.
+func TestParseThresholds_docsShowTheDefaults(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "findings.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/findings.md has no yaml block")
+	}
+	got, err := ParseThresholds([]byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultThresholds()
+	// The block leaves out the per-request levels and the series
+	// fields of goroutines it shares with leak.
+	got.HotSpot.BytesPerRequest, got.HotSpot.ObjectsPerRequest = want.HotSpot.BytesPerRequest, want.HotSpot.ObjectsPerRequest
+	if got != want {
+		t.Errorf("docs/findings.md shows\n%+v\nthe defaults are\n%+v", got, want)
+	}
+}
