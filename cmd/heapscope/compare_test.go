@@ -59,8 +59,8 @@ func TestCompare_outputsAndGates(t *testing.T) {
 		{"markdown", []string{a, b, "--format", "markdown"}, exitOK, []string{"## Memory:", "| bytes per request | 1.2 KiB | 64 B |"}, ""},
 		{"json", []string{a, b, "--format", "json"}, exitOK, []string{`"name": "bytes_per_request"`, `"per_unit": "request"`}, ""},
 		{"html", []string{a, b, "-o", html}, exitOK, []string{`<table id="figures">`, `class="hsflame" id="allocs-diff"`}, html},
-		{"gate passes", []string{a, b, "--fail-on", "bytes_per_request>+5%"}, exitOK, []string{"PASS: 1 gates"}, ""},
-		{"gate fails", []string{b, a, "--fail-on", "bytes_per_request>+5%"}, exitGateFailed, []string{"FAIL: 1 of 1 gates failed"}, ""},
+		{"gate passes", []string{a, b, "--fail-on", "bytes_per_request>+5%"}, exitOK, []string{"PASS: 1 gate"}, ""},
+		{"gate fails", []string{b, a, "--fail-on", "bytes_per_request>+5%"}, exitGateFailed, []string{"FAIL: 1 of 1 gate failed"}, ""},
 		{"site gate fails", []string{b, a, "--fail-on", "Process:bytes_per_request>+0%"}, exitGateFailed, []string{"bytes_per_request of Process"}, ""},
 		{"several runs a side", []string{a, a, a, "--", b, b, b}, exitOK, []string{"(3 runs)", "~ (p="}, ""},
 	}
@@ -142,11 +142,11 @@ func TestCompare_badInputExitsWith2(t *testing.T) {
 }
 
 func TestCompare_LeakyAgainstOptimizedShowsProcessFalling(t *testing.T) {
-	// Four 1 s windows a side, under load on 127.0.0.1: enough runs for
-	// the U test to reach p < 0.05 when every window of one side is
-	// below every window of the other.
-	_, leakyDir := demoRun(t, "leaky", "--duration", "1s", "--repeat", "4", "--snapshots", "2", "--no-cpu")
-	_, optimizedDir := demoRun(t, "optimized", "--duration", "1s", "--repeat", "4", "--snapshots", "2", "--no-cpu")
+	// Five 1 s windows a side, under load on 127.0.0.1: enough runs for
+	// the U test to reach p < 0.05 even when a window of a busy machine
+	// lands among the other side's.
+	_, leakyDir := demoRun(t, "leaky", "--duration", "1s", "--repeat", "5", "--snapshots", "2", "--no-cpu")
+	_, optimizedDir := demoRun(t, "optimized", "--duration", "1s", "--repeat", "5", "--snapshots", "2", "--no-cpu")
 
 	got := heapscope(t, "compare", leakyDir, optimizedDir, "--format", "json", "--sites", "30", "--fail-on", "bytes_per_request>+0%")
 	if got.code != exitOK {
@@ -179,6 +179,10 @@ func TestCompare_LeakyAgainstOptimizedShowsProcessFalling(t *testing.T) {
 			BytesAfter struct {
 				Median float64 `json:"median"`
 			} `json:"bytes_after"`
+			Test *struct {
+				P           float64 `json:"p"`
+				Significant bool    `json:"significant"`
+			} `json:"test"`
 		} `json:"sites_shrank"`
 	}
 	if err := json.Unmarshal([]byte(got.stdout), &c); err != nil {
@@ -191,8 +195,12 @@ func TestCompare_LeakyAgainstOptimizedShowsProcessFalling(t *testing.T) {
 		if f.Name != "bytes_per_request" {
 			continue
 		}
-		if f.Before == nil || f.After == nil || f.Before.N != 4 || f.After.Median >= f.Before.Median || f.Test == nil || !f.Test.Significant {
-			t.Errorf("bytes_per_request %+v → %+v, test %+v: want a significant fall over 4+4 windows", f.Before, f.After, f.Test)
+		// The whole request's bytes are mostly the HTTP server's: the
+		// fall is Process's share, small beside them, so only its
+		// direction is asserted here; Process's own lines below must be
+		// significant.
+		if f.Before == nil || f.After == nil || f.Before.N != 5 || f.After.Median >= f.Before.Median || f.Test == nil {
+			t.Errorf("bytes_per_request %+v → %+v, test %+v: want a fall, tested over 5+5 windows", f.Before, f.After, f.Test)
 		}
 		t.Logf("bytes per request: leaky %.0f, optimized %.0f (p=%.3f)", f.Before.Median, f.After.Median, f.Test.P)
 	}
@@ -201,12 +209,12 @@ func TestCompare_LeakyAgainstOptimizedShowsProcessFalling(t *testing.T) {
 		found := false
 		for _, s := range c.Shrank {
 			if strings.HasSuffix(s.Function, "leakycache.(*Worker).Process") && filepath.Base(s.File) == "leakycache.go" && s.Line == line {
-				found = s.BytesBefore.Median > 0 && s.BytesAfter.Median == 0
-				t.Logf("leakycache.go:%d: %.0f → %.0f B/request", line, s.BytesBefore.Median, s.BytesAfter.Median)
+				found = s.BytesBefore.Median > 0 && s.BytesAfter.Median == 0 && s.Test != nil && s.Test.Significant
+				t.Logf("leakycache.go:%d: %.0f → %.0f B/request (%+v)", line, s.BytesBefore.Median, s.BytesAfter.Median, s.Test)
 			}
 		}
 		if !found {
-			t.Errorf("the sites that shrank lack Process at leakycache.go:%d falling to 0: %+v", line, c.Shrank)
+			t.Errorf("the sites that shrank lack Process at leakycache.go:%d falling to 0, significantly: %+v", line, c.Shrank)
 		}
 	}
 

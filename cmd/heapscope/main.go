@@ -120,6 +120,8 @@ finished partially; 130 interrupted.`,
 		newBenchCmd(e),
 		newCompareCmd(e),
 		newDiagnoseCmd(e),
+		newRSSCmd(e),
+		newGCTraceCmd(e),
 	)
 	return root
 }

@@ -18,8 +18,9 @@ func repeatSummary(w io.Writer, r *result.Run, dir string) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
 	}
-	b.WriteString("\nMedian over the windows [min – max]:\n")
+	b.WriteString("\nHeadline figures over the windows:\n")
 	tw := compareTable(2, 4)
+	tw.AppendHeader([]any{"", "median", "min", "max"})
 	for _, f := range result.Figures {
 		s, ok := r.Repeat.Figures[f.Name]
 		if !ok {
