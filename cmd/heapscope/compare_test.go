@@ -59,8 +59,8 @@ func TestCompare_outputsAndGates(t *testing.T) {
 		{"markdown", []string{a, b, "--format", "markdown"}, exitOK, []string{"## Memory:", "| bytes per request | 1.2 KiB | 64 B |"}, ""},
 		{"json", []string{a, b, "--format", "json"}, exitOK, []string{`"name": "bytes_per_request"`, `"per_unit": "request"`}, ""},
 		{"html", []string{a, b, "-o", html}, exitOK, []string{`<table id="figures">`, `class="hsflame" id="allocs-diff"`}, html},
-		{"gate passes", []string{a, b, "--fail-on", "bytes_per_request>+5%"}, exitOK, []string{"PASS: 1 gates"}, ""},
-		{"gate fails", []string{b, a, "--fail-on", "bytes_per_request>+5%"}, exitGateFailed, []string{"FAIL: 1 of 1 gates failed"}, ""},
+		{"gate passes", []string{a, b, "--fail-on", "bytes_per_request>+5%"}, exitOK, []string{"PASS: 1 gate"}, ""},
+		{"gate fails", []string{b, a, "--fail-on", "bytes_per_request>+5%"}, exitGateFailed, []string{"FAIL: 1 of 1 gate failed"}, ""},
 		{"site gate fails", []string{b, a, "--fail-on", "Process:bytes_per_request>+0%"}, exitGateFailed, []string{"bytes_per_request of Process"}, ""},
 		{"several runs a side", []string{a, a, a, "--", b, b, b}, exitOK, []string{"(3 runs)", "~ (p="}, ""},
 	}

@@ -119,6 +119,7 @@ finished partially; 130 interrupted.`,
 		newServeExampleCmd(e),
 		newBenchCmd(e),
 		newCompareCmd(e),
+		newDiagnoseCmd(e),
 		newRSSCmd(e),
 		newGCTraceCmd(e),
 	)

@@ -396,13 +396,22 @@ func gateVerdict(c *compare.Comparison) string {
 			warn++
 		}
 	}
+	n := len(c.Decisions)
 	switch {
 	case fail > 0:
-		return fmt.Sprintf("FAIL: %d of %d gates failed", fail, len(c.Decisions))
+		return fmt.Sprintf("FAIL: %d of %s failed", fail, countGates(n))
 	case warn > 0:
-		return fmt.Sprintf("PASS with warnings: %d of %d gates beyond their threshold but not significant", warn, len(c.Decisions))
+		return fmt.Sprintf("PASS with warnings: %d of %s beyond their threshold but not significant", warn, countGates(n))
 	}
-	return fmt.Sprintf("PASS: %d gates", len(c.Decisions))
+	return "PASS: " + countGates(n)
+}
+
+// countGates counts gates in words: "1 gate", "3 gates".
+func countGates(n int) string {
+	if n == 1 {
+		return "1 gate"
+	}
+	return fmt.Sprintf("%d gates", n)
 }
 
 // trimRight drops the padding at the end of every line.

@@ -30,6 +30,11 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	}
 	sections = append(sections, b.String())
 
+	// The verdict first: what is wrong, where, and what to do.
+	b.Reset()
+	findingsText(&b, r.Findings, r.DiagnosisNotes)
+	sections = append(sections, b.String())
+
 	b.Reset()
 	if line := allocationLine(r); line != "" {
 		fmt.Fprintf(&b, "Allocations over the window: %s\n", line)
@@ -110,6 +115,8 @@ func Markdown(w io.Writer, r *result.Run) error {
 		}
 		b.WriteString("\n")
 	}
+
+	findingsMarkdown(&b, r.Findings, r.DiagnosisNotes)
 
 	b.WriteString("## Summary\n\n| | |\n|---|---|\n")
 	if line := allocationLine(r); line != "" {

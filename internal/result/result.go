@@ -55,6 +55,11 @@ type Run struct {
 	// Repeat is set on the top-level result.json of a run recorded as
 	// several windows (profile --repeat N).
 	Repeat *Repeat `json:"repeat,omitempty"`
+
+	// DiagnosisNotes say what the diagnosis could not check and why (too
+	// few snapshots, a missing profile), so that no finding is mistaken
+	// for a clean bill of health.
+	DiagnosisNotes []string `json:"diagnosis_notes,omitempty"`
 }
 
 // Failure names one collection step that failed and why.
@@ -181,6 +186,21 @@ type RSS struct {
 	// Cgroup is the memory limit of the process' cgroup, when it has one.
 	Cgroup *Cgroup `json:"cgroup,omitempty"`
 	Note   string  `json:"note,omitempty"`
+
+	// Mappings sums /proc/PID/smaps by kind of mapping (Go heap arenas,
+	// the main thread's stack, other anonymous memory, the binary, shared
+	// libraries, other files), for a local process.
+	Mappings []MappingKind `json:"mappings,omitempty"`
+}
+
+// MappingKind is the memory of one kind of mapping, from smaps.
+type MappingKind struct {
+	Kind      string `json:"kind"`
+	Count     int    `json:"count"`
+	SizeBytes uint64 `json:"size_bytes"`
+	RSSBytes  uint64 `json:"rss_bytes"`
+	// SwapBytes is the part swapped out.
+	SwapBytes uint64 `json:"swap_bytes,omitempty"`
 }
 
 // HeapMappings sums the Go heap arenas' mappings.
@@ -201,6 +221,11 @@ type Cgroup struct {
 	LimitBytes uint64 `json:"limit_bytes,omitempty"`
 	UsageBytes uint64 `json:"usage_bytes,omitempty"`
 	Unlimited  bool   `json:"unlimited"`
+
+	// AnonBytes and FileBytes split the usage into anonymous memory and
+	// page cache (memory.stat anon/file in v2, rss/cache in v1).
+	AnonBytes uint64 `json:"anon_bytes,omitempty"`
+	FileBytes uint64 `json:"file_bytes,omitempty"`
 }
 
 // Load summarises the load driven during the window (in result.json) or by
@@ -370,6 +395,9 @@ type Finding struct {
 	Evidence   map[string]float64 `json:"evidence"`
 	Fix        string             `json:"fix"`
 	Confidence float64            `json:"confidence"`
+	// Escape holds the compiler's escape-analysis explanations for the
+	// line, when the service's source was at hand.
+	Escape []string `json:"escape,omitempty"`
 }
 
 // Profile is one raw profile kept in the run directory, as fetched (or, for

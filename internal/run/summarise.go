@@ -122,6 +122,8 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 		res.Files.Load = loadFile
 	}
 
+	c.diagnose(res, delta)
+
 	// Last: the steps above add warnings of their own.
 	res.Warnings = c.warnings
 	res.Failures = c.fails.list
@@ -252,7 +254,9 @@ func (c *collector) rssSummary() result.RSS {
 		}
 		if cg := p.cgroup; cg != nil {
 			rss.Cgroup = &result.Cgroup{Version: cg.Version, Path: cg.Path, LimitBytes: cg.Limit, UsageBytes: cg.Usage, Unlimited: cg.Unlimited}
+			rss.Cgroup.AnonBytes, rss.Cgroup.FileBytes = cgroupSplit(cg.Stat)
 		}
+		rss.Mappings = p.mappings
 		return rss
 	case p.haveMetricsRSS:
 		return result.RSS{Source: "metrics", RSSBytes: p.metricsRSS,
