@@ -93,7 +93,7 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	row("load", loadLine(r))
 	b.WriteString("</table>\n</section>\n")
 
-	writeFindings(&b, r.Findings)
+	writeFindings(&b, r.Findings, r.DiagnosisNotes)
 
 	b.WriteString("<section id=\"charts\">\n<h2>Heap in use</h2>\n")
 	if g := r.HeapGrowth; g != nil && len(g.Snapshots) > 0 {
@@ -206,11 +206,21 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 }
 
 // writeFindings writes the findings table, or says there is none.
-func writeFindings(b *strings.Builder, findings []result.Finding) {
+func writeFindings(b *strings.Builder, findings []result.Finding, notes []string) {
 	e := html.EscapeString
 	b.WriteString("<section id=\"findings\">\n<h2>Findings</h2>\n")
+	defer func() {
+		if len(notes) > 0 {
+			b.WriteString("<ul class=\"notes\">\n")
+			for _, n := range notes {
+				fmt.Fprintf(b, "<li>%s</li>\n", e(n))
+			}
+			b.WriteString("</ul>\n")
+		}
+		b.WriteString("</section>\n")
+	}()
 	if len(findings) == 0 {
-		b.WriteString("<p class=\"none\">No findings.</p>\n</section>\n")
+		b.WriteString("<p class=\"none\">No findings.</p>\n")
 		return
 	}
 	b.WriteString("<table class=\"findings\">\n<tr><th>severity</th><th>finding</th><th>where</th><th>evidence</th><th>fix</th><th>confidence</th></tr>\n")
@@ -226,10 +236,14 @@ func writeFindings(b *strings.Builder, findings []result.Finding) {
 		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
 			ev = append(ev, k+" "+strconv.FormatFloat(f.Evidence[k], 'g', 6, 64))
 		}
+		fix := e(f.Fix)
+		for _, esc := range f.Escape {
+			fix += "<br><code>" + e(esc) + "</code>"
+		}
 		fmt.Fprintf(b, "<tr class=\"severity-%s\"><td>%s</td><td><b>%s</b><br><code>%s</code></td><td title=\"%s\">%s</td><td>%s</td><td>%s</td><td>%.0f%%</td></tr>\n",
-			e(f.Severity), e(f.Severity), e(f.Title), e(f.ID), e(f.Function), e(where), e(strings.Join(ev, ", ")), e(f.Fix), 100*f.Confidence)
+			e(f.Severity), e(f.Severity), e(f.Title), e(f.ID), e(f.Function), e(where), e(strings.Join(ev, ", ")), fix, 100*f.Confidence)
 	}
-	b.WriteString("</table>\n</section>\n")
+	b.WriteString("</table>\n")
 }
 
 var svgSizeRE = regexp.MustCompile(`<svg[^>]*?\swidth="(\d+)"[^>]*?\sheight="(\d+)"`)

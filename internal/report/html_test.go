@@ -44,7 +44,9 @@ func withFinding(r *result.Run) *result.Run {
 		Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
 		Evidence: map[string]float64{"growth_bytes": 36 << 20, "r2": 1},
 		Fix:      "bound the cache <map> & evict", Confidence: 0.9,
+		Escape:   []string{"worker.go:42: ([]byte)(id) escapes to heap"},
 	})
+	r.DiagnosisNotes = append(r.DiagnosisNotes, "lock contention not checked: no mutex profile")
 	return r
 }
 
@@ -98,6 +100,7 @@ func TestHTML_Content(t *testing.T) {
 				`&amp;amp; &#34;friends&#34;`,
 				"<b>In-use heap grows without bound at one site</b>", "bound the cache &lt;map&gt; &amp; evict",
 				"growth_bytes 3.77487e+07, r2 1", "90%",
+				"<code>worker.go:42: ([]byte)(id) escapes to heap</code>", "<li>lock contention not checked: no mutex profile</li>",
 			},
 			notWant: []string{"No findings.", "<?xml", "No GC pause"},
 		},
