@@ -44,7 +44,7 @@ func withFinding(r *result.Run) *result.Run {
 		Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
 		Evidence: map[string]float64{"growth_bytes": 36 << 20, "r2": 1},
 		Fix:      "bound the cache <map> & evict", Confidence: 0.9,
-		Escape:   []string{"worker.go:42: ([]byte)(id) escapes to heap"},
+		Escape: []string{"worker.go:42: ([]byte)(id) escapes to heap"},
 	})
 	r.DiagnosisNotes = append(r.DiagnosisNotes, "lock contention not checked: no mutex profile")
 	return r
