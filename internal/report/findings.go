@@ -45,6 +45,94 @@ func findingsText(b *strings.Builder, findings []result.Finding, notes []string)
 	}
 }
 
+// briefInfo is how many info findings the terminal summary lists by title
+// when there is nothing more severe; otherwise it only counts them.
+const briefInfo = 3
+
+// findingsBrief is the terminal summary's view of the findings: medium and
+// high ones with their fix, low ones by title, info ones counted (or a few
+// listed when nothing is more severe). Evidence, every fix and the notes
+// are in report.md and in "heapscope diagnose".
+func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string, dir string) {
+	if len(findings) == 0 {
+		b.WriteString("Findings: none\n")
+	} else {
+		fmt.Fprintf(b, "Findings (%s):\n", severityCounts(findings))
+	}
+	var info []result.Finding
+	for _, f := range findings {
+		switch f.Severity {
+		case "high", "medium":
+			fmt.Fprintf(b, "  %-6s %s\n", strings.ToUpper(f.Severity), f.Title)
+			if f.Fix != "" {
+				fmt.Fprintf(b, "         fix: %s\n", firstSentence(f.Fix))
+			}
+		case "low":
+			fmt.Fprintf(b, "  %-6s %s\n", "LOW", f.Title)
+		default:
+			info = append(info, f)
+		}
+	}
+	if len(info) > 0 && len(info) < len(findings) {
+		fmt.Fprintf(b, "  and %d info finding%s\n", len(info), plural(len(info)))
+	} else {
+		for i, f := range info {
+			if i == briefInfo {
+				fmt.Fprintf(b, "  and %d more\n", len(info)-briefInfo)
+				break
+			}
+			fmt.Fprintf(b, "  %-6s %s\n", "INFO", f.Title)
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(b, "  %d check%s could not run (the notes say why)\n", len(notes), plural(len(notes)))
+	}
+	if len(findings) > 0 || len(notes) > 0 {
+		where := "heapscope diagnose RUN_DIR"
+		if dir != "" {
+			where = "heapscope diagnose " + dir
+		}
+		fmt.Fprintf(b, "  evidence and fixes: report.md, or %s\n", where)
+	}
+}
+
+// severityCounts says how many findings there are of each severity, most
+// severe first: "2 high, 1 low".
+func severityCounts(findings []result.Finding) string {
+	var parts []string
+	for _, sev := range []string{"high", "medium", "low", "info"} {
+		n := 0
+		for _, f := range findings {
+			if f.Severity == sev {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, sev))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstSentence cuts a fix to its first sentence or clause (up to ". " or
+// "; "), for the terminal summary.
+func firstSentence(s string) string {
+	cut := len(s)
+	for _, sep := range []string{". ", "; "} {
+		if i := strings.Index(s, sep); i > 0 && i < cut {
+			cut = i
+		}
+	}
+	return s[:cut]
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
 func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []string) {
 	b.WriteString("## Findings\n\n")
 	if len(findings) == 0 {
