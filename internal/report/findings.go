@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/result"
@@ -59,18 +60,42 @@ func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string
 	} else {
 		fmt.Fprintf(b, "Findings (%s):\n", severityCounts(findings))
 	}
+	// A site can draw several findings (its growth, and the pattern the
+	// line shows): the first, most severe, is shown; the others are named
+	// under it.
+	// The fix shown is the most specific one: a known pattern's.
+	also := make(map[string][]string)
+	fixes := make(map[string]string)
+	for _, f := range findings {
+		if k := siteKey(f); k != "" && f.Severity != "info" {
+			also[k] = append(also[k], f.ID)
+			if _, ok := fixes[k]; !ok || strings.HasPrefix(f.ID, "pattern.") {
+				fixes[k] = f.Fix
+			}
+		}
+	}
+	shown := make(map[string]bool)
 	var info []result.Finding
 	for _, f := range findings {
-		switch f.Severity {
-		case "high", "medium":
-			fmt.Fprintf(b, "  %-6s %s\n", strings.ToUpper(f.Severity), f.Title)
-			if f.Fix != "" {
-				fmt.Fprintf(b, "         fix: %s\n", firstSentence(f.Fix))
-			}
-		case "low":
-			fmt.Fprintf(b, "  %-6s %s\n", "LOW", f.Title)
-		default:
+		k := siteKey(f)
+		if f.Severity == "info" {
 			info = append(info, f)
+			continue
+		}
+		if k != "" && shown[k] {
+			continue
+		}
+		shown[k] = k != ""
+		fmt.Fprintf(b, "  %-6s %s\n", strings.ToUpper(f.Severity), f.Title)
+		if ids := also[k]; k != "" && len(ids) > 1 {
+			fmt.Fprintf(b, "         also at this line: %s\n", strings.Join(ids[1:], ", "))
+		}
+		fix := f.Fix
+		if k != "" {
+			fix = fixes[k]
+		}
+		if fix != "" && (f.Severity == "high" || f.Severity == "medium") {
+			fmt.Fprintf(b, "         fix: %s\n", firstSentence(fix))
 		}
 	}
 	if len(info) > 0 && len(info) < len(findings) {
@@ -94,6 +119,14 @@ func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string
 		}
 		fmt.Fprintf(b, "  evidence and fixes: report.md, or %s\n", where)
 	}
+}
+
+// siteKey names a finding's source line, or "" when it has none.
+func siteKey(f result.Finding) string {
+	if f.File == "" || f.Line <= 0 {
+		return ""
+	}
+	return f.File + ":" + strconv.FormatInt(f.Line, 10)
 }
 
 // severityCounts says how many findings there are of each severity, most

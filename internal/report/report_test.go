@@ -113,6 +113,9 @@ func diagnosedRun() *result.Run {
 			Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
 			Evidence: map[string]float64{"slope_bytes_per_minute": 108 << 20, "r2": 1},
 			Fix:      "memory allocated here stays reachable and keeps growing: bound it; the growing stack is cache.(*Worker).Process", Confidence: 0.9},
+		{ID: "pattern.unbounded-map", Severity: "high", Title: "a map that only grows at cache.(*Worker).Process (cache/worker.go:42)",
+			Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
+			Evidence: map[string]float64{"r2": 1}, Fix: "bound the map", Confidence: 0.6},
 		{ID: "pattern.append-growth", Severity: "low", Title: "append growing a slice without capacity at cache.(*Worker).Process (cache/worker.go:41)",
 			Evidence: map[string]float64{"bytes_per_request": 9000}, Fix: "preallocate. Or reuse the slice", Confidence: 0.8},
 		{ID: "alloc.hot-spot", Severity: "info", Title: "allocation hot spot at http.(*conn).readRequest (http/server.go:1100)", Evidence: map[string]float64{}, Confidence: 0.3},
@@ -125,7 +128,7 @@ func diagnosedRun() *result.Run {
 // infoOnlyRun has nothing but info findings: the summary lists a few.
 func infoOnlyRun() *result.Run {
 	r := diagnosedRun()
-	r.Findings = r.Findings[2:]
+	r.Findings = r.Findings[3:]
 	r.DiagnosisNotes = nil
 	return r
 }
