@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,13 @@ import (
 // running the tests.
 const exampleEnv = "HEAPSCOPE_BROWSERTESTS_EXAMPLE"
 
+// TestMain serves an example when the binary is re-executed for one, and
+// otherwise runs the tests. Either way the heap is sampled finely, as demo
+// does for the example it starts: at the default rate (one sample per
+// 512 KiB) a short window of small allocations may leave no sample at
+// their sites.
 func TestMain(m *testing.M) {
+	runtime.MemProfileRate = 4096
 	if name := os.Getenv(exampleEnv); name != "" {
 		os.Exit(serveExample(name))
 	}

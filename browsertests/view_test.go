@@ -12,7 +12,7 @@ import (
 )
 
 func TestView_IndexToPprofUI(t *testing.T) {
-	dir := profileLeaky(t)
+	_, dir := profileExample(t, "leaky")
 	s, err := view.Open(dir, view.Options{})
 	if err != nil {
 		t.Fatal(err)
