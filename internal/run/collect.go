@@ -47,6 +47,9 @@ type collector struct {
 	cpu       []byte
 	extra     map[string][]byte
 	goroutine []byte
+	// goroutineFailed says a goroutine profile of the series could not
+	// be fetched (warned about once).
+	goroutineFailed bool
 
 	load    *load.Result
 	sent    atomic.Uint64
@@ -66,6 +69,16 @@ type snapshot struct {
 	// profilerAlloc is alloc_space of the pprof handlers since the
 	// process started.
 	profilerAlloc int64
+	// goroutines is the goroutine profile fetched right after the heap
+	// profile, for the goroutine leak check; nil when it failed.
+	goroutines *goroutineSnapshot
+}
+
+// goroutineSnapshot is one goroutine profile (debug=0) of a series.
+type goroutineSnapshot struct {
+	at      time.Time
+	raw     []byte
+	profile *profile.Profile
 }
 
 // processFacts is what /proc told about a local target, or the target's
@@ -106,6 +119,7 @@ func (c *collector) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.addGoroutines(ctx, &snap)
 	c.snaps = append(c.snaps, snap)
 	ms, at, err := c.memStats(ctx)
 	if err != nil {
@@ -132,6 +146,27 @@ func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapsho
 	app, dropped := pprofx.WithoutProfiler(p)
 	si, _ := pprofx.SampleIndex(p, "alloc_space")
 	return snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si]}, nil
+}
+
+// addGoroutines fetches a goroutine profile (debug=0, pprof format) to go
+// with a heap snapshot: the series lets diagnose see goroutines pile up.
+// Its failure is a warning: the end-of-window goroutine profile is the
+// one whose failure makes a run partial.
+func (c *collector) addGoroutines(ctx context.Context, snap *snapshot) {
+	at := c.cfg.now()
+	raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", url.Values{"debug": {"0"}})
+	var p *profile.Profile
+	if err == nil {
+		p, err = c.parse(raw)
+	}
+	if err != nil {
+		if !c.goroutineFailed {
+			c.goroutineFailed = true
+			c.warn("goroutine profile with the heap snapshot at +%s: %v; the goroutine leak check has fewer profiles", snap.offset.Round(time.Millisecond), err)
+		}
+		return
+	}
+	snap.goroutines = &goroutineSnapshot{at: at, raw: raw, profile: p}
 }
 
 // parse decodes a fetched profile within the size limit.
@@ -322,6 +357,7 @@ func (c *collector) takeSnapshots(ctx context.Context) {
 		if err != nil {
 			c.fails.add(fmt.Sprintf("heap snapshot at %s", off.Round(time.Millisecond)), err)
 		} else {
+			c.addGoroutines(sctx, &snap)
 			c.snaps = append(c.snaps, snap)
 		}
 		if last {
