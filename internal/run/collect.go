@@ -14,11 +14,11 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rss"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -432,17 +432,46 @@ func (c *collector) readProcEnd() {
 		return
 	}
 	c.proc.status = &st
-	maps, err := p.Smaps(pid)
-	if err != nil {
+	// The mappings stream through the classifier of heapscope rss; an
+	// unreadable /proc/PID/exe leaves it to take the first file mapped.
+	exe, _ := p.Exe(pid)
+	cl := rss.Classifier{Exe: exe}
+	if err := p.ScanSmaps(pid, cl.Add); err != nil {
 		c.warn("read smaps of process %d: %v", pid, err)
 	} else {
-		hm := sysmem.GoHeap(maps, c.memEnd.HeapSys)
+		res := cl.Result()
+		hm := res.Heap(c.memEnd.HeapSys)
 		c.proc.heapMappings = &hm
-		c.proc.mappings = diagnose.ClassifyMappings(maps, hm)
+		c.proc.mappings = mappingKinds(&res)
 	}
 	if cg, err := p.Cgroup(pid); err != nil {
 		c.warn("read cgroup of process %d: %v", pid, err)
 	} else {
 		c.proc.cgroup = &cg
 	}
+}
+
+// mappingNames names rss's kinds in result.json.
+var mappingNames = map[rss.Kind]string{
+	rss.KindGoHeap:   result.MappingGoHeap,
+	rss.KindStack:    result.MappingStack,
+	rss.KindAnon:     result.MappingAnon,
+	rss.KindReserved: result.MappingReserved,
+	rss.KindBinary:   result.MappingBinary,
+	rss.KindLibrary:  result.MappingLibraries,
+	rss.KindFile:     result.MappingFiles,
+}
+
+// mappingKinds turns a classification into result.json's per-kind sums,
+// in rss's order, leaving out kinds without a mapping.
+func mappingKinds(cl *rss.Classification) []result.MappingKind {
+	var out []result.MappingKind
+	for k := rss.KindGoHeap; k <= rss.KindFile; k++ {
+		u := cl.Kind(k)
+		if u.Mappings == 0 {
+			continue
+		}
+		out = append(out, result.MappingKind{Kind: mappingNames[k], Count: u.Mappings, SizeBytes: u.SizeBytes, RSSBytes: u.RSSBytes, SwapBytes: u.SwapBytes})
+	}
+	return out
 }

@@ -1,10 +1,10 @@
 package run
 
 import (
-	"bufio"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,24 +32,6 @@ func (p *parker) wait() {
 	<-p.release // parked: the goroutine leak
 }
 
-// lineOf returns the number of the first line of file containing marker.
-func lineOf(t *testing.T, file, marker string) int64 {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := int64(1); sc.Scan(); n++ {
-		if strings.Contains(sc.Text(), marker) {
-			return n
-		}
-	}
-	t.Fatalf("no line of %s contains %q", file, marker)
-	return 0
-}
-
 func goroutineLeaks(fs []result.Finding) []result.Finding {
 	var out []result.Finding
 	for _, f := range fs {
@@ -61,7 +43,13 @@ func goroutineLeaks(fs []result.Finding) []result.Finding {
 }
 
 func TestProfile_GoroutineSeriesFindsLeak(t *testing.T) {
-	parked := lineOf(t, "goroutines_test.go", "<-p.release // parked")
+	src, err := os.ReadFile("goroutines_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := int64(slices.IndexFunc(strings.Split(string(src), "\n"), func(l string) bool {
+		return strings.HasSuffix(l, "<-p.release // parked: the goroutine leak")
+	})) + 1
 	tests := []struct {
 		name string
 		leak bool
