@@ -21,6 +21,7 @@ import (
 // profileOptions are the flags of profile, shared with demo.
 type profileOptions struct {
 	duration  time.Duration
+	warmup    time.Duration
 	snapshots int
 	interval  time.Duration
 	profiles  []string
@@ -47,6 +48,7 @@ type profileOptions struct {
 // shared by profile and demo.
 func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration time.Duration) {
 	fs.DurationVarP(&o.duration, "duration", "d", defaultDuration, "collection window; load runs for the same window")
+	fs.DurationVar(&o.warmup, "warmup", 0, "drive the load this long before the window opens, so caches and connections reach their steady size first")
 	fs.IntVar(&o.snapshots, "snapshots", run.DefaultSnapshots, "heap snapshots over the window, start and end included")
 	fs.DurationVar(&o.interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
 	fs.StringSliceVar(&o.profiles, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
@@ -151,10 +153,14 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 		OutDir:    o.out,
 		Version:   version,
 		Repeat:    o.repeat,
+		Warmup:    o.warmup,
 	}
 	lo, err := o.loadConfig(fs, baseURL, header)
 	if err != nil {
 		return run.Config{}, "", err
+	}
+	if lo == nil && o.warmup != 0 {
+		return run.Config{}, "", errors.New("--warmup drives the load before the window: give --load 'METHOD URL' or --targets FILE")
 	}
 	cfg.Load = lo
 	return cfg, format, nil

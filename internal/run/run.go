@@ -65,6 +65,10 @@ type Config struct {
 	// Load, when set, is driven during the window: its Duration is the
 	// window's, it has no MaxRequests, and its Progress is the run's.
 	Load *load.Options
+	// Warmup, when set, drives the load this long before the window
+	// opens, so caches, pools and connections reach their steady size and
+	// their filling is not mistaken for growth. It needs Load.
+	Warmup time.Duration
 	// PID names the target's process when it cannot be found from its
 	// port; 0 means look for it when the target is on loopback.
 	PID int
@@ -164,6 +168,12 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if c.Warmup < 0 || c.Warmup > maxWarmup {
+		return fmt.Errorf("warm-up %s: give a duration between 0 and %s", c.Warmup, maxWarmup)
+	}
+	if c.Warmup > 0 && c.Load == nil {
+		return errors.New("a warm-up drives the load before the window: give the load too")
+	}
 	if c.OutDir == "" {
 		c.OutDir = DefaultOutDir
 	}
@@ -179,6 +189,27 @@ func (c *Config) Validate() error {
 			return err
 		}
 		c.fetcher = client
+	}
+	return nil
+}
+
+// maxWarmup bounds the warm-up: longer ones are a load test of their own.
+const maxWarmup = 10 * time.Minute
+
+// warmUp drives the load for Warmup before the window opens. Its results
+// are not kept; a load that cannot run at all ends the run, as it would
+// have in the window.
+func (c *Config) warmUp(ctx context.Context) error {
+	if c.Warmup <= 0 {
+		return nil
+	}
+	o := c.loadOptions(nil)
+	o.Duration, o.Series = c.Warmup, false
+	if _, err := load.Run(ctx, o); err != nil {
+		return fmt.Errorf("warm-up load: %w", err)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("warm-up: %w", ErrInterrupted)
 	}
 	return nil
 }
@@ -226,7 +257,13 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 		return nil, "", err
 	}
 	if cfg.Repeat > 1 {
+		if err := cfg.warmUp(ctx); err != nil {
+			return nil, "", err
+		}
 		return profileRepeated(ctx, cfg)
+	}
+	if err := cfg.warmUp(ctx); err != nil {
+		return nil, "", err
 	}
 	c := &collector{cfg: &cfg}
 	if err := c.start(ctx); err != nil {
