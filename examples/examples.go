@@ -83,10 +83,13 @@ type example struct {
 }
 
 // cacheLoadPath is the cache examples' load: composite cache keys (tenant,
-// user, locale, plan) for 200 users, so that ids come back often enough in a
-// short window for the leaky cache's growing entries to show, and the
-// optimized cache holds them all without eviction.
-const cacheLoadPath = "/process?id=tenant-42:user-{rand:200}:locale-en-GB:plan-pro"
+// user, locale, plan) drawn from 100 000 users, so that almost every request
+// brings a new id. The leaky cache then grows at a steady rate, request by
+// request; with few ids its growth comes in steps, as every entry doubles
+// its capacity at about the same time. The optimized cache fills its
+// capacity (optimizedcache.DefaultCapacity) in a few seconds and then
+// evicts as fast as it adds.
+const cacheLoadPath = "/process?id=tenant-42:user-{rand:100000}:locale-en-GB:plan-pro"
 
 func lookup(name string) (example, error) {
 	switch name {

@@ -86,7 +86,7 @@ func record(dir, name string, snapshots int, interval time.Duration, rate int) e
 	if err != nil {
 		return err
 	}
-	_, path := examples.DefaultLoad(name)
+	path := seriesLoadPath
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -119,6 +119,11 @@ func record(dir, name string, snapshots int, interval time.Duration, rate int) e
 	}
 	return nil
 }
+
+// seriesLoadPath is the load of the recorded series: 200 ids, so that the
+// leaky cache's growth is its entries growing, at the append, and the
+// optimized cache holds every id without evicting.
+const seriesLoadPath = "/process?id=tenant-42:user-{rand:200}:locale-en-GB:plan-pro"
 
 // drive sends requests at rate until ctx ends, expanding {rand:N}.
 func drive(ctx context.Context, base, path string, rate int) {
