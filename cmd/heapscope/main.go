@@ -117,6 +117,7 @@ finished partially; 130 interrupted.`,
 		newVersionCmd(e),
 		newServeExampleCmd(e),
 		newBenchCmd(e),
+		newAllocbenchCmd(e),
 	)
 	return root
 }
