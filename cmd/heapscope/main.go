@@ -118,6 +118,7 @@ finished partially; 130 interrupted.`,
 		newServeExampleCmd(e),
 		newBenchCmd(e),
 		newAllocbenchCmd(e),
+		newTraceCmd(e),
 	)
 	return root
 }
