@@ -112,7 +112,7 @@ func Read(r io.Reader) (tl *Timeline, err error) {
 		}
 		if err != nil {
 			if b.n == 0 {
-				return nil, fmt.Errorf("read trace: %w", err)
+				return nil, fmt.Errorf("read trace: truncated or corrupt: %w", err)
 			}
 			return nil, fmt.Errorf("read trace: truncated or corrupt after %d events: %w", b.n, err)
 		}
@@ -148,6 +148,10 @@ type builder struct {
 func (b *builder) rel(t trace.Time) time.Duration { return t.Sub(b.first) }
 
 func (b *builder) add(ev trace.Event) {
+	if ev.Kind() == trace.EventSync {
+		// The reader's own markers between generations: no activity.
+		return
+	}
 	t := ev.Time()
 	if b.n == 0 {
 		b.first = t
