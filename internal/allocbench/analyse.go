@@ -130,7 +130,8 @@ type Cell struct {
 	rssPerHeap *benchmath.Sample
 }
 
-// Summary is a median and its confidence interval.
+// Summary is a median and its confidence interval; with too few runs for
+// an interval at the confidence asked, Lo and Hi are the runs' range.
 type Summary struct {
 	Median float64 `json:"median"`
 	Lo     float64 `json:"lo"`
@@ -205,6 +206,11 @@ func Analyse(samples []Sample, patterns []Pattern, toolchains []Toolchain, live 
 					}
 					bs := benchmath.NewSample(vs, thresholds)
 					sum := benchmath.AssumeNothing.Summary(bs, opts.Confidence)
+					if math.IsInf(sum.Lo, 0) || math.IsInf(sum.Hi, 0) {
+						// Too few runs for an interval at this
+						// confidence: the range of the runs.
+						sum.Lo, sum.Hi = bs.Values[0], bs.Values[len(bs.Values)-1]
+					}
 					return Summary{Median: sum.Center, Lo: sum.Lo, Hi: sum.Hi}, bs
 				}
 				c.HeapAlloc, _ = summarise(func(s Sample) float64 { return float64(s.HeapAlloc) })
@@ -226,7 +232,9 @@ func Analyse(samples []Sample, patterns []Pattern, toolchains []Toolchain, live 
 				}
 				cmp := benchmath.AssumeNothing.Compare(ca.rssPerHeap, cb.rssPerHeap)
 				tooFew = math.Max(tooFew, minP(ca.Runs, cb.Runs))
-				if cmp.P > opts.Alpha || ca.RSSPerHeapByte.Median == 0 {
+				// A tolerance, so that the smallest p-value a test
+				// of few runs can give reaches an alpha set to it.
+				if cmp.P > opts.Alpha*(1+1e-9) || ca.RSSPerHeapByte.Median == 0 {
 					continue
 				}
 				ratio := cb.RSSPerHeapByte.Median / ca.RSSPerHeapByte.Median

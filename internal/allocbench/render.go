@@ -25,7 +25,7 @@ func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "allocbench: %d patterns × %d toolchains (%s), %s live per pattern\n",
 		len(r.Patterns), len(r.Toolchains), toolchainList(r.Toolchains), mib(float64(r.LiveBytes)))
-	b.WriteString("sizes in MiB, medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval\n\n")
+	b.WriteString("sizes in MiB, medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval (the range of the runs when they are too few for one)\n\n")
 	b.WriteString(textTable(r))
 	writeFlags(&b, r)
 	for _, warn := range r.Warnings {
