@@ -7,7 +7,11 @@
 // a _seconds suffix, timestamps in RFC 3339 UTC, rates per second.
 package result
 
-import "time"
+import (
+	"time"
+
+	"github.com/heapscope/heapscope/internal/exectrace"
+)
 
 // SchemaVersion is the version of the result.json layout. It changes when a
 // field changes meaning or disappears; new fields keep it.
@@ -52,6 +56,10 @@ type Run struct {
 	Findings   []Finding    `json:"findings"`
 	Profiles   []Profile    `json:"profiles"`
 	Files      RunDirectory `json:"files"`
+
+	// Trace is the GC timeline of the execution trace, when the run
+	// captured one (profile --trace).
+	Trace *exectrace.Result `json:"trace,omitempty"`
 }
 
 // Failure names one collection step that failed and why.

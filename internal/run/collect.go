@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
@@ -45,6 +46,9 @@ type collector struct {
 	cpu       []byte
 	extra     map[string][]byte
 	goroutine []byte
+
+	trace         []byte
+	traceTimeline *exectrace.Timeline
 
 	load    *load.Result
 	sent    atomic.Uint64
@@ -243,6 +247,8 @@ func (c *collector) window(ctx context.Context) {
 			}
 		})
 	}
+
+	c.startTrace(ctx, wctx, &wg)
 
 	if c.cfg.Load != nil {
 		wg.Go(func() {
