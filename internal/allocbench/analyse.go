@@ -88,6 +88,8 @@ type Report struct {
 	Patterns []PatternResult `json:"patterns"`
 	// Warnings are problems that did not stop the analysis.
 	Warnings []string `json:"warnings,omitempty"`
+	// Runs are the samples the figures summarise, as measured.
+	Runs []Sample `json:"runs"`
 }
 
 // Toolchain names a toolchain and the Go version it is.
@@ -165,7 +167,7 @@ type Flag struct {
 // is a warning.
 func Analyse(samples []Sample, patterns []Pattern, toolchains []Toolchain, live int, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
-	r := &Report{Toolchains: toolchains, Alpha: opts.Alpha, MinEffect: opts.MinEffect, LiveBytes: live}
+	r := &Report{Toolchains: toolchains, Alpha: opts.Alpha, MinEffect: opts.MinEffect, LiveBytes: live, Runs: samples}
 	pi := map[string]int{}
 	for i, p := range patterns {
 		pi[p.Name()] = i
