@@ -155,6 +155,7 @@ func alloc(s *spec) interface{} {
 		// A map entry costs about twice its key and value; size maps
 		// so that a map takes about objBytes.
 		n /= 2
+		w = n
 		if s.sparse {
 			w = n / 16
 		}
