@@ -232,7 +232,11 @@ func writePanel(b *strings.Builder, r *Report, p *PatternResult, px, py int) {
 	plotW := panelW - plotLeft - 16
 	y := func(v float64) float64 { return float64(plotTop) + float64(plotH)*(1-v/maxV) }
 	// Axis with ticks at 0, 1 and the top.
-	for _, t := range []float64{0, 1, maxV} {
+	ticks := []float64{0, 1, maxV}
+	if maxV == 1 {
+		ticks = ticks[:2]
+	}
+	for _, t := range ticks {
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end" fill="#666">%.1f</text>`+"\n",
 			plotLeft, plotLeft+plotW, y(t), y(t), plotLeft-4, y(t)+4, t)
 	}
