@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	rpprof "runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,19 +36,10 @@ func pprofServer(t *testing.T, override map[string]http.HandlerFunc) *httptest.S
 	return srv
 }
 
-// heapProfileFile writes this process' heap profile to a file.
+// heapProfileFile writes a heap profile of this test process to a file.
 func heapProfileFile(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "heap.pb.gz")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := rpprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeProfileFile(t, "heap")
 }
 
 // goneProcessPID returns the pid of a process that has exited.
@@ -106,20 +96,7 @@ func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := heapscope(t, tt.args...)
-			if got.code != exitUsage {
-				t.Errorf("exit code %d, want %d; stderr: %s", got.code, exitUsage, got.stderr)
-			}
-			msg := strings.TrimSuffix(got.stderr, "\n")
-			if strings.Count(msg, "\n") > 0 {
-				t.Errorf("error is not one line:\n%s", got.stderr)
-			}
-			if !strings.Contains(msg, tt.wantErr) {
-				t.Errorf("error %q does not contain %q", msg, tt.wantErr)
-			}
-			if strings.Contains(got.stderr, "panic") {
-				t.Errorf("panicked: %s", got.stderr)
-			}
+			wantUsageError(t, heapscope(t, tt.args...), tt.wantErr)
 		})
 	}
 	entries, _ := os.ReadDir(out)

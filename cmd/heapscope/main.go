@@ -114,11 +114,16 @@ finished partially; 130 interrupted.`,
 		newLoadCmd(e),
 		newTopCmd(e),
 		newFlameCmd(e),
+		newViewCmd(e),
 		newVersionCmd(e),
 		newServeExampleCmd(e),
 		newBenchCmd(e),
 		newAllocbenchCmd(e),
 		newTraceCmd(e),
+		newCompareCmd(e),
+		newDiagnoseCmd(e),
+		newRSSCmd(e),
+		newGCTraceCmd(e),
 	)
 	return root
 }

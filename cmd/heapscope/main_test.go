@@ -36,6 +36,29 @@ func heapscope(t *testing.T, args ...string) invocation {
 	return heapscopeIn(t, "", args...)
 }
 
+// wantUsageError checks that an invocation failed as bad input must: exit
+// status 2, one line on stderr that contains want, no panic, nothing on
+// stdout.
+func wantUsageError(t *testing.T, got invocation, want string) {
+	t.Helper()
+	if got.code != exitUsage {
+		t.Errorf("exit code %d, want %d; stderr: %s", got.code, exitUsage, got.stderr)
+	}
+	msg := strings.TrimSuffix(got.stderr, "\n")
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error is not one line:\n%s", got.stderr)
+	}
+	if !strings.Contains(msg, want) {
+		t.Errorf("error %q does not contain %q", msg, want)
+	}
+	if strings.Contains(got.stderr, "panic") {
+		t.Errorf("panicked: %s", got.stderr)
+	}
+	if got.stdout != "" {
+		t.Errorf("stdout %q, want nothing", got.stdout)
+	}
+}
+
 func heapscopeIn(t *testing.T, stdin string, args ...string) invocation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

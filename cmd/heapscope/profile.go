@@ -29,6 +29,7 @@ type profileOptions struct {
 	pid       int
 	out       string
 	format    string
+	repeat    int
 
 	// reaching the target
 	pprofPath string
@@ -54,6 +55,7 @@ func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration time.
 	fs.DurationVar(&o.trace, "trace", 0, "also capture an execution trace of this long (whole seconds) from the window's start: profiles/trace.out and its GC timeline")
 	fs.StringVar(&o.out, "out", run.DefaultOutDir, "directory where the run directory is created")
 	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
+	fs.IntVar(&o.repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
 	o.loadFlags.register(fs, "load-timeout", 200)
 }
 
@@ -84,6 +86,10 @@ The run directory (result.json, report.md, the raw profiles) is written under
   # pprof under another path, behind authentication, over https
   heapscope profile https://svc.internal:8443 --pprof-path /admin/pprof/ \
       -H 'Authorization: Bearer TOKEN' --cacert ca.pem
+
+  # six 10 s windows in one run directory, for heapscope compare's statistics
+  heapscope profile http://127.0.0.1:6060 --duration 10s --repeat 6 \
+      --load 'GET /process?id=user-{rand:100000}' --rate 500
 
   # the same summary as JSON, with block and mutex profiles
   heapscope profile http://localhost:6060 --profiles block,mutex --format json`,
@@ -124,6 +130,9 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 	if o.duration <= 0 {
 		return run.Config{}, "", fmt.Errorf("--duration %s: give a positive window such as 30s", o.duration)
 	}
+	if o.repeat < 1 {
+		return run.Config{}, "", fmt.Errorf("--repeat %d: give a number of windows ≥ 1", o.repeat)
+	}
 	if o.maxBody < 0 {
 		return run.Config{}, "", fmt.Errorf("--max-body %d: give a positive size in bytes", o.maxBody)
 	}
@@ -144,6 +153,7 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 		PID:       o.pid,
 		OutDir:    o.out,
 		Version:   version,
+		Repeat:    o.repeat,
 	}
 	lo, err := o.loadConfig(fs, baseURL, header)
 	if err != nil {
@@ -234,7 +244,7 @@ func runProfile(ctx context.Context, e *env, fs *pflag.FlagSet, baseURL string, 
 // profileAndReport carries out a run, prints its summary and turns its
 // status into the exit code.
 func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report.Format) error {
-	bar := newProgress(e.stderr, cfg.Duration)
+	bar := newProgress(e.stderr, cfg.Duration*time.Duration(max(cfg.Repeat, 1)))
 	cfg.Progress = bar.update
 	res, dir, err := run.Profile(ctx, cfg)
 	bar.finish()

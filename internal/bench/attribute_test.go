@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -81,7 +82,7 @@ func TestAttribute(t *testing.T) {
 			{Function: "example.com/p.Process", File: "p/p.go", Line: 14, NewBytes: 32, NewObjects: 1},
 			{Function: "example.com/p.Process", File: "p/p.go", Line: 12, OldLine: 10, OldBytes: 16, NewBytes: 32, OldObjects: 1, NewObjects: 1},
 		}
-		if !equalSites(sites, want) {
+		if !slices.Equal(sites, want) {
 			t.Errorf("sites:\n%+v\nwant:\n%+v", sites, want)
 		}
 		if got := sites[1].Location(); got != "p/p.go:12 (was 10)" {
@@ -100,7 +101,7 @@ func TestAttribute(t *testing.T) {
 			{Function: "example.com/p.Process", File: "p/p.go", Line: 14, NewBytes: 32, NewObjects: 1},
 			{Function: "example.com/p.Process", File: "p/p.go", Line: 10, OldBytes: 16, OldObjects: 1},
 		}
-		if !equalSites(sites, want) {
+		if !slices.Equal(sites, want) {
 			t.Errorf("sites:\n%+v\nwant:\n%+v", sites, want)
 		}
 	})
@@ -152,18 +153,6 @@ func TestAttribute(t *testing.T) {
 			t.Errorf("error %v, want one about the iteration counts", err)
 		}
 	})
-}
-
-func equalSites(a, b []SiteDelta) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // profileBytes is a profile as go test -memprofile writes it to its file.

@@ -212,3 +212,30 @@ func TestCompare_gateDirectionWarning(t *testing.T) {
 		t.Errorf("warnings %v, want one about the gate's direction", rep.Warnings)
 	}
 }
+
+func TestCompareSamples(t *testing.T) {
+	tests := []struct {
+		name        string
+		old, new    []float64
+		significant bool
+		relative    float64
+	}{
+		{"clear drop", []float64{100, 101, 99, 100, 102, 98}, []float64{60, 61, 59, 62, 60, 61}, true, 60.5/100 - 1},
+		{"noise", []float64{100, 101, 99, 100}, []float64{101, 99, 100, 100}, false, 0},
+		{"too few runs", []float64{100, 100}, []float64{50, 50}, false, -0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, n, d := CompareSamples(tt.old, tt.new, 0, 0)
+			if d.Significant != tt.significant {
+				t.Errorf("significant = %v (p=%v), want %v", d.Significant, d.P, tt.significant)
+			}
+			if math.Abs(d.Relative-tt.relative) > 1e-9 {
+				t.Errorf("relative = %v, want %v", d.Relative, tt.relative)
+			}
+			if o.N != len(tt.old) || n.N != len(tt.new) || d.N1 != o.N || d.N2 != n.N {
+				t.Errorf("n = %d+%d, delta %d+%d", o.N, n.N, d.N1, d.N2)
+			}
+		})
+	}
+}

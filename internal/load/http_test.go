@@ -156,8 +156,13 @@ func TestRun_httpOpenModelRate(t *testing.T) {
 	if res.Requests+res.Dropped != 1000 || res.Completed != res.Requests {
 		t.Errorf("requests %d, dropped %d, completed %d: want 1000 scheduled and every one sent completed", res.Requests, res.Dropped, res.Completed)
 	}
-	if res.Rate < 800 || res.Rate > 1000 || took > 5*time.Second {
-		t.Errorf("achieved %g/s in %s, want about 1000/s within a few seconds", res.Rate, took)
+	if res.Rate > 1000 || took > 5*time.Second {
+		t.Errorf("achieved %g/s in %s, want at most 1000/s within a few seconds", res.Rate, took)
+	}
+	// A loaded machine (the race detector, other tests) may keep the
+	// generator from its rate; then the result must say so.
+	if res.Rate < 800 && !res.Behind {
+		t.Errorf("achieved %g/s of 1000/s asked, but the result does not say the generator fell behind", res.Rate)
 	}
 }
 

@@ -3,6 +3,7 @@ package pprofx
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -253,7 +254,7 @@ func (a *aggregator) add(stack []int32, values []int64) error {
 		if e == 0 {
 			break
 		}
-		if a.hashes.at(int(e - 1))[0] == h && equalStacks(a.store.stack(int(e-1)), stack) {
+		if a.hashes.at(int(e - 1))[0] == h && slices.Equal(a.store.stack(int(e-1)), stack) {
 			vs := a.values.at(int(e - 1))
 			for i, v := range values {
 				vs[i] += v
@@ -310,18 +311,6 @@ func hashStack(stack []int32) uint64 {
 		h ^= h >> 29
 	}
 	return h ^ h>>32
-}
-
-func equalStacks(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // stackStore keeps stacks in fixed-size chunks, so that growing it never

@@ -18,6 +18,9 @@ const summarySites = 3
 // heaviest allocation sites, heap growth, GC, RSS against the heap, cost per
 // request, and where the report is. dir is the run directory.
 func Summary(w io.Writer, r *result.Run, dir string) error {
+	if r.Repeat != nil {
+		return repeatSummary(w, r, dir)
+	}
 	// Sections are separated by one blank line; empty ones are left out.
 	var sections []string
 	var b strings.Builder
@@ -25,6 +28,11 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
 	}
+	sections = append(sections, b.String())
+
+	// The verdict first: what is wrong, where, and what to do.
+	b.Reset()
+	findingsText(&b, r.Findings, r.DiagnosisNotes)
 	sections = append(sections, b.String())
 
 	b.Reset()
@@ -65,7 +73,11 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	sections = append(sections, b.String())
 
 	if dir != "" {
-		sections = append(sections, fmt.Sprintf("Report: %s\n", filepath.Join(dir, r.Files.Report)))
+		report := filepath.Join(dir, r.Files.Report)
+		if r.Files.HTMLReport != "" {
+			report += ", " + filepath.Join(dir, r.Files.HTMLReport)
+		}
+		sections = append(sections, fmt.Sprintf("Report: %s\n", report))
 	}
 	sections = slices.DeleteFunc(sections, func(s string) bool { return s == "" })
 	_, err := io.WriteString(w, strings.Join(sections, "\n"))
@@ -75,6 +87,9 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 // Markdown writes report.md: the summary's figures as tables, every top
 // table, and what each number means.
 func Markdown(w io.Writer, r *result.Run) error {
+	if r.Repeat != nil {
+		return repeatMarkdown(w, r)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# heapscope run: %s\n\n", r.Target.URL)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
@@ -100,6 +115,8 @@ func Markdown(w io.Writer, r *result.Run) error {
 		}
 		b.WriteString("\n")
 	}
+
+	findingsMarkdown(&b, r.Findings, r.DiagnosisNotes)
 
 	b.WriteString("## Summary\n\n| | |\n|---|---|\n")
 	if line := allocationLine(r); line != "" {

@@ -56,6 +56,14 @@ type Run struct {
 	Findings   []Finding    `json:"findings"`
 	Profiles   []Profile    `json:"profiles"`
 	Files      RunDirectory `json:"files"`
+	// Repeat is set on the top-level result.json of a run recorded as
+	// several windows (profile --repeat N).
+	Repeat *Repeat `json:"repeat,omitempty"`
+
+	// DiagnosisNotes say what the diagnosis could not check and why (too
+	// few snapshots, a missing profile), so that no finding is mistaken
+	// for a clean bill of health.
+	DiagnosisNotes []string `json:"diagnosis_notes,omitempty"`
 
 	// Trace is the GC timeline of the execution trace, when the run
 	// captured one (profile --trace).
@@ -153,6 +161,23 @@ type MemStats struct {
 	// process' uptime is unknown).
 	GCCPUFraction      float64 `json:"gc_cpu_fraction"`
 	GCCPUFractionScope string  `json:"gc_cpu_fraction_scope"`
+	// GCPauses lists the window's pauses one by one, oldest first: the
+	// cycles GCPausesCovered counts.
+	GCPauses []GCPause `json:"gc_pauses,omitempty"`
+}
+
+// GCPause is one GC cycle's stop-the-world pause, from the MemStats pause
+// rings (PauseNs, PauseEnd).
+type GCPause struct {
+	// Cycle numbers the cycle since the process started, from 1.
+	Cycle uint32 `json:"cycle"`
+	// End is when the pause ended, by the target's clock.
+	End time.Time `json:"end"`
+	// OffsetSeconds is End measured from the GC heapscope forced at the
+	// window's start (by the target's clock too, so a remote target's
+	// clock skew does not move it).
+	OffsetSeconds float64 `json:"offset_seconds"`
+	PauseSeconds  float64 `json:"pause_seconds"`
 }
 
 // RSS is resident memory as the kernel sees it.
@@ -169,6 +194,21 @@ type RSS struct {
 	// Cgroup is the memory limit of the process' cgroup, when it has one.
 	Cgroup *Cgroup `json:"cgroup,omitempty"`
 	Note   string  `json:"note,omitempty"`
+
+	// Mappings sums /proc/PID/smaps by kind of mapping (Go heap arenas,
+	// the main thread's stack, other anonymous memory, the binary, shared
+	// libraries, other files), for a local process.
+	Mappings []MappingKind `json:"mappings,omitempty"`
+}
+
+// MappingKind is the memory of one kind of mapping, from smaps.
+type MappingKind struct {
+	Kind      string `json:"kind"`
+	Count     int    `json:"count"`
+	SizeBytes uint64 `json:"size_bytes"`
+	RSSBytes  uint64 `json:"rss_bytes"`
+	// SwapBytes is the part swapped out.
+	SwapBytes uint64 `json:"swap_bytes,omitempty"`
 }
 
 // HeapMappings sums the Go heap arenas' mappings.
@@ -189,6 +229,11 @@ type Cgroup struct {
 	LimitBytes uint64 `json:"limit_bytes,omitempty"`
 	UsageBytes uint64 `json:"usage_bytes,omitempty"`
 	Unlimited  bool   `json:"unlimited"`
+
+	// AnonBytes and FileBytes split the usage into anonymous memory and
+	// page cache (memory.stat anon/file in v2, rss/cache in v1).
+	AnonBytes uint64 `json:"anon_bytes,omitempty"`
+	FileBytes uint64 `json:"file_bytes,omitempty"`
 }
 
 // Load summarises the load driven during the window (in result.json) or by
@@ -358,6 +403,9 @@ type Finding struct {
 	Evidence   map[string]float64 `json:"evidence"`
 	Fix        string             `json:"fix"`
 	Confidence float64            `json:"confidence"`
+	// Escape holds the compiler's escape-analysis explanations for the
+	// line, when the service's source was at hand.
+	Escape []string `json:"escape,omitempty"`
 }
 
 // Profile is one raw profile kept in the run directory, as fetched (or, for
@@ -375,6 +423,24 @@ type RunDirectory struct {
 	Report   string `json:"report"`
 	MemStats string `json:"memstats"`
 	Load     string `json:"load,omitempty"`
+	// HTMLReport is report.html: one page with the tables, charts and
+	// flame graphs, which makes no external request.
+	HTMLReport string `json:"html_report,omitempty"`
+	// Flames lists the flame graphs drawn from the run's profiles.
+	Flames []FlameGraph `json:"flames,omitempty"`
+}
+
+// FlameGraph is one flame graph file of a run directory.
+type FlameGraph struct {
+	Path string `json:"path"`
+	// Format is "svg" or "html" (interactive, every sample type).
+	Format string `json:"format"`
+	// Profile is the profile drawn, SampleType the sample type shown
+	// (first, for HTML). Both are empty for a page of several profiles.
+	Profile    string `json:"profile,omitempty"`
+	SampleType string `json:"sample_type,omitempty"`
+	// Title says what the graph shows.
+	Title string `json:"title"`
 }
 
 // TopFor returns the table of the sample type, or nil.

@@ -14,10 +14,12 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -82,6 +84,8 @@ type processFacts struct {
 	cgroup                   *sysmem.Cgroup
 	metricsRSS               uint64
 	haveMetricsRSS, readProc bool
+	// mappings sums smaps by kind of mapping.
+	mappings []result.MappingKind
 }
 
 func (c *collector) warn(format string, args ...any) {
@@ -404,6 +408,7 @@ func (c *collector) readProcEnd() {
 	} else {
 		hm := sysmem.GoHeap(maps, c.memEnd.HeapSys)
 		c.proc.heapMappings = &hm
+		c.proc.mappings = diagnose.ClassifyMappings(maps, hm)
 	}
 	if cg, err := p.Cgroup(pid); err != nil {
 		c.warn("read cgroup of process %d: %v", pid, err)

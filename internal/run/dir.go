@@ -64,7 +64,7 @@ type memStatsRecord struct {
 }
 
 // writeRun writes every file of the run, result.json last.
-func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile) error {
+func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile, rendered ...renderedFile) error {
 	var errs []error
 	write := func(rel string, data []byte) {
 		if err := writeFileAtomic(filepath.Join(dir, rel), data); err != nil {
@@ -101,6 +101,14 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile)
 	write(memStatsFile, mustJSON(records))
 	if c.load != nil {
 		write(loadFile, mustJSON(c.load.Summary())) // with the per-second series
+	}
+	if len(rendered) > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, flameDir), 0o755); err != nil {
+			errs = append(errs, fmt.Errorf("create flame graph directory: %w", err))
+		}
+	}
+	for _, f := range rendered {
+		write(f.rel, f.data)
 	}
 	var md bytes.Buffer
 	if err := report.Markdown(&md, res); err != nil {
@@ -176,8 +184,8 @@ func Read(dir string) (*result.Run, error) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, fmt.Errorf("read run %s: %s: %w", dir, result.FileName, err)
 	}
-	if res.SchemaVersion != result.SchemaVersion {
-		return nil, fmt.Errorf("read run %s: schema version %d, this heapscope reads %d", dir, res.SchemaVersion, result.SchemaVersion)
+	if err := checkSchema(res.SchemaVersion); err != nil {
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
 	return &res, nil
 }

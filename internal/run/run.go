@@ -13,8 +13,10 @@
 //     goroutine profile, RSS from /proc (or /metrics for a remote target);
 //  5. derive the window's allocation profile (end minus start), the top
 //     sites, GC figures, heap growth and per-request costs;
-//  6. write the raw profiles, memstats.json, load.json, report.md and, last
-//     and by rename, result.json.
+//  6. draw flame graphs of the window's allocations, the heap in use at
+//     its end and the CPU profile, and render report.html with them;
+//  7. write the raw profiles, memstats.json, load.json, the flame graphs,
+//     report.md, report.html and, last and by rename, result.json.
 //
 // Nothing here prints: progress goes to a callback and the summary is a
 // value.
@@ -75,6 +77,9 @@ type Config struct {
 	Version string
 	// Progress, when set, is called about every 200 ms during the window.
 	Progress func(Progress)
+	// Repeat, when above 1, records that many consecutive windows under
+	// windows/NNN/ of one run directory (see ProfileRepeated).
+	Repeat int
 
 	// fetcher, now and proc replace the real service, clock and /proc in
 	// tests.
@@ -157,6 +162,9 @@ func (c *Config) Validate() error {
 	if err := c.validateTrace(); err != nil {
 		return err
 	}
+	if c.Repeat < 0 || c.Repeat > maxRepeat {
+		return fmt.Errorf("repeat %d: give between 1 and %d windows", c.Repeat, maxRepeat)
+	}
 	if c.Load != nil {
 		if _, err := load.New(c.loadOptions(nil)); err != nil {
 			return err
@@ -223,6 +231,9 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
 	}
+	if cfg.Repeat > 1 {
+		return profileRepeated(ctx, cfg)
+	}
 	c := &collector{cfg: &cfg}
 	if err := c.start(ctx); err != nil {
 		return nil, "", err
@@ -234,7 +245,8 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	c.window(ctx)
 	c.finish(ctx)
 	res, delta := c.summarise()
-	if err := writeRun(dir, c, res, delta); err != nil {
+	rendered := c.render(res, delta)
+	if err := writeRun(dir, c, res, delta, rendered...); err != nil {
 		return nil, dir, err
 	}
 	return res, dir, nil

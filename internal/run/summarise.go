@@ -123,6 +123,8 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 		res.Files.Load = loadFile
 	}
 
+	c.diagnose(res, delta)
+
 	// Last: the steps above add warnings of their own.
 	res.Warnings = c.warnings
 	res.Failures = c.fails.list
@@ -227,6 +229,7 @@ func (c *collector) memStatsSummary() result.MemStats {
 	ms.GCPauseMaxSeconds = w.PauseMaxSeconds
 	ms.GCPausesCovered = w.PausesCovered
 	ms.GCRingOverflowed = w.RingOverflowed
+	ms.GCPauses = gcPauses(c.memStart, c.memEnd, c.memStartAt)
 	if f, ok := gcstats.WindowGCCPU(c.memStart.GCCPUFraction, c.memEnd.GCCPUFraction, c.proc.uptimeStart, c.proc.uptimeEnd); ok {
 		ms.GCCPUFraction, ms.GCCPUFractionScope = f, "window"
 	} else {
@@ -252,7 +255,9 @@ func (c *collector) rssSummary() result.RSS {
 		}
 		if cg := p.cgroup; cg != nil {
 			rss.Cgroup = &result.Cgroup{Version: cg.Version, Path: cg.Path, LimitBytes: cg.Limit, UsageBytes: cg.Usage, Unlimited: cg.Unlimited}
+			rss.Cgroup.AnonBytes, rss.Cgroup.FileBytes = cgroupSplit(cg.Stat)
 		}
+		rss.Mappings = p.mappings
 		return rss
 	case p.haveMetricsRSS:
 		return result.RSS{Source: "metrics", RSSBytes: p.metricsRSS,
@@ -373,4 +378,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// gcPauses lists the window's GC pauses, each placed from the GC forced at
+// the window's start: start.LastGC by the target's clock (startAt, by
+// ours, when the target has not collected yet).
+func gcPauses(start, end gcstats.MemStats, startAt time.Time) []result.GCPause {
+	pauses := gcstats.Pauses(start, end)
+	if len(pauses) == 0 {
+		return nil
+	}
+	origin := startAt
+	if start.LastGC > 0 {
+		origin = time.Unix(0, int64(start.LastGC))
+	}
+	out := make([]result.GCPause, 0, len(pauses))
+	for _, p := range pauses {
+		out = append(out, result.GCPause{
+			Cycle: p.Cycle, End: p.End,
+			OffsetSeconds: max(p.End.Sub(origin).Seconds(), 0),
+			PauseSeconds:  p.Duration.Seconds(),
+		})
+	}
+	return out
 }

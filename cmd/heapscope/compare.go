@@ -1,0 +1,204 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
+)
+
+// compareOptions are the flags of compare.
+type compareOptions struct {
+	format string
+	out    string
+	failOn []string
+	alpha  float64
+	sites  int
+}
+
+func newCompareCmd(e *env) *cobra.Command {
+	o := &compareOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare RUN_A RUN_B | compare RUN_A... -- RUN_B...",
+		Short: "Compare profiling runs before and after a change, with gates",
+		Long: `compare puts run directories of heapscope profile side by side: the
+headline figures (heap in use, allocation rate, Sys, RSS, GC cycles, pauses
+and CPU, bytes and objects per request, throughput, latency) with absolute
+and relative deltas; notes where the runs differ in more than the code
+(window, load, target, Go or dependency versions, GOGC and friends); the
+allocation sites that grew and shrank most, per request (per second
+without load); and the findings that appeared or disappeared.
+
+With several runs a side (RUN_A... -- RUN_B..., or runs recorded with
+profile --repeat N, whose windows count as runs), every figure and every
+site gets a Mann-Whitney U test, as benchstat's, and only changes outside
+noise are marked: "*" in text, bold in Markdown, coloured in HTML.
+
+--fail-on 'FIGURE>THRESHOLD' (repeatable) fails the command (exit 1) when a
+figure, by its JSON name, changes beyond the threshold, and, with repeated
+runs, significantly. 'FUNCTION_REGEX:bytes_per_request>+0%' gates the
+allocation sites of matching functions. Figures: ` + strings.Join(result.FigureNames(), ", ") + `.
+
+-o FILE writes the comparison to FILE, its format from the extension:
+.html (one page with the differential flame graph of the allocations),
+.md, .json or .txt.
+
+Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
+		Example: `  # before and after a fix
+  heapscope compare heapscope-runs/svc-20260301T120000Z heapscope-runs/svc-20260301T121500Z
+
+  # three runs a side, a Markdown table for the pull request, and a gate
+  heapscope compare a1 a2 a3 -- b1 b2 b3 --format markdown --fail-on 'bytes_per_request>+5%'
+
+  # runs of profile --repeat 6, a one-file page with the differential flame graph
+  heapscope compare before-run after-run -o compare.html
+
+  # CI: fail when Process allocates more per request, or the GC pauses grow past 2 ms
+  heapscope compare base head --fail-on 'Process:bytes_per_request>+0%' --fail-on 'gc_pause_p99_seconds>0.002'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			before, after, err := splitSides(args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			return runCompare(e, before, after, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.format, "format", "text", "output on stdout: text, markdown or json")
+	fs.StringVarP(&o.out, "output", "o", "", "write the comparison to `FILE` instead: .html, .md, .json or .txt")
+	fs.StringArrayVar(&o.failOn, "fail-on", nil, "gate `[FUNCTION_REGEX:]FIGURE>THRESHOLD`, such as 'bytes_per_request>+5%'; < where lower is worse; repeatable")
+	fs.Float64Var(&o.alpha, "alpha", bench.DefaultAlpha, "significance level with repeated runs: a change counts when p ≤ alpha")
+	fs.IntVar(&o.sites, "sites", compare.DefaultSites, "allocation sites listed as grown and as shrunk")
+	return cmd
+}
+
+// splitSides cuts the arguments at "--", or takes two.
+func splitSides(args []string, dash int) ([]string, []string, error) {
+	switch {
+	case dash >= 0:
+		before, after := args[:dash], args[dash:]
+		if len(before) == 0 || len(after) == 0 {
+			return nil, nil, fmt.Errorf("compare takes runs on both sides of --, such as a1 a2 -- b1 b2 (got %d before and %d after)", len(before), len(after))
+		}
+		return before, after, nil
+	case len(args) != 2:
+		return nil, nil, fmt.Errorf("compare takes two run directories, or several on each side of -- (got %d arguments); see heapscope compare --help", len(args))
+	}
+	return args[:1], args[1:], nil
+}
+
+func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error {
+	format, err := report.ParseFormat(o.format)
+	if err != nil {
+		return err
+	}
+	ext := ""
+	if o.out != "" {
+		ext = strings.ToLower(filepath.Ext(o.out))
+		switch ext {
+		case ".html", ".md", ".json", ".txt":
+		default:
+			return fmt.Errorf("-o %s: the extension picks the format: .html, .md, .json or .txt", o.out)
+		}
+	}
+	if o.sites < 1 {
+		return fmt.Errorf("--sites %d: give a number ≥ 1", o.sites)
+	}
+	opts := compare.Options{Alpha: o.alpha, Sites: o.sites}
+	if !(o.alpha > 0 && o.alpha < 1) {
+		return fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
+	}
+	for _, expr := range o.failOn {
+		g, err := compare.ParseGate(expr)
+		if err != nil {
+			return fmt.Errorf("--fail-on: %w", err)
+		}
+		opts.Gates = append(opts.Gates, g)
+	}
+	before, err := readSide(e, beforeDirs)
+	if err != nil {
+		return err
+	}
+	after, err := readSide(e, afterDirs)
+	if err != nil {
+		return err
+	}
+	c, err := compare.Compare(before, after, opts)
+	if err != nil {
+		return err
+	}
+	switch ext {
+	case "":
+		err = writeComparison(e.stdout, c, format)
+	case ".html":
+		var widget *flame.HTMLWidget
+		views, ferr := compare.Flame(before, after, c.PerUnit)
+		if ferr != nil {
+			return ferr
+		}
+		if views != nil {
+			widget = &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}
+		}
+		err = writeAtomic(o.out, func(w io.Writer) error { return report.CompareHTML(w, c, widget) })
+	default:
+		f := map[string]report.Format{".md": report.FormatMarkdown, ".json": report.FormatJSON, ".txt": report.FormatText}[ext]
+		err = writeAtomic(o.out, func(w io.Writer) error { return writeComparison(w, c, f) })
+	}
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		fmt.Fprintf(e.stderr, "heapscope: wrote %s\n", o.out)
+	}
+	if c.Failed() {
+		var parts []string
+		for _, d := range c.Decisions {
+			if d.Outcome == bench.Fail {
+				parts = append(parts, d.Gate+": "+d.Reason)
+			}
+		}
+		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d of %d gates failed: %s", len(parts), len(c.Decisions), strings.Join(parts, "; "))}
+	}
+	return nil
+}
+
+func writeComparison(w io.Writer, c *compare.Comparison, f report.Format) error {
+	switch f {
+	case report.FormatJSON:
+		return report.CompareJSON(w, c)
+	case report.FormatMarkdown:
+		return report.CompareMarkdown(w, c)
+	}
+	return report.CompareText(w, c)
+}
+
+// readSide reads the run directories of one side; repeated runs give one
+// sample per window.
+func readSide(e *env, dirs []string) (compare.Side, error) {
+	side := compare.Side{Label: dirs[0]}
+	if len(dirs) > 1 {
+		side.Label = fmt.Sprintf("%s … %s", dirs[0], dirs[len(dirs)-1])
+	}
+	for _, dir := range dirs {
+		stored, warnings, err := run.ReadStored(dir)
+		if err != nil {
+			return compare.Side{}, err
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(e.stderr, "heapscope: warning: %s\n", w)
+		}
+		for _, s := range stored {
+			side.Samples = append(side.Samples, compare.Sample{Label: s.Dir, Run: s.Run, Allocs: s.Allocs})
+		}
+	}
+	return side, nil
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/escape"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
+)
+
+type diagnoseOptions struct {
+	format string
+	failOn string
+	config string
+	source string
+}
+
+func newDiagnoseCmd(e *env) *cobra.Command {
+	o := &diagnoseOptions{}
+	cmd := &cobra.Command{
+		Use:   "diagnose RUN_DIR | PROFILE...",
+		Short: "Name the lines that leak, allocate or contend, with evidence and a fix",
+		Long: `diagnose turns a run directory (written by heapscope profile) or a set of
+pprof files into findings: a problem at a function and file:line, the numbers
+behind it, a fix and a confidence. Every profile run already carries them;
+diagnose recomputes them, with other thresholds or the service's source.
+
+Bare profiles may be any mix of heap, allocs, goroutine, CPU, block and mutex
+profiles; heap and goroutine profiles are ordered by their own timestamps,
+and three or more of one process enable the leak checks. docs/findings.md
+lists every finding.
+
+--config FILE overrides thresholds (YAML, see docs/findings.md); --source DIR
+reads source lines from DIR when the profiles' paths are not readable as
+they are. --fail-on SEVERITY exits 1 when a finding of that severity or
+above is present.`,
+		Example: `  heapscope diagnose heapscope-runs/127.0.0.1_6060-20261122T101500Z
+  heapscope diagnose heap-1.pb.gz heap-2.pb.gz heap-3.pb.gz --format markdown
+  heapscope diagnose RUN_DIR --fail-on high --config thresholds.yml
+  heapscope diagnose RUN_DIR --source ~/src/myservice --format json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("diagnose takes RUN_DIR or one or more PROFILE files; see heapscope diagnose --help")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDiagnose(cmd.Context(), e, args, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above is present: low, medium or high")
+	fs.StringVar(&o.config, "config", "", "YAML file of thresholds overriding the defaults")
+	fs.StringVar(&o.source, "source", "", "directory of the service's source, to read the lines findings point at")
+	return cmd
+}
+
+// diagnoseOutput is diagnose's JSON output.
+type diagnoseOutput struct {
+	Findings []result.Finding `json:"findings"`
+	Notes    []string         `json:"notes,omitempty"`
+}
+
+func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions) error {
+	format, err := report.ParseFormat(o.format)
+	if err != nil {
+		return err
+	}
+	gate := diagnose.Severity(-1)
+	if o.failOn != "" {
+		if gate, err = diagnose.ParseSeverity(o.failOn); err != nil || gate == diagnose.Info {
+			return fmt.Errorf("--fail-on %q: choose low, medium or high", o.failOn)
+		}
+	}
+	var th *diagnose.Thresholds
+	if o.config != "" {
+		data, err := os.ReadFile(o.config)
+		if err != nil {
+			return fmt.Errorf("read --config: %w", err)
+		}
+		t, err := diagnose.ParseThresholds(data)
+		if err != nil {
+			return fmt.Errorf("--config %s: %w", o.config, err)
+		}
+		th = &t
+	}
+	if o.source != "" {
+		if st, err := os.Stat(o.source); err != nil || !st.IsDir() {
+			return fmt.Errorf("--source %s: not a directory", o.source)
+		}
+	}
+	var escapes diagnose.Escapes
+	if o.source != "" {
+		// Why each hot line allocates, from the compiler (its output is
+		// cached by the go command, so a second diagnose is quick).
+		rep, err := escape.Analyze(ctx, o.source)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "heapscope: warning: findings come without escape analysis: %v\n", err)
+		} else {
+			escapes = rep
+		}
+	}
+	var rep diagnose.Report
+	if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+		if len(args) > 1 {
+			return fmt.Errorf("diagnose takes one RUN_DIR, or profiles: %s is a directory", args[0])
+		}
+		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source, Escapes: escapes})
+		if err != nil {
+			return err
+		}
+	} else {
+		in, err := profilesInput(args)
+		if err != nil {
+			return err
+		}
+		in.Thresholds = th
+		in.Escapes = escapes
+		if o.source != "" {
+			in.Source = &run.SourceFiles{Dir: o.source}
+		} else {
+			in.Source = &run.SourceFiles{}
+		}
+		rep = diagnose.Run(in)
+	}
+
+	switch format {
+	case report.FormatJSON:
+		err = writeJSON(e.stdout, diagnoseOutput{Findings: rep.Findings, Notes: rep.Notes})
+	default:
+		err = report.Findings(e.stdout, rep.Findings, rep.Notes, format)
+	}
+	if err != nil {
+		return err
+	}
+	if gate >= 0 && diagnose.AtLeast(rep.Findings, gate) {
+		n := 0
+		for _, f := range rep.Findings {
+			if diagnose.SeverityOf(f) >= gate {
+				n++
+			}
+		}
+		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d finding(s) of severity %s or above", n, gate)}
+	}
+	return nil
+}
+
+// profilesInput reads bare profiles and sorts them by kind and by their
+// own timestamps.
+func profilesInput(paths []string) (diagnose.Input, error) {
+	var in diagnose.Input
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return in, fmt.Errorf("read profile: %w", err)
+		}
+		p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
+		if err != nil {
+			return in, fmt.Errorf("read profile %s: %w", path, err)
+		}
+		entry := diagnose.Profile{Name: path, Profile: p}
+		if p.TimeNanos > 0 {
+			entry.Time = time.Unix(0, p.TimeNanos)
+		}
+		types := pprofx.Types(p)
+		switch {
+		case slices.Contains(types, pprofx.InuseSpace):
+			app, _ := pprofx.WithoutProfiler(p)
+			entry.Profile = app
+			in.Heap = append(in.Heap, entry)
+		case slices.Contains(types, "goroutine"):
+			in.Goroutines = append(in.Goroutines, entry)
+		case slices.Contains(types, "cpu"):
+			if in.CPU != nil {
+				return in, fmt.Errorf("read profile %s: a second CPU profile; give one", path)
+			}
+			in.CPU = p
+		case slices.Contains(types, "delay"):
+			in.Contention = append(in.Contention, entry)
+		default:
+			return in, fmt.Errorf("read profile %s: sample types %s are not of a heap, allocs, goroutine, CPU, block or mutex profile", path, strings.Join(types, ", "))
+		}
+	}
+	byTime := func(a, b diagnose.Profile) int { return a.Time.Compare(b.Time) }
+	for _, list := range [][]diagnose.Profile{in.Heap, in.Goroutines} {
+		for _, p := range list {
+			if p.Time.IsZero() && len(list) > 1 {
+				return in, fmt.Errorf("read profile %s: it carries no timestamp, so it cannot be ordered in a series", p.Name)
+			}
+		}
+		slices.SortStableFunc(list, byTime)
+	}
+	return in, nil
+}

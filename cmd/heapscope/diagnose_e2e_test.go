@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// findingAt returns the first finding with the id at file:line (base name).
+func findingAt(fs []result.Finding, id, file string, line int64) *result.Finding {
+	for i, f := range fs {
+		if f.ID == id && filepath.Base(f.File) == file && f.Line == line {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+func describe(fs []result.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("\n  " + f.Severity + " " + f.ID + " " + f.Title)
+	}
+	return b.String()
+}
+
+// TestDiagnose_BundledServices checks the findings of profile runs
+// against the bundled services' known faults: the leaky cache's append
+// and conversion, the naive KV's JSON maps and mutex; and silence above
+// low about their fixed twins. One short run per service serves every
+// assertion about it.
+func TestDiagnose_BundledServices(t *testing.T) {
+	src := filepath.Join("..", "..", "examples", "leakycache", "leakycache.go")
+	conversion := sourceLine(t, src, "b := []byte(id)")
+	cacheAppend := sourceLine(t, src, "w.cache[id] = append(w.cache[id], b...)")
+
+	leaky, leakyDir := demoRun(t, "leaky", "--duration", "4s", "--snapshots", "5")
+	if f := findingAt(leaky.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend); f == nil || f.Severity != "high" {
+		t.Errorf("leaky: want a high leak.inuse-growth at leakycache.go:%d; findings:%s\nnotes: %v\nheap: %+v", cacheAppend, describe(leaky.Findings), leaky.DiagnosisNotes, leaky.HeapGrowth)
+	}
+	if f := findingAt(leaky.Findings, "alloc.hot-spot", "leakycache.go", conversion); f == nil {
+		t.Errorf("leaky: want an alloc.hot-spot at the conversion, leakycache.go:%d; findings:%s", conversion, describe(leaky.Findings))
+	}
+
+	// The same run directory, diagnosed again by the command, gates.
+	got := heapscope(t, "diagnose", leakyDir, "--fail-on", "high", "--format", "json")
+	if got.code != exitGateFailed || !strings.Contains(got.stderr, "severity high or above") {
+		t.Errorf("diagnose --fail-on high of the leaky run: exit %d, stderr %q; want 1", got.code, got.stderr)
+	}
+	var out diagnoseOutput
+	if err := json.Unmarshal([]byte(got.stdout), &out); err != nil || findingAt(out.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend) == nil {
+		t.Errorf("diagnose of the run directory lost the leak finding (%v):%s", err, describe(out.Findings))
+	}
+
+	optimized, optimizedDir := demoRun(t, "optimized", "--duration", "3s")
+	if diagnose.AtLeast(optimized.Findings, diagnose.Medium) {
+		t.Errorf("optimized: findings of medium or above:%s", describe(optimized.Findings))
+	}
+	if got := heapscope(t, "diagnose", optimizedDir, "--fail-on", "medium"); got.code != exitOK {
+		t.Errorf("diagnose --fail-on medium of the optimized run: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+	}
+
+	naive, _ := demoRun(t, "kv-naive", "--duration", "3s", "--profiles", "mutex", "--connections", "8")
+	handler := filepath.Join("..", "..", "examples", "naivekv", "handler.go")
+	encodeLine := sourceLine(t, handler, "_ = json.NewEncoder(w).Encode(v)")
+	mapLine := sourceLine(t, handler, `writeJSON(w, http.StatusOK, map[string]any{"key": key, "value": value})`)
+	if findingAt(naive.Findings, "pattern.json-per-call", "handler.go", encodeLine) == nil &&
+		findingAt(naive.Findings, "pattern.json-per-call", "handler.go", mapLine) == nil {
+		t.Errorf("kv-naive: want pattern.json-per-call at handler.go:%d or :%d; findings:%s", encodeLine, mapLine, describe(naive.Findings))
+	}
+	var contention bool
+	for _, f := range naive.Findings {
+		contention = contention || f.ID == "contention.lock" && strings.Contains(f.Function, "naivekv.")
+	}
+	if !contention {
+		t.Errorf("kv-naive: want a contention.lock finding in naivekv; findings:%s\nnotes: %v", describe(naive.Findings), naive.DiagnosisNotes)
+	}
+
+	tuned, _ := demoRun(t, "kv-tuned", "--duration", "3s", "--profiles", "mutex", "--connections", "8")
+	if diagnose.AtLeast(tuned.Findings, diagnose.Medium) {
+		t.Errorf("kv-tuned: findings of medium or above:%s", describe(tuned.Findings))
+	}
+}

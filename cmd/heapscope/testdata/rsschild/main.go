@@ -1,0 +1,45 @@
+//go:build linux
+
+// Command rsschild is the process the rss tests read: it maps anonymous
+// memory and touches part of it on request, so that the test knows how
+// much RSS should rise and how much mapped memory should not count.
+//
+// It prints "ready" on stdout when idle, and reads lines from stdin:
+//
+//	map SIZE_MIB TOUCH_MIB
+//
+// maps SIZE_MIB of private anonymous memory, writes one byte in every page
+// of its first TOUCH_MIB, and prints "ready" again. It exits at the end of
+// stdin.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+func main() {
+	var keep [][]byte
+	fmt.Println("ready")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		var size, touch int
+		if _, err := fmt.Sscanf(sc.Text(), "map %d %d", &size, &touch); err != nil {
+			fmt.Fprintln(os.Stderr, "rsschild:", err)
+			os.Exit(2)
+		}
+		b, err := syscall.Mmap(-1, 0, size<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rsschild: mmap:", err)
+			os.Exit(1)
+		}
+		for i := 0; i < touch<<20; i += os.Getpagesize() {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+		fmt.Println("ready")
+	}
+	_ = keep
+}

@@ -1,0 +1,103 @@
+package compare_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/compare"
+)
+
+func mustGate(t testing.TB, expr string) bench.Gate {
+	t.Helper()
+	g, err := compare.ParseGate(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestParseGate(t *testing.T) {
+	tests := []struct {
+		expr string
+		want string // error substring, "" for none
+	}{
+		{"bytes_per_request>+5%", ""},
+		{"gc_pause_p99_seconds>0.002", ""},
+		{"throughput_per_second<-10%", ""},
+		{"Process:bytes_per_request>+0%", ""},
+		{"Process:objects_per_request>1", ""},
+		{"B/op>+5%", `"B/op" is not a headline figure; choose one of heap_inuse_bytes,`},
+		{"Process:heap_inuse_bytes>+5%", "gates bytes_per_request or objects_per_request, not heap_inuse_bytes"},
+		{"bytes_per_request", "no > or < between the unit and the threshold; want [FUNCTION_REGEX:]FIGURE>THRESHOLD"},
+		{"bytes_per_request>=5%", "a single > or < compares"},
+		{"(:bytes_per_request>5%", "is not a regular expression"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			_, err := compare.ParseGate(tt.expr)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompare_gateDecisions(t *testing.T) {
+	// bytes_per_request falls 38 % (500 → 310 in Process, 240 elsewhere).
+	tests := []struct {
+		name   string
+		gate   string
+		runs   int
+		want   bench.Outcome
+		saying string
+	}{
+		{"single runs, regression beyond threshold fails", "bytes_per_request<-5%", 1, bench.Fail, "one run per side"},
+		{"single runs, within threshold passes", "bytes_per_request>+5%", 1, bench.Pass, "is within +5%"},
+		{"repeated runs, significant and beyond fails", "bytes_per_request<-5%", 6, bench.Fail, "significant (p=0.002 n=6+6)"},
+		{"repeated runs, beyond but too few runs warns", "bytes_per_request<-5%", 3, bench.Warn, "not significant"},
+		{"repeated runs, significant but within passes", "bytes_per_request<-50%", 6, bench.Pass, "is within -50%"},
+		{"noise beyond a tight threshold is not significant", "heap_inuse_bytes>+0.1%", 6, bench.Pass, ""},
+		{"site gate: Process shrank", "Process:bytes_per_request<-30%", 6, bench.Fail, "bytes_per_request of Process"},
+		{"site gate: logger unchanged", "logRequest:bytes_per_request>+10%", 6, bench.Pass, ""},
+		{"absolute threshold", "bytes_per_request<-100", 1, bench.Fail, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := compare.Compare(sideOf("before", tt.runs, 500, 64<<20, 1), sideOf("after", tt.runs, 310, 64<<20, 2),
+				compare.Options{Gates: []bench.Gate{mustGate(t, tt.gate)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Decisions) != 1 {
+				t.Fatalf("decisions %+v", c.Decisions)
+			}
+			d := c.Decisions[0]
+			if tt.name == "noise beyond a tight threshold is not significant" {
+				// Noise may fall either side of the threshold: it must
+				// never fail.
+				if d.Outcome == bench.Fail {
+					t.Errorf("decision %+v", d)
+				}
+				return
+			}
+			if d.Outcome != tt.want || !strings.Contains(d.Reason, tt.saying) {
+				t.Errorf("outcome %s (%s), want %s saying %q", d.Outcome, d.Reason, tt.want, tt.saying)
+			}
+			if c.Failed() != (tt.want == bench.Fail) {
+				t.Errorf("Failed() = %v", c.Failed())
+			}
+		})
+	}
+}
+
+func TestCompare_siteGateMatchesNothing(t *testing.T) {
+	_, err := compare.Compare(sideOf("before", 1, 500, 1, 1), sideOf("after", 1, 310, 1, 2),
+		compare.Options{Gates: []bench.Gate{mustGate(t, "NoSuchFunc:bytes_per_request>+5%")}})
+	if err == nil || !strings.Contains(err.Error(), `"NoSuchFunc" matches no function`) {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -1,0 +1,486 @@
+package diagnose
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+)
+
+// series of one site or stack across snapshots.
+type series struct {
+	at    site
+	stack string // the stack's frames, for stack series
+	ys    []float64
+}
+
+// heapSeries is check 1: inuse_space per site and per stack that grows
+// steadily across the heap snapshots.
+func (d *diagnosis) heapSeries() {
+	heap := d.in.Heap
+	th := d.th.Leak
+	switch {
+	case len(heap) == 0:
+		return
+	case !d.oneProcess:
+		return // checkOneProcess said why
+	case len(heap) < th.MinSnapshots:
+		d.note("leak check: %d heap snapshot(s), it needs at least %d of one process (give --snapshots %d or more)", len(heap), th.MinSnapshots, th.MinSnapshots)
+		return
+	}
+	xs := make([]float64, len(heap))
+	for i, h := range heap {
+		xs[i] = h.Time.Sub(heap[0].Time).Minutes()
+	}
+	if xs[len(xs)-1] <= 0 {
+		d.note("leak check: the heap snapshots carry no times, so no rate can be measured")
+		return
+	}
+	sites := map[site]*series{}
+	stacks := map[string]*series{}
+	var period int64
+	for i, h := range heap {
+		vi := index(h.Profile, pprofx.InuseSpace)
+		if vi < 0 {
+			d.note("leak check: %s is not a heap profile (no inuse_space)", h.Name)
+			return
+		}
+		period = max(period, h.Profile.Period)
+		for _, s := range h.Profile.Sample {
+			v := s.Value[vi]
+			if v == 0 {
+				continue
+			}
+			fs := frames(s)
+			if len(fs) == 0 || fromProfiler(fs) {
+				continue
+			}
+			at := fs[0].site()
+			for _, f := range fs {
+				// Heap profiles hide the allocator's frames; when
+				// some remain, the site is their caller.
+				if !isRuntime(f.function) {
+					at = f.site()
+					break
+				}
+			}
+			key := stackKey(fs)
+			point(sites, at, at, "", i, len(heap), v)
+			point(stacks, key, at, key, i, len(heap), v)
+		}
+	}
+	minGrowth := max(th.MinGrowthBytes, 2*float64(period))
+
+	type leak struct {
+		s   *series
+		t   trend
+		top *series // the stack that grows most at the site
+		tt  trend
+		app bool // some growing stack at the site runs through the service's code
+	}
+	var leaks []leak
+	verdicts := map[verdict]int{}
+	for _, s := range sites {
+		t := fitTrend(xs, s.ys)
+		v := th.classify(t, minGrowth)
+		verdicts[v]++
+		if v == steady {
+			leaks = append(leaks, leak{s: s, t: t})
+		}
+	}
+	for i := range leaks {
+		for _, st := range stacks {
+			if st.at != leaks[i].s.at {
+				continue
+			}
+			if t := fitTrend(xs, st.ys); leaks[i].top == nil || t.slope > leaks[i].tt.slope {
+				leaks[i].top, leaks[i].tt = st, t
+			}
+			if t := fitTrend(xs, st.ys); t.slope > 0 && d.stackHasApp(st.stack) {
+				leaks[i].app = true
+			}
+		}
+	}
+	slices.SortFunc(leaks, func(a, b leak) int {
+		if c := cmp.Compare(b.t.slope, a.t.slope); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.s.at.where(), b.s.at.where())
+	})
+	if len(leaks) == 0 {
+		d.note("leak check: no site's inuse_space grows steadily across %d snapshots over %.1fs (growth below %s or not steady: %d warm-up, %d sawtooth, %d noise)",
+			len(heap), xs[len(xs)-1]*60, fmtBytes(minGrowth), verdicts[warmUp], verdicts[sawtooth], verdicts[noise])
+		return
+	}
+	headroom, limitName := d.headroom()
+	for i, l := range leaks {
+		if i == th.MaxSites {
+			d.note("leak check: %d more growing site(s) left out", len(leaks)-i)
+			break
+		}
+		ev := map[string]float64{
+			"slope_bytes_per_minute": l.t.slope,
+			"r2":                     l.t.r2,
+			"growth_bytes":           l.t.growth,
+			"first_bytes":            l.s.ys[0],
+			"last_bytes":             l.s.ys[len(l.s.ys)-1],
+			"snapshots":              float64(len(heap)),
+			"window_seconds":         xs[len(xs)-1] * 60,
+			"rising_steps_share":     l.t.rising,
+		}
+		if l.top != nil && l.t.slope > 0 {
+			ev["stack_slope_bytes_per_minute"] = l.tt.slope
+			ev["stack_share_of_growth"] = min(l.tt.slope/l.t.slope, 1)
+		}
+		sev := th.SlopeBytesPerMinute.of(l.t.slope)
+		extra := ""
+		if headroom > 0 {
+			hours := headroom / l.t.slope / 60
+			ev["hours_to_limit"] = hours
+			ev["limit_headroom_bytes"] = headroom
+			extra = fmt.Sprintf("; at this pace it uses the %s of headroom to the %s in %s", fmtBytes(headroom), limitName, fmtHours(hours))
+			switch {
+			case hours <= th.HighWithinHours:
+				sev = High
+			case hours <= th.MediumWithinHours:
+				sev = max(sev, Medium)
+			}
+		}
+		title := fmt.Sprintf("inuse_space grows %s/min at %s (R² %.2f over %d snapshots)%s", fmtBytes(l.t.slope), l.s.at.where(), l.t.r2, len(heap), extra)
+		if !l.app {
+			// No frame of the service's own code: connection buffers
+			// and the like, which grow with the load's connections
+			// while a short window warms up.
+			sev = min(sev, Low)
+			title += "; no frame of the service's code grows there: often per-connection state that follows the load"
+		}
+		fix := "memory allocated here stays reachable and keeps growing: find what holds it (a map, a slice or a cache that is only ever added to) and bound it — evict (LRU, TTL), cap its size, or delete entries when done"
+		if l.top != nil && strings.Contains(l.top.stack, "\n") {
+			fix += "; the growing stack is " + stackSummary(l.top.stack)
+		}
+		d.add(newFinding("leak.inuse-growth", sev, l.s.at, title, ev, fix, l.t.confidence()))
+		d.unboundedMap(l.s.at, l.t, sev)
+	}
+}
+
+// point adds v to the i-th point of the series at key, creating it with
+// n points.
+func point[K comparable](m map[K]*series, key K, at site, stack string, i, n int, v int64) {
+	s := m[key]
+	if s == nil {
+		s = &series{at: at, stack: stack, ys: make([]float64, n)}
+		m[key] = s
+	}
+	s.ys[i] += float64(v)
+}
+
+// stackHasApp reports whether a stack key holds a frame of the service's
+// own code.
+func (d *diagnosis) stackHasApp(key string) bool {
+	for _, line := range strings.Split(key, "\n") {
+		fn, _, _ := strings.Cut(line, " ")
+		if d.app.is(fn) {
+			return true
+		}
+	}
+	return false
+}
+
+// stackKey identifies a stack by its frames, one per line, innermost
+// first.
+func stackKey(fs []frame) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(f.function)
+		b.WriteByte(' ')
+		b.WriteString(shortFile(f.file))
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatInt(f.line, 10))
+	}
+	return b.String()
+}
+
+// stackSummary shows the innermost frames of a stack key on one line.
+func stackSummary(key string) string {
+	lines := strings.Split(key, "\n")
+	if len(lines) > 4 {
+		lines = append(lines[:4], "…")
+	}
+	for i, l := range lines {
+		if fn, loc, ok := strings.Cut(l, " "); ok {
+			lines[i] = shortFunction(fn) + " " + loc
+		}
+	}
+	return strings.Join(lines, " ← ")
+}
+
+// fromProfiler reports whether a stack is the pprof handlers' own work
+// (answering heapscope), which is not the service's.
+func fromProfiler(fs []frame) bool {
+	for _, f := range fs {
+		if pprofx.IsProfilerFunction(f.function) {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtHours(h float64) string {
+	switch {
+	case h < 1:
+		return fmt.Sprintf("%.0f minutes", h*60)
+	case h < 48:
+		return fmt.Sprintf("%.1f hours", h)
+	default:
+		return fmt.Sprintf("%.1f days", h/24)
+	}
+}
+
+// headroom returns how much memory the process may still take before a
+// known limit, and the limit's name: the cgroup's limit when it has one,
+// else GOMEMLIMIT (a soft limit: the GC runs harder, then more often,
+// near it). 0 when no limit is known.
+func (d *diagnosis) headroom() (float64, string) {
+	r := d.in.Run
+	if r == nil {
+		return 0, ""
+	}
+	if cg := r.RSS.Cgroup; cg != nil && !cg.Unlimited && cg.LimitBytes > 0 {
+		used := cg.UsageBytes
+		if used == 0 {
+			used = r.RSS.RSSBytes
+		}
+		if used < cg.LimitBytes {
+			return float64(cg.LimitBytes - used), "cgroup's " + fmtBytes(float64(cg.LimitBytes)) + " limit"
+		}
+	}
+	if lim, ok := parseMemLimit(r.Target.Env["GOMEMLIMIT"]); ok {
+		used := float64(r.MemStats.SysBytes - r.MemStats.HeapReleasedBytes)
+		if float64(lim) > used {
+			return float64(lim) - used, "GOMEMLIMIT of " + fmtBytes(float64(lim))
+		}
+	}
+	return 0, ""
+}
+
+var memLimitRE = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB|GiB|TiB)?$`)
+
+// parseMemLimit reads GOMEMLIMIT's syntax: bytes with an optional IEC
+// unit; "off" and garbage are no limit.
+func parseMemLimit(s string) (uint64, bool) {
+	m := memLimitRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	shift := map[string]uint{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[m[2]]
+	if n > math.MaxUint64>>shift {
+		return 0, false
+	}
+	return n << shift, n > 0
+}
+
+// goroutineSeries is check 2: goroutines per stack that grow steadily
+// across goroutine profiles.
+func (d *diagnosis) goroutineSeries() {
+	gs := d.in.Goroutines
+	th := d.th.Goroutines
+	switch {
+	case len(gs) == 0:
+		return
+	case len(gs) < th.MinSnapshots:
+		d.note("goroutine leak check: %d goroutine profile(s), it needs at least %d of one process", len(gs), th.MinSnapshots)
+		return
+	}
+	xs := make([]float64, len(gs))
+	for i := 1; i < len(gs); i++ {
+		if !gs[i].Time.After(gs[i-1].Time) {
+			d.note("goroutine leak check: goroutine profiles %s and %s are not in time order (or carry no time): not a series of one process", gs[i-1].Name, gs[i].Name)
+			return
+		}
+		xs[i] = gs[i].Time.Sub(gs[0].Time).Minutes()
+	}
+	stacks := map[string]*series{}
+	totals := make([]float64, len(gs))
+	for i, g := range gs {
+		vi := index(g.Profile, "goroutine")
+		if vi < 0 {
+			d.note("goroutine leak check: %s is not a goroutine profile", g.Name)
+			return
+		}
+		for _, s := range g.Profile.Sample {
+			fs := frames(s)
+			if len(fs) == 0 {
+				continue
+			}
+			totals[i] += float64(s.Value[vi])
+			key := stackKey(fs)
+			point(stacks, key, d.goroutineSite(fs), key, i, len(gs), s.Value[vi])
+		}
+	}
+	type leak struct {
+		s *series
+		t trend
+	}
+	var leaks []leak
+	for _, s := range stacks {
+		t := fitTrend(xs, s.ys)
+		if th.classify(t, th.MinGrowth) == steady {
+			leaks = append(leaks, leak{s, t})
+		}
+	}
+	if len(leaks) == 0 {
+		d.note("goroutine leak check: no stack's goroutines grow steadily across %d profiles (%s → %s goroutines)", len(gs), fmtCount(totals[0]), fmtCount(totals[len(totals)-1]))
+		return
+	}
+	slices.SortFunc(leaks, func(a, b leak) int {
+		if c := cmp.Compare(b.t.slope, a.t.slope); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.s.stack, b.s.stack)
+	})
+	tt := fitTrend(xs, totals)
+	for i, l := range leaks {
+		if i == th.MaxStacks {
+			d.note("goroutine leak check: %d more growing stack(s) left out", len(leaks)-i)
+			break
+		}
+		blocked := blockedIn(l.s.stack)
+		ev := map[string]float64{
+			"goroutines_per_minute": l.t.slope,
+			"r2":                    l.t.r2,
+			"first_goroutines":      l.s.ys[0],
+			"last_goroutines":       l.s.ys[len(l.s.ys)-1],
+			"total_first":           totals[0],
+			"total_last":            totals[len(totals)-1],
+			"total_per_minute":      tt.slope,
+			"profiles":              float64(len(gs)),
+		}
+		title := fmt.Sprintf("goroutines %s at %s grow %.1f/min (%s → %s, R² %.2f)", blocked, l.s.at.where(), l.t.slope, fmtCount(l.s.ys[0]), fmtCount(l.s.ys[len(l.s.ys)-1]), l.t.r2)
+		fix := "each of these goroutines waits forever: give the wait a way out — a context with a deadline or cancellation checked in a select, a channel that is closed when the work ends, a buffered channel so the sender does not block when nobody receives; the stack is " + stackSummary(l.s.stack)
+		d.add(newFinding("leak.goroutine-growth", th.PerMinute.of(l.t.slope), l.s.at, title, ev, fix, l.t.confidence()))
+	}
+}
+
+// goroutineSite is where a goroutine waits in the service's own code: the
+// innermost frame outside the runtime and the standard library, else the
+// innermost outside the runtime.
+func (d *diagnosis) goroutineSite(fs []frame) site {
+	if f, ok := d.app.firstApp(fs); ok {
+		return f.site()
+	}
+	for _, f := range fs {
+		if !isRuntime(f.function) {
+			return f.site()
+		}
+	}
+	return fs[0].site()
+}
+
+// blockedIn says what a goroutine stack waits on, from its innermost
+// frames.
+func blockedIn(stack string) string {
+	waits := []struct{ fn, what string }{
+		{"runtime.chanrecv", "blocked receiving from a channel"},
+		{"runtime.chansend", "blocked sending on a channel"},
+		{"runtime.selectgo", "blocked in a select"},
+		{"runtime.block", "blocked forever (select {})"},
+		{"sync.(*Mutex).Lock", "waiting for a mutex"},
+		{"sync.(*RWMutex)", "waiting for a read-write mutex"},
+		{"sync.(*WaitGroup).Wait", "waiting on a WaitGroup"},
+		{"sync.(*Cond).Wait", "waiting on a sync.Cond"},
+		{"internal/poll.runtime_pollWait", "waiting on network or file I/O"},
+		{"time.Sleep", "sleeping"},
+		{"runtime.semacquire", "waiting on a semaphore"},
+	}
+	for _, line := range strings.Split(stack, "\n") {
+		fn, _, _ := strings.Cut(line, " ")
+		for _, w := range waits {
+			if strings.HasPrefix(fn, w.fn) {
+				return w.what
+			}
+		}
+		if !isRuntime(fn) {
+			break
+		}
+	}
+	return "running or runnable"
+}
+
+// unboundedMap adds pattern.unbounded-map when a growing site's line is a
+// map insert: from the source line, or a runtime.mapassign frame under it
+// in the CPU profile.
+func (d *diagnosis) unboundedMap(at site, t trend, sev Severity) {
+	src, haveSrc := d.sourceLine(at)
+	insert := haveSrc && mapInsertRE.MatchString(src)
+	cpu := d.cpuUnder(at, "runtime.mapassign")
+	if !insert && cpu == 0 {
+		return
+	}
+	ev := map[string]float64{"slope_bytes_per_minute": t.slope, "r2": t.r2}
+	how := "a runtime.mapassign frame under it in the CPU profile"
+	conf := 0.6 * t.confidence()
+	if insert {
+		how = "the line inserts into a map: " + strings.TrimSpace(src)
+		conf = t.confidence()
+	}
+	if cpu > 0 {
+		ev["mapassign_cpu_seconds"] = cpu
+	}
+	title := fmt.Sprintf("a map that only grows at %s: %s", at.where(), how)
+	fix := "bound the map: evict least-recently-used entries (container/list + map for O(1) LRU), expire entries by age, cap the number of keys, or delete keys when their work ends; a map never shrinks its buckets, so rebuild it after a large purge"
+	d.add(newFinding("pattern.unbounded-map", sev, at, title, ev, fix, conf))
+}
+
+// mapInsertRE matches an assignment to an indexed expression: m[k] = v,
+// m[k] = append(m[k], …), m[k]++ (a slice element assignment too, which
+// the growth of the site tells apart).
+var mapInsertRE = regexp.MustCompile(`[\w\.\)]\[[^\]]+\]\s*(=[^=]|\+\+|\+=)`)
+
+// cpuUnder returns the CPU seconds of samples where fn (a function name
+// prefix) is called directly, through runtime frames only, from the line
+// at.
+func (d *diagnosis) cpuUnder(at site, fn string) float64 {
+	p := d.in.CPU
+	vi := index(p, "cpu")
+	if vi < 0 {
+		return 0
+	}
+	var ns int64
+	for _, s := range p.Sample {
+		if callerOf(frames(s), fn) == at {
+			ns += s.Value[vi]
+		}
+	}
+	return float64(ns) / 1e9
+}
+
+// callerOf returns the first frame outside the runtime above a frame
+// whose function starts with fn, or the zero site when fn is not in the
+// stack's runtime prefix.
+func callerOf(fs []frame, fn string) site {
+	found := false
+	for _, f := range fs {
+		switch {
+		case strings.HasPrefix(f.function, fn):
+			found = true
+		case isRuntime(f.function):
+		case found:
+			return f.site()
+		default:
+			return site{}
+		}
+	}
+	return site{}
+}

@@ -1,0 +1,158 @@
+package diagnose
+
+import (
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// Input is everything the checks look at. Every field is optional: a check
+// whose inputs are missing says so in a note and finds nothing.
+type Input struct {
+	// Run is the run's summary: window, MemStats figures, load, RSS,
+	// the target's Go version, modules and environment. Diagnosing bare
+	// profiles leaves it nil.
+	Run *result.Run
+	// Heap holds heap profiles of one process, oldest first; three or
+	// more enable the leak check.
+	Heap []Profile
+	// Allocs is the window's allocation profile (alloc_* of the last heap
+	// snapshot minus the first). When nil, it is derived from the first
+	// and last of Heap.
+	Allocs *profile.Profile
+	// CPU is a CPU profile over the window.
+	CPU *profile.Profile
+	// Goroutines holds goroutine profiles of one process, oldest first.
+	Goroutines []Profile
+	// Contention holds block and mutex profiles.
+	Contention []Profile
+	// MemStats is the runtime's accounting at the window's end, when
+	// known: the RSS check uses its classes.
+	MemStats *gcstats.MemStats
+	// Source reads source lines, when the service's source is readable.
+	Source SourceReader
+	// Escapes gives the compiler's escape-analysis explanations of a
+	// line, when the service's source was built with -gcflags=-m=2.
+	Escapes Escapes
+	// Thresholds, when nil, are DefaultThresholds().
+	Thresholds *Thresholds
+}
+
+// Profile is one parsed profile with its name (a file or a profile kind,
+// for messages) and when it was taken.
+type Profile struct {
+	Name    string
+	Time    time.Time
+	Profile *profile.Profile
+}
+
+// SourceReader returns one line of a source file as named in a profile,
+// and whether it could be read.
+type SourceReader interface {
+	Line(file string, line int64) (string, bool)
+}
+
+// Escapes is the compiler's escape analysis of the service: the
+// explanations for one source line.
+type Escapes interface {
+	At(file string, line int) []string
+}
+
+// Report is what Run found.
+type Report struct {
+	// Findings, most severe first.
+	Findings []result.Finding
+	// Notes say what could not be checked and why, and doubts about the
+	// input (snapshots that cannot come from one process).
+	Notes []string
+}
+
+// frame is one source line of a stack.
+type frame struct {
+	function, file string
+	line           int64
+}
+
+// site is where a finding points.
+type site struct {
+	function, file string
+	line           int64
+}
+
+func (f frame) site() site { return site{f.function, f.file, f.line} }
+
+// frames returns the source lines of a sample's stack, innermost first,
+// inlined calls expanded.
+func frames(s *profile.Sample) []frame {
+	out := make([]frame, 0, len(s.Location)+2)
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			f := frame{line: ln.Line}
+			if ln.Function != nil {
+				f.function, f.file = ln.Function.Name, ln.Function.Filename
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// packageOf returns the import path of a function's package:
+// "github.com/a/b.(*T).M" gives "github.com/a/b".
+func packageOf(function string) string {
+	slash := strings.LastIndexByte(function, '/')
+	dot := strings.IndexByte(function[slash+1:], '.')
+	if dot < 0 {
+		return function
+	}
+	return function[:slash+1+dot]
+}
+
+// isStd reports whether a function belongs to the standard library (or
+// the runtime): its import path has no dot in its first element. Package
+// main is the service's own.
+func isStd(function string) bool {
+	pkg := packageOf(function)
+	if pkg == "main" || function == "" {
+		return false
+	}
+	first, _, _ := strings.Cut(pkg, "/")
+	return !strings.Contains(first, ".")
+}
+
+// isRuntime reports whether a function is part of the runtime's machinery
+// (allocation, scheduling, locks) rather than a caller's code.
+func isRuntime(function string) bool {
+	pkg := packageOf(function)
+	return pkg == "runtime" || strings.HasPrefix(pkg, "runtime/internal") || strings.HasPrefix(pkg, "internal/runtime") ||
+		pkg == "sync" || pkg == "internal/sync" || pkg == "sync/atomic"
+}
+
+// appCode says which frames are the service's own code: those of its main
+// module when it is known, else those outside the standard library.
+type appCode struct{ mainModule string }
+
+func (a appCode) is(function string) bool {
+	if function == "" {
+		return false
+	}
+	if a.mainModule != "" && a.mainModule != "command-line-arguments" {
+		pkg := packageOf(function)
+		return pkg == a.mainModule || strings.HasPrefix(pkg, a.mainModule+"/") || pkg == "main"
+	}
+	return !isStd(function)
+}
+
+// firstApp returns the innermost frame of the service's own code.
+func (a appCode) firstApp(fs []frame) (frame, bool) {
+	for _, f := range fs {
+		if a.is(f.function) {
+			return f, true
+		}
+	}
+	return frame{}, false
+}

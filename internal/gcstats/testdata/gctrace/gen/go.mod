@@ -1,0 +1,3 @@
+module example.com/gctracegen
+
+go 1.19

@@ -1,0 +1,437 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+
+	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// compareSites is how many sites each list of a rendered comparison shows.
+const compareSites = 10
+
+// highlights is how many sentences the comparison opens with.
+const highlights = 3
+
+// CompareJSON writes the comparison as JSON.
+func CompareJSON(w io.Writer, c *compare.Comparison) error { return writeJSON(w, c) }
+
+// CompareText writes the comparison for a terminal: what differs besides
+// the code, the before/after table of headline figures, the sites that
+// grew and shrank most, findings that appeared or disappeared, and the
+// gates.
+func CompareText(w io.Writer, c *compare.Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "before: %s\nafter:  %s\n", sideLine(c.Before), sideLine(c.After))
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n.Text)
+	}
+	if s := highlightLines(c, "`", "`"); len(s) > 0 {
+		b.WriteString("\n")
+		for _, l := range s {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString("\n")
+	tw := compareTable(2, 5)
+	header := table.Row{"", "before", "after", "delta", ""}
+	if c.Tested {
+		header = append(header, "")
+	}
+	tw.AppendHeader(header)
+	for _, f := range c.Figures {
+		if f.Before == nil && f.After == nil {
+			continue
+		}
+		row := table.Row{f.Label, statValue(f.Before, f.Unit), statValue(f.After, f.Unit), figureDelta(f), relative(f.Relative)}
+		if c.Tested {
+			row = append(row, testText(f.Test))
+		}
+		tw.AppendRow(row)
+	}
+	b.WriteString(trimRight(tw.Render()))
+	if c.Tested {
+		fmt.Fprintf(&b, "* significant at alpha %v (Mann-Whitney U test); ~ within noise\n", c.Alpha)
+	}
+	for _, list := range []struct {
+		title string
+		sites []compare.SiteChange
+	}{{"grew most", c.Grew}, {"shrank most", c.Shrank}} {
+		if len(list.sites) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nAllocation sites that %s (bytes per %s):\n", list.title, c.PerUnit)
+		tw := compareTable(1, 4)
+		header := table.Row{"before", "after", "delta", "", "function", "location"}
+		if c.Tested {
+			header = append(header, "")
+		}
+		tw.AppendHeader(header)
+		for i, s := range list.sites {
+			if i == compareSites {
+				break
+			}
+			row := table.Row{Bytes(s.BytesBefore.Median), Bytes(s.BytesAfter.Median), signedBytes(s.BytesDelta), relative(s.BytesRelative),
+				ShortFunction(s.Function), Location(s.File, s.Line)}
+			if c.Tested {
+				row = append(row, testText(s.Test))
+			}
+			tw.AppendRow(row)
+		}
+		b.WriteString(indent(tw.Render(), "  "))
+	}
+	writeFindingChanges(&b, "Findings that appeared", c.Appeared, "  ")
+	writeFindingChanges(&b, "Findings that disappeared", c.Disappeared, "  ")
+	if len(c.Decisions) > 0 {
+		b.WriteString("\nGates:\n")
+		for _, d := range c.Decisions {
+			fmt.Fprintf(&b, "  %s  %s: %s\n", outcomeWord(d.Outcome), d.Gate, d.Reason)
+		}
+		b.WriteString(gateVerdict(c) + "\n")
+	}
+	for _, wmsg := range c.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wmsg)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// CompareMarkdown writes the comparison as Markdown, ready to paste into a
+// pull request.
+func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Memory: %s → %s\n\n", mdCode(c.Before.Label), mdCode(c.After.Label))
+	fmt.Fprintf(&b, "%s before, %s after.", runsText(c.Before), runsText(c.After))
+	if c.Tested {
+		fmt.Fprintf(&b, " Changes in **bold** are significant at alpha %v (Mann-Whitney U test).", c.Alpha)
+	} else {
+		b.WriteString(" One run per side: no change is tested for significance (compare several runs a side, or runs of `profile --repeat N`, for that).")
+	}
+	b.WriteString("\n")
+	if len(c.Decisions) > 0 {
+		fmt.Fprintf(&b, "\n**%s**\n", gateVerdict(c))
+	}
+	if len(c.Notes) > 0 {
+		b.WriteString("\n> [!NOTE]\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "> - %s\n", mdText(n.Text))
+		}
+	}
+	if s := highlightLines(c, "`", "`"); len(s) > 0 {
+		b.WriteString("\n")
+		for _, l := range s {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	b.WriteString("\n| | before | after | delta | |\n|:--|--:|--:|--:|--:|\n")
+	for _, f := range c.Figures {
+		if f.Before == nil && f.After == nil {
+			continue
+		}
+		delta, rel := figureDelta(f), relative(f.Relative)
+		if f.Significant() {
+			delta, rel = "**"+delta+"**", "**"+rel+"**"
+		}
+		if f.Test != nil {
+			rel += " " + pText(f.Test)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.Label, statValue(f.Before, f.Unit), statValue(f.After, f.Unit), delta, rel)
+	}
+	for _, list := range []struct {
+		title string
+		sites []compare.SiteChange
+	}{{"grew most", c.Grew}, {"shrank most", c.Shrank}} {
+		if len(list.sites) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### Allocation sites that %s (bytes per %s)\n\n| before | after | delta | | function | location |\n|--:|--:|--:|--:|:--|:--|\n", list.title, c.PerUnit)
+		for i, s := range list.sites {
+			if i == compareSites {
+				break
+			}
+			delta, rel := signedBytes(s.BytesDelta), relative(s.BytesRelative)
+			if s.Significant() {
+				delta, rel = "**"+delta+"**", "**"+rel+"**"
+			}
+			if s.Test != nil {
+				rel += " " + pText(s.Test)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", Bytes(s.BytesBefore.Median), Bytes(s.BytesAfter.Median), delta, rel,
+				mdCode(ShortFunction(s.Function)), mdCode(Location(s.File, s.Line)))
+		}
+	}
+	for _, fl := range []struct {
+		title    string
+		findings []result.Finding
+	}{{"Findings that appeared", c.Appeared}, {"Findings that disappeared", c.Disappeared}} {
+		if len(fl.findings) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n", fl.title)
+		for _, f := range fl.findings {
+			fmt.Fprintf(&b, "- **%s** %s: %s%s\n", f.Severity, mdCode(f.ID), mdText(f.Title), findingSite(f, mdCode))
+		}
+	}
+	if len(c.Decisions) > 0 {
+		b.WriteString("\n### Gates\n\n| result | gate | why |\n|:--|:--|:--|\n")
+		for _, d := range c.Decisions {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", outcomeMark(d.Outcome), mdCode(d.Gate), mdText(d.Reason))
+		}
+	}
+	if len(c.Warnings) > 0 {
+		b.WriteString("\n### Warnings\n\n")
+		for _, wmsg := range c.Warnings {
+			fmt.Fprintf(&b, "- %s\n", mdText(wmsg))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// highlightLines are the comparison's headline sentences: the significant
+// (or, with one run a side, the largest) changes of per-request bytes by
+// site, such as "`Process` allocates 38 % fewer bytes per request
+// (p < 0.01, n = 6+6)".
+func highlightLines(c *compare.Comparison, open, close string) []string {
+	var out []string
+	add := func(s compare.SiteChange) {
+		if len(out) == highlights || s.BytesRelative == nil || (c.Tested && !s.Significant()) {
+			return
+		}
+		r := *s.BytesRelative
+		how := fmt.Sprintf("%.0f %% fewer", -r*100)
+		if r > 0 {
+			how = fmt.Sprintf("%.0f %% more", r*100)
+		}
+		why := "one run per side, not tested"
+		if s.Test != nil {
+			why = fmt.Sprintf("%s, n = %d+%d", pSentence(s.Test.P), s.Test.N1, s.Test.N2)
+		}
+		out = append(out, fmt.Sprintf("%s%s%s allocates %s bytes per %s at %s: %s → %s (%s).",
+			open, ShortFunction(s.Function), close, how, c.PerUnit, Location(s.File, s.Line), Bytes(s.BytesBefore.Median), Bytes(s.BytesAfter.Median), why))
+	}
+	// The largest changes first, whichever way.
+	i, j := 0, 0
+	for i < len(c.Shrank) || j < len(c.Grew) {
+		if j >= len(c.Grew) || (i < len(c.Shrank) && -c.Shrank[i].BytesDelta >= c.Grew[j].BytesDelta) {
+			add(c.Shrank[i])
+			i++
+		} else {
+			add(c.Grew[j])
+			j++
+		}
+	}
+	return out
+}
+
+func pSentence(p float64) string {
+	switch {
+	case p < 0.001:
+		return "p < 0.001"
+	case p < 0.01:
+		return "p < 0.01"
+	}
+	return fmt.Sprintf("p = %.2f", p)
+}
+
+func sideLine(s compare.SideInfo) string {
+	if len(s.Runs) == 1 {
+		return s.Label
+	}
+	return fmt.Sprintf("%s (%s)", s.Label, runsText(s))
+}
+
+func runsText(s compare.SideInfo) string {
+	if len(s.Runs) == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", len(s.Runs))
+}
+
+// compareTable is a borderless table whose columns from first to last
+// (counted from 1) are aligned right.
+func compareTable(first, last int) table.Writer {
+	tw := table.NewWriter()
+	style := table.StyleDefault
+	style.Options = table.OptionsNoBordersAndSeparators
+	style.Format.Header = text.FormatDefault
+	tw.SetStyle(style)
+	right := []table.ColumnConfig{}
+	for i := first; i <= last; i++ {
+		right = append(right, table.ColumnConfig{Number: i, Align: text.AlignRight, AlignHeader: text.AlignRight})
+	}
+	tw.SetColumnConfigs(right)
+	return tw
+}
+
+// FigureValue formats a value of a headline figure in its unit.
+func FigureValue(v float64, unit string) string {
+	switch unit {
+	case "bytes":
+		return Bytes(v)
+	case "bytes/s":
+		return Bytes(v) + "/s"
+	case "seconds":
+		return Seconds(v)
+	case "1/s", "requests/s":
+		return rate(v) + "/s"
+	case "fraction":
+		return Percent(v)
+	}
+	return Count(v)
+}
+
+func rate(v float64) string {
+	if math.Abs(v) < 100 && v != math.Trunc(v) {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return Count(v)
+}
+
+func statValue(s *compare.Stat, unit string) string {
+	if s == nil {
+		return "—"
+	}
+	return FigureValue(s.Median, unit)
+}
+
+func figureDelta(f compare.FigureChange) string {
+	if !f.Compared() {
+		return ""
+	}
+	if f.Unit == "fraction" {
+		return fmt.Sprintf("%+.1f pp", f.Delta*100)
+	}
+	s := FigureValue(math.Abs(f.Delta), f.Unit)
+	if f.Delta < 0 {
+		return "-" + s
+	}
+	return "+" + s
+}
+
+func signedBytes(v float64) string {
+	if v < 0 {
+		return Bytes(v)
+	}
+	return "+" + Bytes(v)
+}
+
+func relative(r *float64) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("%+.1f%%", *r*100)
+}
+
+// testText is the significance column: "* p=0.002 n=6+6" for a change
+// outside noise, "~ p=0.70 n=6+6" within it.
+func testText(t *compare.Test) string {
+	if t == nil {
+		return ""
+	}
+	mark := "~"
+	if t.Significant {
+		mark = "*"
+	}
+	return mark + " " + pText(t)
+}
+
+func pText(t *compare.Test) string {
+	return fmt.Sprintf("(p=%.3f n=%d+%d)", t.P, t.N1, t.N2)
+}
+
+// writeFindingChanges lists the findings that appeared or disappeared
+// between two sides of a comparison, under a title.
+func writeFindingChanges(b *strings.Builder, title string, fs []result.Finding, prefix string) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s:\n", title)
+	for _, f := range fs {
+		fmt.Fprintf(b, "%s%s %s: %s%s\n", prefix, f.Severity, f.ID, f.Title, findingSite(f, func(s string) string { return s }))
+	}
+}
+
+func findingSite(f result.Finding, code func(string) string) string {
+	if f.Function == "" {
+		return ""
+	}
+	return " at " + code(ShortFunction(f.Function)) + " (" + Location(f.File, f.Line) + ")"
+}
+
+func outcomeWord(o bench.Outcome) string {
+	switch o {
+	case bench.Fail:
+		return "FAIL"
+	case bench.Warn:
+		return "warn"
+	}
+	return "ok  "
+}
+
+func outcomeMark(o bench.Outcome) string {
+	switch o {
+	case bench.Fail:
+		return "❌ fail"
+	case bench.Warn:
+		return "⚠️ warn"
+	}
+	return "✅ pass"
+}
+
+func gateVerdict(c *compare.Comparison) string {
+	var fail, warn int
+	for _, d := range c.Decisions {
+		switch d.Outcome {
+		case bench.Fail:
+			fail++
+		case bench.Warn:
+			warn++
+		}
+	}
+	n := len(c.Decisions)
+	switch {
+	case fail > 0:
+		return fmt.Sprintf("FAIL: %d of %s failed", fail, countGates(n))
+	case warn > 0:
+		return fmt.Sprintf("PASS with warnings: %d of %s beyond their threshold but not significant", warn, countGates(n))
+	}
+	return "PASS: " + countGates(n)
+}
+
+// countGates counts gates in words: "1 gate", "3 gates".
+func countGates(n int) string {
+	if n == 1 {
+		return "1 gate"
+	}
+	return fmt.Sprintf("%d gates", n)
+}
+
+// trimRight drops the padding at the end of every line.
+func trimRight(s string) string { return indent(s, "") }
+
+// mdText keeps text from breaking a Markdown table or turning into
+// formatting.
+func mdText(s string) string {
+	return strings.NewReplacer("|", `\|`, "*", `\*`, "`", "\\`", "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
+}
+
+// mdCode writes s as inline code.
+func mdCode(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}

@@ -1,0 +1,175 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/goldenfile"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// flameSVG is a small SVG in the shape flame.WriteSVG gives: an XML
+// declaration, a root with its size, an inline script, and text that needs
+// escaping inside an attribute.
+const flameSVG = `<?xml version="1.0" standalone="no"?>
+<svg version="1.1" width="1200" height="150" viewBox="0 0 1200 150" xmlns="http://www.w3.org/2000/svg">
+<script type="text/ecmascript"><![CDATA[
+var flameConfig = {"unit":"bytes"};
+]]></script>
+<g class="f" data-n="main.(*T).grow"><title>main.(*T).grow &amp; "friends" (100%)</title><rect x="10" y="84" width="1180" height="15"/></g>
+</svg>
+`
+
+// withPauses adds the window's GC pauses: twelve cycles, the last two
+// forced by heapscope's snapshots.
+func withPauses(r *result.Run) *result.Run {
+	for i := range 12 {
+		offset := 1.5 * float64(i+1)
+		r.MemStats.GCPauses = append(r.MemStats.GCPauses, result.GCPause{
+			Cycle: uint32(30 + i), End: r.Window.Start.Add(time.Duration(offset * float64(time.Second))),
+			OffsetSeconds: offset, PauseSeconds: float64(30+15*i) * 1e-6,
+		})
+	}
+	return r
+}
+
+func withFinding(r *result.Run) *result.Run {
+	r.Findings = append(r.Findings, result.Finding{
+		ID: "leak.inuse-growth", Severity: "high", Title: "In-use heap grows without bound at one site",
+		Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
+		Evidence: map[string]float64{"growth_bytes": 36 << 20, "r2": 1},
+		Fix:      "bound the cache <map> & evict", Confidence: 0.9,
+	})
+	return r
+}
+
+func leakyFlames() []HTMLFlame {
+	return []HTMLFlame{{ID: "flame-alloc_space", Title: "Allocations over the window (alloc_space)", Path: "flame/alloc_space.svg", SVG: []byte(flameSVG)}}
+}
+
+func TestHTML_Golden(t *testing.T) {
+	tests := []struct {
+		name   string
+		run    *result.Run
+		flames []HTMLFlame
+	}{
+		{"leaky", withFinding(withPauses(leakyRun())), leakyFlames()},
+		{"remote-idle", remoteIdleRun(), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := HTML(&buf, tt.run, tt.flames); err != nil {
+				t.Fatal(err)
+			}
+			goldenfile.Check(t, "testdata/report-"+tt.name+".html", buf.Bytes())
+		})
+	}
+}
+
+func TestHTML_Content(t *testing.T) {
+	render := func(r *result.Run, flames []HTMLFlame) string {
+		var buf bytes.Buffer
+		if err := HTML(&buf, r, flames); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	external := regexp.MustCompile(`(?i)(src|href|action)\s*=\s*"(https?:)?//|url\(\s*['"]?(https?:)?//|@import`)
+	tests := []struct {
+		name          string
+		run           *result.Run
+		flames        []HTMLFlame
+		want, notWant []string
+	}{
+		{
+			name: "findings, charts and flames", run: withFinding(withPauses(leakyRun())), flames: leakyFlames(),
+			want: []string{
+				`<svg class="chart" id="heap-chart" data-points="3"`,
+				`<svg class="chart" id="gc-chart" data-points="12"`,
+				`<iframe id="flame-alloc_space"`, `aspect-ratio: 1200 / 150`, `<a href="flame/alloc_space.svg">`,
+				// The SVG's markup, escaped once for the attribute: its
+				// own escapes are escaped again, its quotes too.
+				`&amp;amp; &#34;friends&#34;`,
+				"<b>In-use heap grows without bound at one site</b>", "bound the cache &lt;map&gt; &amp; evict",
+				"growth_bytes 3.77487e+07, r2 1", "90%",
+			},
+			notWant: []string{"No findings.", "<?xml", "No GC pause"},
+		},
+		{
+			name: "nothing to show", run: remoteIdleRun(),
+			want:    []string{"No findings.", "No GC pause recorded over the window.", "No flame graph."},
+			notWant: []string{`id="gc-chart"`, "<iframe"},
+		},
+		{
+			name: "ring overflowed", run: func() *result.Run {
+				r := withPauses(leakyRun())
+				r.MemStats.GCRingOverflowed, r.MemStats.GCCycles = true, 300
+				return r
+			}(),
+			want: []string{"these are the last 12 of the window&#39;s 300 cycles"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := render(tt.run, tt.flames)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("report lacks %q", w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("report has %q", w)
+				}
+			}
+			if m := external.FindString(out); m != "" {
+				t.Errorf("report makes an external request: %q", m)
+			}
+			if !strings.Contains(out, `content="`+htmlCSP+`"`) {
+				t.Error("report lacks its Content-Security-Policy")
+			}
+		})
+	}
+}
+
+func TestSummary_NamesTheHTMLReport(t *testing.T) {
+	r := leakyRun()
+	r.Files.HTMLReport = "report.html"
+	var buf bytes.Buffer
+	if err := Summary(&buf, r, "out/run"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Report: out/run/report.md, out/run/report.html\n"; !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, buf.String())
+	}
+}
+
+func TestTicks(t *testing.T) {
+	tests := []struct {
+		max   float64
+		bytes bool
+		want  string
+	}{
+		{max: 0, want: "[0 1]"},
+		{max: 20, want: "[0 5 10 15 20]"},
+		{max: 21, want: "[0 5 10 15 20 25]"},
+		{max: 0.00021, want: "[0 5e-05 0.0001 0.00015 0.0002 0.00025]"},
+		{max: 7, want: "[0 2 4 6 8]"},
+		{max: 48 << 20, bytes: true, want: fmt.Sprint([]float64{0, 10 << 20, 20 << 20, 30 << 20, 40 << 20, 50 << 20})},
+		{max: 900, bytes: true, want: "[0 200 400 600 800 1000]"},
+	}
+	for _, tt := range tests {
+		got := ticks(tt.max)
+		if tt.bytes {
+			got = byteTicks(tt.max)
+		}
+		if s := fmt.Sprint(got); s != tt.want {
+			t.Errorf("ticks(%v, bytes %v) = %s, want %s", tt.max, tt.bytes, s, tt.want)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// repeatSummary is Summary for a run recorded as several windows: each
+// headline figure's median and range over the windows, and the windows'
+// statuses.
+func repeatSummary(w io.Writer, r *result.Run, dir string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "heapscope profiled %s over %d windows (%s)\n", r.Target.URL, len(r.Repeat.Windows), r.Status)
+	for _, f := range r.Failures {
+		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
+	}
+	b.WriteString("\nHeadline figures over the windows:\n")
+	tw := compareTable(2, 4)
+	tw.AppendHeader([]any{"", "median", "min", "max"})
+	for _, f := range result.Figures {
+		s, ok := r.Repeat.Figures[f.Name]
+		if !ok {
+			continue
+		}
+		tw.AppendRow([]any{f.Label, FigureValue(s.Median, f.Unit), FigureValue(s.Min, f.Unit), FigureValue(s.Max, f.Unit)})
+	}
+	b.WriteString(indent(tw.Render(), "  "))
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wmsg)
+	}
+	if dir != "" {
+		fmt.Fprintf(&b, "\nWindows: %s (each a run: compare them with heapscope compare)\n", filepath.Join(dir, result.WindowsDir))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// repeatMarkdown is Markdown for a run recorded as several windows.
+func repeatMarkdown(w io.Writer, r *result.Run) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# heapscope run: %s, %d windows\n\n", r.Target.URL, r.Repeat.Count)
+	fmt.Fprintf(&b, "Status: %s. Window %s – %s. Each window is a run of its own under `%s/`; the table gives each headline figure's median over the windows that have it, and its range.\n\n",
+		r.Status, r.Window.Start.Format("2006-01-02 15:04:05.000Z"), r.Window.End.Format("15:04:05.000Z"), result.WindowsDir)
+	b.WriteString("| figure | median | min | max | windows |\n|:--|--:|--:|--:|--:|\n")
+	for _, f := range result.Figures {
+		s, ok := r.Repeat.Figures[f.Name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s (`%s`) | %s | %s | %s | %d |\n", f.Label, f.Name, FigureValue(s.Median, f.Unit), FigureValue(s.Min, f.Unit), FigureValue(s.Max, f.Unit), s.N)
+	}
+	b.WriteString("\n| window | status | |\n|:--|:--|:--|\n")
+	for _, win := range r.Repeat.Windows {
+		fmt.Fprintf(&b, "| [%s](%s/report.md) | %s | %s |\n", win.Path, win.Path, win.Status, mdText(win.Error))
+	}
+	if len(r.Findings) > 0 {
+		b.WriteString("\n## Findings in any window\n\n")
+		for _, f := range r.Findings {
+			fmt.Fprintf(&b, "- **%s** `%s`: %s%s\n", f.Severity, f.ID, mdText(f.Title), findingSite(f, mdCode))
+		}
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n## Warnings\n\n")
+		for _, wmsg := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", mdText(wmsg))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

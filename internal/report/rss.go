@@ -1,0 +1,126 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+
+	"github.com/heapscope/heapscope/internal/rss"
+)
+
+// RSS writes the explained resident memory of a process (heapscope rss)
+// in the format: text or JSON.
+func RSS(w io.Writer, r *rss.Report, f Format) error {
+	if f == FormatJSON {
+		return writeJSON(w, r)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "process %d", r.PID)
+	if r.Exe != "" {
+		fmt.Fprintf(&b, " (%s)", r.Exe)
+	}
+	fmt.Fprintf(&b, ": RSS %s, PSS %s, swap %s", Bytes(float64(r.RSSBytes)), Bytes(float64(r.PSSBytes)), Bytes(float64(r.SwapBytes)))
+	if r.HWMBytes > 0 {
+		fmt.Fprintf(&b, ", peak RSS %s", Bytes(float64(r.HWMBytes)))
+	}
+	b.WriteString("\n\n")
+	b.WriteString(indent(kindsTable(r.Kinds).Render(), "  "))
+
+	h := r.GoHeap
+	b.WriteString("\nGo heap arenas (goroutine stacks included): ")
+	if h.Mappings == 0 {
+		b.WriteString("none found\n")
+	} else {
+		fmt.Fprintf(&b, "%s resident of %s mapped (%s) in %d mappings, %d arenas reserved (%s)\n",
+			Bytes(float64(h.RSSBytes)), Bytes(float64(h.SizeBytes)), Percent(h.RSSShare),
+			h.Mappings, h.Arenas, Bytes(float64(h.ReservedBytes)))
+	}
+	if h.Note != "" && h.Mappings > 0 {
+		fmt.Fprintf(&b, "  note: %s\n", h.Note)
+	}
+
+	if rt := r.Runtime; rt != nil {
+		b.WriteString("\nruntime (MemStats): ")
+		fmt.Fprintf(&b, "HeapSys %s, HeapInuse %s, HeapIdle %s, HeapReleased %s, StackInuse %s, Sys %s\n",
+			Bytes(float64(rt.HeapSysBytes)), Bytes(float64(rt.HeapInuseBytes)), Bytes(float64(rt.HeapIdleBytes)),
+			Bytes(float64(rt.HeapReleasedBytes)), Bytes(float64(rt.StackInuseBytes)), Bytes(float64(rt.SysBytes)))
+		fmt.Fprintf(&b, "  held in the arenas (HeapSys − HeapReleased + StackInuse) %s against %s resident there\n",
+			Bytes(float64(rt.ArenaHeldBytes)), Bytes(float64(h.RSSBytes)))
+	}
+
+	if cg := r.Cgroup; cg != nil {
+		fmt.Fprintf(&b, "\ncgroup v%d %s: ", cg.Version, cg.Path)
+		if cg.Unlimited {
+			b.WriteString("no limit")
+		} else {
+			fmt.Fprintf(&b, "limit %s", Bytes(float64(cg.LimitBytes)))
+		}
+		fmt.Fprintf(&b, ", usage %s (anon %s, file %s)", Bytes(float64(cg.UsageBytes)), Bytes(float64(cg.AnonBytes)), Bytes(float64(cg.FileBytes)))
+		if !cg.Unlimited {
+			fmt.Fprintf(&b, ", headroom %s (%s counting page cache as reclaimable)", Bytes(float64(cg.HeadroomBytes)), Bytes(float64(cg.HeadroomAnonBytes)))
+		}
+		b.WriteString("\n")
+		for _, n := range cg.Notes {
+			fmt.Fprintf(&b, "  note: %s\n", n)
+		}
+	}
+
+	if len(r.Gap) > 0 {
+		b.WriteString("\nhow the kernel's view squares with the runtime's:\n")
+		for _, e := range r.Gap {
+			fmt.Fprintf(&b, "  - %s\n", e.Text)
+		}
+	}
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wmsg)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// kindsTable lays out the per-kind sums.
+func kindsTable(kinds []rss.Usage) table.Writer {
+	tw := table.NewWriter()
+	style := table.StyleDefault
+	style.Options = table.OptionsNoBordersAndSeparators
+	style.Format.Header = text.FormatDefault
+	tw.SetStyle(style)
+	tw.AppendHeader(table.Row{"kind", "mappings", "size", "rss", "pss", "private dirty", "swap"})
+	cols := make([]table.ColumnConfig, 0, 6)
+	for n := 2; n <= 7; n++ {
+		cols = append(cols, table.ColumnConfig{Number: n, Align: text.AlignRight, AlignHeader: text.AlignRight})
+	}
+	tw.SetColumnConfigs(cols)
+	for _, u := range kinds {
+		tw.AppendRow(table.Row{
+			kindLabel(u.Kind), u.Mappings,
+			Bytes(float64(u.SizeBytes)), Bytes(float64(u.RSSBytes)), Bytes(float64(u.PSSBytes)),
+			Bytes(float64(u.PrivateDirtyBytes)), Bytes(float64(u.SwapBytes)),
+		})
+	}
+	return tw
+}
+
+// kindLabel names a kind for people.
+func kindLabel(k string) string {
+	switch k {
+	case "go_heap":
+		return "Go heap arenas"
+	case "stack":
+		return "main [stack]"
+	case "anonymous":
+		return "other anonymous"
+	case "reserved":
+		return "reserved (no access)"
+	case "binary":
+		return "binary"
+	case "libraries":
+		return "shared libraries"
+	case "files":
+		return "file-backed"
+	}
+	return k
+}

@@ -1,0 +1,229 @@
+package run
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// diagnose runs the checks of package diagnose on what the run collected
+// and records the findings and notes in res.
+func (c *collector) diagnose(res *result.Run, delta *profile.Profile) {
+	in := diagnose.Input{Run: res, Allocs: delta}
+	for i, s := range c.snaps {
+		in.Heap = append(in.Heap, diagnose.Profile{Name: snapshotFile(i), Time: s.at, Profile: s.profile})
+	}
+	if c.cpu != nil {
+		if p, err := c.parse(c.cpu); err == nil {
+			in.CPU = p
+		}
+	}
+	if c.goroutine != nil {
+		if p, err := c.parse(c.goroutine); err == nil {
+			in.Goroutines = append(in.Goroutines, diagnose.Profile{Name: goroutineFile, Time: c.endTime, Profile: p})
+		}
+	}
+	for _, name := range sortedKeys(c.extra) {
+		if p, err := c.parse(c.extra[name]); err == nil {
+			in.Contention = append(in.Contention, diagnose.Profile{Name: extraFile(name), Time: c.startTime, Profile: p})
+		}
+	}
+	if c.haveMemEnd {
+		ms := c.memEnd
+		in.MemStats = &ms
+	}
+	if c.proc.readProc {
+		// The process runs here: the paths in its profiles are this
+		// machine's, unless it was built with -trimpath.
+		in.Source = &SourceFiles{}
+	}
+	rep := diagnose.Run(in)
+	res.Findings = rep.Findings
+	res.DiagnosisNotes = rep.Notes
+}
+
+// Diagnosis says how to diagnose a run directory again.
+type Diagnosis struct {
+	// Thresholds replace the defaults when set.
+	Thresholds *diagnose.Thresholds
+	// SourceDir is the service's source (a Go module), when the paths in
+	// the profiles are not readable as they are.
+	SourceDir string
+	// Escapes explains allocations from the compiler's escape analysis.
+	Escapes diagnose.Escapes
+}
+
+// DiagnoseDir reads a run directory and diagnoses it again: its
+// result.json, raw profiles and memstats.json. The profiles are read with
+// the default size limit.
+func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, error) {
+	res, err := Read(dir)
+	if err != nil {
+		return nil, diagnose.Report{}, err
+	}
+	in := diagnose.Input{Run: res, Thresholds: opts.Thresholds, Escapes: opts.Escapes}
+	read := func(rel string) (*profile.Profile, error) {
+		data, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			return nil, fmt.Errorf("read run %s: %w", dir, err)
+		}
+		p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
+		if err != nil {
+			return nil, fmt.Errorf("read run %s: %s: %w", dir, rel, err)
+		}
+		return p, nil
+	}
+	for _, pr := range res.Profiles {
+		p, err := read(pr.Path)
+		if err != nil {
+			return nil, diagnose.Report{}, err
+		}
+		entry := diagnose.Profile{Name: pr.Path, Time: pr.Time, Profile: p}
+		switch pr.Kind {
+		case "heap":
+			app, _ := pprofx.WithoutProfiler(p)
+			entry.Profile = app
+			in.Heap = append(in.Heap, entry)
+		case "allocs-delta":
+			in.Allocs = p
+		case "cpu":
+			in.CPU = p
+		case "goroutine":
+			in.Goroutines = append(in.Goroutines, entry)
+		case "block", "mutex":
+			in.Contention = append(in.Contention, entry)
+		}
+	}
+	if res.Files.MemStats != "" {
+		if ms, ok := endMemStats(filepath.Join(dir, res.Files.MemStats)); ok {
+			in.MemStats = &ms
+		}
+	}
+	switch {
+	case opts.SourceDir != "":
+		in.Source = &SourceFiles{Dir: opts.SourceDir}
+	case res.Target.Local:
+		in.Source = &SourceFiles{}
+	}
+	return res, diagnose.Run(in), nil
+}
+
+// endMemStats reads the "end" record of memstats.json.
+func endMemStats(path string) (gcstats.MemStats, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return gcstats.MemStats{}, false
+	}
+	var records []memStatsRecord
+	if json.Unmarshal(data, &records) != nil {
+		return gcstats.MemStats{}, false
+	}
+	for _, r := range records {
+		if r.Label == "end" {
+			return r.MemStats, true
+		}
+	}
+	return gcstats.MemStats{}, false
+}
+
+// SourceFiles reads source lines for diagnose. With no Dir, a file is read
+// at the path the profile names (a process built on this machine); with a
+// Dir, the path is looked for under it, dropping leading elements until
+// it is found, so that the absolute paths of another machine and the
+// module paths of a -trimpath build both resolve. Files are read once.
+type SourceFiles struct {
+	Dir string
+
+	mu    sync.Mutex
+	files map[string][]string
+}
+
+var _ diagnose.SourceReader = (*SourceFiles)(nil)
+
+// maxSourceFile bounds a source file read for one line.
+const maxSourceFile = 4 << 20
+
+// Line returns line n (from 1) of the file, and whether it could be read.
+func (s *SourceFiles) Line(file string, n int64) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines, ok := s.files[file]
+	if !ok {
+		lines = s.read(file)
+		if s.files == nil {
+			s.files = map[string][]string{}
+		}
+		s.files[file] = lines
+	}
+	if n < 1 || int(n) > len(lines) {
+		return "", false
+	}
+	return lines[n-1], true
+}
+
+func (s *SourceFiles) read(file string) []string {
+	if !strings.HasSuffix(file, ".go") {
+		return nil
+	}
+	for _, path := range s.candidates(file) {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		var lines []string
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		size := 0
+		for sc.Scan() && size < maxSourceFile {
+			lines = append(lines, sc.Text())
+			size += len(sc.Text()) + 1
+		}
+		f.Close()
+		return lines
+	}
+	return nil
+}
+
+// candidates lists where the file may be.
+func (s *SourceFiles) candidates(file string) []string {
+	if s.Dir == "" {
+		if filepath.IsAbs(file) {
+			return []string{file}
+		}
+		return nil
+	}
+	parts := strings.Split(filepath.ToSlash(file), "/")
+	var out []string
+	for i := range parts {
+		rest := filepath.Join(parts[i:]...)
+		if rest != "" {
+			out = append(out, filepath.Join(s.Dir, rest))
+		}
+	}
+	return out
+}
+
+// cgroupSplit returns the anonymous and page-cache parts of a cgroup's
+// usage from its memory.stat (v2: anon, file; v1: total_rss and
+// total_cache, which include descendants, else rss and cache).
+func cgroupSplit(stat map[string]uint64) (anon, file uint64) {
+	for _, keys := range [][2]string{{"anon", "file"}, {"total_rss", "total_cache"}, {"rss", "cache"}} {
+		a, ok1 := stat[keys[0]]
+		f, ok2 := stat[keys[1]]
+		if ok1 || ok2 {
+			return a, f
+		}
+	}
+	return 0, 0
+}

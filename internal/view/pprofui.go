@@ -1,0 +1,157 @@
+package view
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/driver"
+	"github.com/google/pprof/profile"
+)
+
+// driverMu serialises calls to driver.PProf: the driver keeps its
+// configuration and state in package variables.
+var driverMu sync.Mutex
+
+// pprofUI returns pprof's own web UI for p (flame graph, top, graph,
+// source, peek, disassembly, download), its handlers mounted under prefix
+// (such as /pprof/heap-000). pprof receives the profile through a Fetcher
+// that names no source, so it saves no copy under ~/pprof, and it opens no
+// browser and listens on nothing: heapscope's server serves the handlers.
+func pprofUI(prefix, name string, p *profile.Profile, log io.Writer) (http.Handler, error) {
+	driverMu.Lock()
+	defer driverMu.Unlock()
+	var handlers map[string]http.Handler
+	ui := &quietUI{log: log}
+	err := driver.PProf(&driver.Options{
+		// -http makes the driver build its web UI and hand it to
+		// HTTPServer; the address is not listened on.
+		Flagset: newFlagset([]string{"-http=127.0.0.1:0", "-no_browser", "-symbolize=none", name}),
+		Fetch:   fetcher{p},
+		UI:      ui,
+		HTTPServer: func(args *driver.HTTPServerArgs) error {
+			handlers = args.Handlers
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start pprof's web UI for %s: %w", name, err)
+	}
+	if len(handlers) == 0 {
+		return nil, fmt.Errorf("start pprof's web UI for %s: no handlers (%s)", name, strings.TrimSpace(ui.errors.String()))
+	}
+	mux := http.NewServeMux()
+	for path, h := range handlers {
+		mux.Handle(path, h)
+	}
+	return http.StripPrefix(prefix, mux), nil
+}
+
+// fetcher hands pprof a profile already in memory.
+type fetcher struct{ p *profile.Profile }
+
+// Fetch returns a copy of the profile (pprof may change what it gets)
+// and no source, so that pprof does not save a copy of it.
+func (f fetcher) Fetch(src string, duration, timeout time.Duration) (*profile.Profile, string, error) {
+	return f.p.Copy(), "", nil
+}
+
+// flagset gives the driver a fixed command line, parsed by a FlagSet of
+// its own rather than the process's flag.CommandLine.
+type flagset struct {
+	fs    *flag.FlagSet
+	args  []string
+	extra []string
+}
+
+var _ driver.FlagSet = (*flagset)(nil)
+
+func newFlagset(args []string) *flagset {
+	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &flagset{fs: fs, args: args}
+}
+
+// Bool defines a boolean flag.
+func (f *flagset) Bool(name string, def bool, usage string) *bool { return f.fs.Bool(name, def, usage) }
+
+// Int defines an integer flag.
+func (f *flagset) Int(name string, def int, usage string) *int { return f.fs.Int(name, def, usage) }
+
+// Float64 defines a floating-point flag.
+func (f *flagset) Float64(name string, def float64, usage string) *float64 {
+	return f.fs.Float64(name, def, usage)
+}
+
+// String defines a string flag.
+func (f *flagset) String(name, def, usage string) *string { return f.fs.String(name, def, usage) }
+
+// StringList defines a string flag given once at most.
+func (f *flagset) StringList(name, def, usage string) *[]*string {
+	return &[]*string{f.fs.String(name, def, usage)}
+}
+
+// ExtraUsage returns the usage text added with AddExtraUsage.
+func (f *flagset) ExtraUsage() string { return strings.Join(f.extra, "\n") }
+
+// AddExtraUsage adds to the usage text.
+func (f *flagset) AddExtraUsage(eu string) { f.extra = append(f.extra, eu) }
+
+// Parse parses the fixed command line and returns its arguments; on an
+// error it calls usage and returns none.
+func (f *flagset) Parse(usage func()) []string {
+	if err := f.fs.Parse(f.args); err != nil || f.fs.NArg() == 0 {
+		usage()
+		return nil
+	}
+	return f.fs.Args()
+}
+
+// quietUI keeps pprof's messages off the terminal: they go to log, and
+// errors are also kept to explain a failure.
+type quietUI struct {
+	mu     sync.Mutex
+	log    io.Writer
+	errors strings.Builder
+}
+
+var _ driver.UI = (*quietUI)(nil)
+
+// ReadLine ends pprof's interactive shell at once.
+func (u *quietUI) ReadLine(string) (string, error) { return "", io.EOF }
+
+// Print logs a message.
+func (u *quietUI) Print(args ...any) { u.write(false, args) }
+
+// PrintErr logs an error message and keeps it.
+func (u *quietUI) PrintErr(args ...any) { u.write(true, args) }
+
+func (u *quietUI) write(isErr bool, args []any) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	msg := fmt.Sprint(args...)
+	if isErr {
+		u.errors.WriteString(msg + "\n")
+	}
+	if u.log != nil {
+		fmt.Fprintln(u.log, "pprof: "+strings.TrimSpace(msg))
+	}
+}
+
+// IsTerminal reports false: there is no terminal behind this UI.
+func (u *quietUI) IsTerminal() bool { return false }
+
+// WantBrowser reports false: heapscope opens the browser itself.
+func (u *quietUI) WantBrowser() bool { return false }
+
+// SetAutoComplete does nothing: there is no shell.
+func (u *quietUI) SetAutoComplete(func(string) string) {}
+
+// errNoProfile is the error of a request for a profile the server does
+// not hold.
+var errNoProfile = errors.New("no such profile")

@@ -1,0 +1,356 @@
+// Package view is heapscope's local web UI: it serves a run directory (its
+// report.html, flame graphs and raw files) or a single profile, and
+// pprof's own web UI for each profile, mounted in the same server through
+// github.com/google/pprof/driver.
+//
+// The routes of a Server:
+//
+//	/                        index: the report, the flame graphs, and every
+//	                         profile with links to the views below
+//	/run/…                   the run directory's files (report.html links
+//	                         to its flame graphs and profiles relatively)
+//	/pprof/NAME/…            pprof's web UI for profile NAME: flamegraph,
+//	                         top, graph (needs Graphviz), source, peek,
+//	                         disasm, download
+//	/flamegraph/NAME         heapscope's interactive flame graph of NAME,
+//	                         every sample type
+//
+// pprof's UI for a profile is built on its first request and kept. The
+// Server only reads files; the command decides where it listens
+// (127.0.0.1 only).
+package view
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
+)
+
+// Options tune a Server.
+type Options struct {
+	// Log receives pprof's own messages; nil discards them.
+	Log io.Writer
+	// MaxDecompressed caps a profile's decompressed size; 0 means
+	// pprofx.DefaultMaxDecompressed.
+	MaxDecompressed int64
+}
+
+// Profile is one profile a Server offers.
+type Profile struct {
+	// Name identifies the profile in URLs: its file name without
+	// extensions, such as heap-000 or allocs-delta.
+	Name string
+	// Path is the file, relative to the run directory (or as given, for a
+	// single profile).
+	Path      string
+	Kind      string
+	Semantics string
+}
+
+// Server serves a run directory or a profile. It is an http.Handler.
+type Server struct {
+	opts Options
+	// dir is the run directory; empty when serving one profile.
+	dir      string
+	run      *result.Run
+	title    string
+	profiles []Profile
+	mux      *http.ServeMux
+
+	mu   sync.Mutex
+	uis  map[string]http.Handler
+	errs map[string]error
+	// single holds the profile given alone, read when opened.
+	single *profile.Profile
+}
+
+// Open prepares a Server for path: a run directory (with its result.json)
+// or a profile file.
+func Open(path string, opts Options) (*Server, error) {
+	if opts.MaxDecompressed <= 0 {
+		opts.MaxDecompressed = pprofx.DefaultMaxDecompressed
+	}
+	s := &Server{opts: opts, uis: map[string]http.Handler{}, errs: map[string]error{}}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if st.IsDir() {
+		if err := s.openRun(path); err != nil {
+			return nil, err
+		}
+	} else {
+		p, err := readProfile(path, opts.MaxDecompressed)
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Sample) == 0 {
+			return nil, fmt.Errorf("profile %s is empty: it has no samples", path)
+		}
+		s.single = p
+		s.title = "Profile " + filepath.Base(path)
+		s.profiles = []Profile{{Name: profileName(path, nil), Path: path, Kind: kindOf(p)}}
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) openRun(dir string) error {
+	r, err := run.Read(dir)
+	if err != nil {
+		return fmt.Errorf("%w; give a run directory or a profile file", err)
+	}
+	s.dir, s.run = dir, r
+	s.title = "heapscope run: " + r.Target.URL
+	taken := map[string]bool{}
+	for _, p := range r.Profiles {
+		if !localPath(p.Path) {
+			return fmt.Errorf("open run %s: profile path %q leaves the run directory", dir, p.Path)
+		}
+		s.profiles = append(s.profiles, Profile{Name: profileName(p.Path, taken), Path: p.Path, Kind: p.Kind, Semantics: p.Semantics})
+	}
+	return nil
+}
+
+// Title says what the server shows.
+func (s *Server) Title() string { return s.title }
+
+// Profiles lists the profiles the server offers, in the run's order.
+func (s *Server) Profiles() []Profile { return s.profiles }
+
+// ServeHTTP serves the routes of the package doc.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /{$}", s.index)
+	if s.dir != "" {
+		s.mux.Handle("GET /run/", http.StripPrefix("/run/", http.FileServerFS(os.DirFS(s.dir))))
+	}
+	s.mux.HandleFunc("/pprof/{name}/", s.pprof)
+	s.mux.HandleFunc("GET /pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
+	})
+	s.mux.HandleFunc("GET /flamegraph/{name}", s.flamegraph)
+}
+
+func (s *Server) find(name string) (Profile, bool) {
+	for _, p := range s.profiles {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+// load reads a profile the server offers.
+func (s *Server) load(p Profile) (*profile.Profile, error) {
+	if s.single != nil {
+		return s.single, nil
+	}
+	return readProfile(filepath.Join(s.dir, filepath.FromSlash(p.Path)), s.opts.MaxDecompressed)
+}
+
+func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, ok := s.find(name)
+	if !ok {
+		http.Error(w, fmt.Sprintf("%v: %s", errNoProfile, name), http.StatusNotFound)
+		return
+	}
+	h, err := s.pprofHandler(p)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// pprofHandler returns pprof's UI for p, building it on first use. A
+// failure is kept too: the file will not change while the server runs.
+func (s *Server) pprofHandler(p Profile) (http.Handler, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.uis[p.Name]; ok {
+		return h, nil
+	}
+	if err, ok := s.errs[p.Name]; ok {
+		return nil, err
+	}
+	prof, err := s.load(p)
+	if err == nil {
+		var h http.Handler
+		h, err = pprofUI("/pprof/"+p.Name, p.Name, prof, s.opts.Log)
+		if err == nil {
+			s.uis[p.Name] = h
+			return h, nil
+		}
+	}
+	s.errs[p.Name] = err
+	return nil, err
+}
+
+func (s *Server) flamegraph(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.find(r.PathValue("name"))
+	if !ok {
+		http.Error(w, fmt.Sprintf("%v: %s", errNoProfile, r.PathValue("name")), http.StatusNotFound)
+		return
+	}
+	prof, err := s.load(p)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	page, err := flamePage(p, prof)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(page)
+}
+
+// flamePage draws the interactive flame graph of a profile, every sample
+// type, pruned as heapscope flame prunes HTML.
+func flamePage(p Profile, prof *profile.Profile) ([]byte, error) {
+	st, err := pprofx.StacksOf(prof)
+	if err != nil {
+		return nil, fmt.Errorf("flame graph of %s: %w", p.Path, err)
+	}
+	if st.Len() == 0 {
+		return nil, fmt.Errorf("flame graph of %s: the profile has no samples", p.Path)
+	}
+	t, err := flame.Build(st, flame.Options{AllTypes: true, MinShare: 0.00001})
+	if err != nil {
+		return nil, fmt.Errorf("flame graph of %s: %w", p.Path, err)
+	}
+	var buf bytes.Buffer
+	title := "Flame graph of " + filepath.Base(p.Path)
+	if err := flame.WriteHTML(&buf, title, flame.HTMLWidget{ID: "flame", Views: []flame.HTMLView{{Name: p.Name, Tree: t}}}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// indexData is what the index template shows.
+type indexData struct {
+	Title    string
+	Run      *result.Run
+	Profiles []Profile
+}
+
+var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { margin: 16px 20px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 22px; }
+table { border-collapse: collapse; } th, td { text-align: left; padding: 3px 12px 3px 0; border-bottom: 1px solid #eee; vertical-align: top; }
+td.links a { margin-right: 10px; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+{{with .Run}}<p>Status {{.Status}} · window {{.Window.Start.Format "2006-01-02 15:04:05Z"}}, {{printf "%.1f" .Window.DurationSeconds}}s</p>
+<h2>Reports</h2>
+<ul id="reports">
+{{with .Files.HTMLReport}}<li><a href="run/{{.}}">{{.}}</a>: tables, charts and flame graphs</li>{{end}}
+{{with .Files.Report}}<li><a href="run/{{.}}">{{.}}</a></li>{{end}}
+<li><a href="run/result.json">result.json</a></li>
+</ul>
+{{if .Files.Flames}}<h2>Flame graphs</h2>
+<ul id="flames">
+{{range .Files.Flames}}<li><a href="run/{{.Path}}">{{.Title}}</a> ({{.Path}})</li>
+{{end}}</ul>{{end}}
+{{end}}<h2>Profiles</h2>
+<table id="profiles">
+<tr><th>profile</th><th>kind</th><th>covers</th><th>views</th></tr>
+{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links"><a class="pprof" href="pprof/{{.Name}}/">pprof</a><a href="pprof/{{.Name}}/source">pprof source</a><a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`))
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	var buf bytes.Buffer
+	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Profiles: s.profiles}); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+func readProfile(path string, maxDecompressed int64) (*profile.Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	p, err := pprofx.Parse(data, maxDecompressed)
+	if err != nil {
+		return nil, fmt.Errorf("read profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// profileName turns a profile's path into a name for URLs: its base name
+// without .pb.gz, .pprof and the like, made unique among taken.
+func profileName(path string, taken map[string]bool) string {
+	base := filepath.Base(filepath.FromSlash(path))
+	for _, ext := range []string{".gz", ".pb", ".pprof", ".prof"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	base = strings.Trim(unsafeName.ReplaceAllString(base, "_"), ".")
+	if base == "" {
+		base = "profile"
+	}
+	name := base
+	for i := 2; taken[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	if taken != nil {
+		taken[name] = true
+	}
+	return name
+}
+
+// localPath reports whether a run's relative path stays inside it.
+func localPath(p string) bool {
+	return p != "" && filepath.IsLocal(filepath.FromSlash(p))
+}
+
+// kindOf names a profile's kind from its sample types.
+func kindOf(p *profile.Profile) string {
+	types := pprofx.Types(p)
+	for _, t := range types {
+		switch t {
+		case "inuse_space", "alloc_space":
+			return "heap"
+		case "cpu":
+			return "cpu"
+		case "contentions", "delay":
+			return "contention"
+		case "goroutine":
+			return "goroutine"
+		}
+	}
+	return strings.Join(types, ",")
+}
