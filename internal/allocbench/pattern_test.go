@@ -106,3 +106,28 @@ func TestParseToolchains(t *testing.T) {
 		})
 	}
 }
+
+func FuzzParseToolchains(f *testing.F) {
+	for _, s := range []string{"local", "go1.23.12,go1.24.3,go1.25.0", "go1.26rc1", "", ",,", "go1.24.3,go1.24.3", "1.24", "go1.99.0;rm"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		names, err := ParseToolchains(list)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		if len(names) == 0 {
+			t.Fatal("no toolchain and no error")
+		}
+		for _, n := range names {
+			// A name goes into GOTOOLCHAIN and a directory name: no
+			// separators, no spaces, no shell characters.
+			if n != LocalToolchain && (strings.ContainsAny(n, "/\\ ,;$`'\"\t\n") || !strings.HasPrefix(n, "go1.")) {
+				t.Fatalf("accepted %q", n)
+			}
+		}
+	})
+}
