@@ -27,6 +27,7 @@ type allocbenchOptions struct {
 	minEffect float64
 	liveMiB   int
 	timeout   time.Duration
+	from      string
 }
 
 func newAllocbenchCmd(e *env) *cobra.Command {
@@ -70,8 +71,9 @@ not exist; 3 some runs failed; 130 interrupted.`,
   # the large pointer-holding patterns only, three runs each, as JSON
   heapscope allocbench --go local,go1.24.3 --pattern '^large-ptr' --count 3 --format json
 
-  # a table for a README
-  heapscope allocbench --go go1.24.3,go1.24.6 --format markdown`,
+  # keep the runs, then table them for a README without running again
+  heapscope allocbench --go go1.24.3,go1.24.6 --format json > runs.json
+  heapscope allocbench --from runs.json --format markdown -o chart.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAllocbench(cmd, e, o)
@@ -87,17 +89,19 @@ not exist; 3 some runs failed; 130 interrupted.`,
 	fs.Float64Var(&o.minEffect, "min-effect", allocbench.DefaultMinEffect, "smallest relative difference of RSS/heap that is flagged, such as 0.25 for 25%")
 	fs.IntVar(&o.liveMiB, "live", allocbench.DefaultLive>>20, "MiB each pattern keeps live")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "limit of one child run")
+	fs.StringVar(&o.from, "from", "", "analyse the runs of a saved --format json report instead of running (- for stdin): other thresholds, another format")
 	return cmd
 }
 
 func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
+	if o.from != "" {
+		return runAllocbenchFrom(cmd, e, o)
+	}
 	if runtime.GOOS != "linux" {
 		return errors.New("allocbench reads /proc: Linux only")
 	}
-	switch o.format {
-	case "text", "json", "markdown":
-	default:
-		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
+	if err := checkAllocbenchOutputs(o); err != nil {
+		return err
 	}
 	toolchains, err := allocbench.ParseToolchains(o.goList)
 	if err != nil {
@@ -106,18 +110,8 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 	if o.count < 1 {
 		return fmt.Errorf("--count %d: give a number ≥ 1", o.count)
 	}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
-	}
-	if !(o.minEffect > 0) {
-		return fmt.Errorf("--min-effect %v: give a relative difference above 0, such as 0.25", o.minEffect)
-	}
 	if o.liveMiB < 8 || o.liveMiB > 4096 {
 		return fmt.Errorf("--live %d: give a number of MiB from 8 to 4096", o.liveMiB)
-	}
-	ext := strings.ToLower(filepath.Ext(o.out))
-	if o.out != "" && ext != ".svg" && ext != ".html" {
-		return fmt.Errorf("-o %s: the extension picks the format; use .svg or .html", o.out)
 	}
 	re, err := compileFlag("--pattern", o.pattern)
 	if err != nil {
@@ -152,20 +146,8 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 		rep.Warnings = append(rep.Warnings, f.Error())
 	}
 	if len(m.Toolchains) > 0 {
-		if err := writeAllocbench(e.stdout, rep, o.format); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-		if o.out != "" {
-			err := writeAtomic(o.out, func(w io.Writer) error {
-				if ext == ".svg" {
-					return allocbench.WriteSVG(w, rep)
-				}
-				return allocbench.WriteHTML(w, rep)
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "wrote %s\n", o.out)
+		if err := writeAllocbenchOutputs(e, rep, o); err != nil {
+			return err
 		}
 	}
 	if runErr != nil {
@@ -175,6 +157,77 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 		return &codeError{code: exitPartial, err: fmt.Errorf("allocbench: %d of %d runs failed; the first: %w",
 			len(m.Failures), len(m.Failures)+len(m.Samples), m.Failures[0])}
 	}
+	return nil
+}
+
+// runAllocbenchFrom analyses the runs of a saved JSON report.
+func runAllocbenchFrom(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
+	for _, name := range []string{"go", "count", "pattern", "live", "timeout"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s is about running; --from analyses runs already made", name)
+		}
+	}
+	if err := checkAllocbenchOutputs(o); err != nil {
+		return err
+	}
+	var r io.Reader = e.stdin
+	if o.from != "-" {
+		f, err := os.Open(o.from)
+		if err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	saved, err := allocbench.ReadSaved(r)
+	if err != nil {
+		return fmt.Errorf("--from %s: %w", o.from, err)
+	}
+	rep, err := allocbench.Analyse(saved.Runs, saved.Patterns, saved.Toolchains, saved.LiveBytes,
+		allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect})
+	if err != nil {
+		return fmt.Errorf("--from %s: %w", o.from, err)
+	}
+	return writeAllocbenchOutputs(e, rep, o)
+}
+
+// checkAllocbenchOutputs checks the output and threshold flags.
+func checkAllocbenchOutputs(o *allocbenchOptions) error {
+	switch o.format {
+	case "text", "json", "markdown":
+	default:
+		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
+	}
+	if !(o.alpha > 0 && o.alpha < 1) {
+		return fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
+	}
+	if !(o.minEffect > 0) {
+		return fmt.Errorf("--min-effect %v: give a relative difference above 0, such as 0.25", o.minEffect)
+	}
+	if ext := strings.ToLower(filepath.Ext(o.out)); o.out != "" && ext != ".svg" && ext != ".html" {
+		return fmt.Errorf("-o %s: the extension picks the format; use .svg or .html", o.out)
+	}
+	return nil
+}
+
+// writeAllocbenchOutputs prints the report and writes the chart of -o.
+func writeAllocbenchOutputs(e *env, rep *allocbench.Report, o *allocbenchOptions) error {
+	if err := writeAllocbench(e.stdout, rep, o.format); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	if o.out == "" {
+		return nil
+	}
+	err := writeAtomic(o.out, func(w io.Writer) error {
+		if strings.ToLower(filepath.Ext(o.out)) == ".svg" {
+			return allocbench.WriteSVG(w, rep)
+		}
+		return allocbench.WriteHTML(w, rep)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "wrote %s\n", o.out)
 	return nil
 }
 

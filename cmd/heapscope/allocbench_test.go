@@ -45,6 +45,18 @@ func TestAllocbench_Local(t *testing.T) {
 	if !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "large-noptr-slice-retained-full") {
 		t.Error("the HTML page lacks the chart or the patterns")
 	}
+
+	// The saved runs analyse again without running.
+	saved := filepath.Join(t.TempDir(), "runs.json")
+	os.WriteFile(saved, []byte(got.stdout), 0o644)
+	again := heapscope(t, "allocbench", "--from", saved, "--format", "json")
+	if again.code != exitOK || again.stdout != got.stdout {
+		t.Errorf("--from gives exit %d and another report (stderr %q)", again.code, again.stderr)
+	}
+	md := heapscope(t, "allocbench", "--from", saved, "--format", "markdown")
+	if md.code != exitOK || !strings.Contains(md.stdout, "| large-noptr-slice-retained-sparse |") {
+		t.Errorf("--from --format markdown: exit %d\n%s", md.code, md.stdout)
+	}
 }
 
 func TestAllocbench_BadInput(t *testing.T) {
@@ -62,6 +74,9 @@ func TestAllocbench_BadInput(t *testing.T) {
 		{"bad extension", []string{"allocbench", "-o", "chart.png"}, "use .svg or .html"},
 		{"bad alpha", []string{"allocbench", "--alpha", "2"}, "--alpha"},
 		{"arguments", []string{"allocbench", "go1.24.3"}, "unknown command"},
+		{"from with a run flag", []string{"allocbench", "--from", "runs.json", "--go", "local"}, "--go is about running"},
+		{"from a missing file", []string{"allocbench", "--from", "no-such-runs.json"}, "--from"},
+		{"from something else", []string{"allocbench", "--from", "../../go.mod"}, "not an allocbench JSON report"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,14 +35,66 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-// WriteMarkdown writes the table as Markdown, for a README or a pull
-// request.
+// WriteMarkdown writes the report as a Markdown table, one row per
+// pattern and a column per toolchain with the heap's Rss and RSS/heap
+// (the median runs), flagged patterns in bold, then the flags: the form
+// for a README or a pull request.
 func WriteMarkdown(w io.Writer, r *Report) error {
-	tw := table.NewWriter()
-	tw.AppendHeader(tableHeader())
-	tw.AppendRows(tableRows(r, "**"))
-	_, err := io.WriteString(w, tw.RenderMarkdown()+"\n")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d patterns, %s live each, %d runs per cell; each cell: Go heap mappings' Rss, and that Rss per HeapAlloc byte.\n\n",
+		len(r.Patterns), mib(float64(r.LiveBytes)), maxRuns(r))
+	b.WriteString("| pattern | HeapAlloc MiB |")
+	for _, t := range r.Toolchains {
+		name := t.GoVersion
+		if name == "" {
+			name = t.Name
+		}
+		fmt.Fprintf(&b, " %s |", name)
+	}
+	b.WriteString(" flagged |\n| --- | ---: |")
+	for range r.Toolchains {
+		b.WriteString(" ---: |")
+	}
+	b.WriteString(" --- |\n")
+	for _, p := range r.Patterns {
+		name := p.Name
+		if p.Flagged() {
+			name = "**" + name + "**"
+		}
+		heap := "-"
+		if len(p.Cells) > 0 && p.Cells[0].Runs > 0 {
+			heap = mibNum(p.Cells[0].HeapAlloc.Median)
+		}
+		fmt.Fprintf(&b, "| %s | %s |", name, heap)
+		for _, c := range p.Cells {
+			if c.Runs == 0 {
+				b.WriteString(" - |")
+				continue
+			}
+			fmt.Fprintf(&b, " %s MiB, %.2f |", mibNum(c.HeapRss.Median), c.RSSPerHeapByte.Median)
+		}
+		flag := ""
+		if p.Flagged() {
+			flag = flagSummary(&p)
+		}
+		fmt.Fprintf(&b, " %s |\n", flag)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(&b, "\nwarning: %s\n", warn)
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxRuns is the most runs any cell has.
+func maxRuns(r *Report) int {
+	n := 0
+	for _, p := range r.Patterns {
+		for _, c := range p.Cells {
+			n = max(n, c.Runs)
+		}
+	}
+	return n
 }
 
 func toolchainList(ts []Toolchain) string {
