@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/sysmem"
@@ -196,17 +197,19 @@ func (b *Build) Run(ctx context.Context, p Pattern) (Sample, error) {
 		return s, fmt.Errorf("run %s under %s: %w", s.Pattern, b.Toolchain, err)
 	}
 	// However the measurement goes, the child is told to exit and
-	// waited for.
-	defer func() {
+	// waited for, once; its stderr is complete only after.
+	finish := sync.OnceValue(func() error {
 		stdin.Close()
-		_ = cmd.Wait()
-	}()
+		return cmd.Wait()
+	})
+	defer finish()
 	line, err := bufio.NewReader(io.LimitReader(stdout, 64<<10)).ReadBytes('\n')
 	if err != nil {
 		if ctx.Err() != nil {
 			return s, fmt.Errorf("run %s under %s: %w", s.Pattern, b.Toolchain, ctx.Err())
 		}
-		return s, fmt.Errorf("run %s under %s: the child printed no figures: %w: %s", s.Pattern, b.Toolchain, err, lastLine(stderr.Bytes()))
+		werr := finish()
+		return s, fmt.Errorf("run %s under %s: the child printed no figures (%v): %s", s.Pattern, b.Toolchain, werr, lastLine(stderr.Bytes()))
 	}
 	var f childFigures
 	if err := json.Unmarshal(line, &f); err != nil {
