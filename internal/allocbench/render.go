@@ -43,7 +43,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d patterns, %s live each, %d runs per cell; each cell: Go heap mappings' Rss, and that Rss per HeapAlloc byte.\n\n",
 		len(r.Patterns), mib(float64(r.LiveBytes)), maxRuns(r))
-	b.WriteString("| pattern | HeapAlloc MiB |")
+	first := ""
+	if len(r.Toolchains) > 0 {
+		first = " (" + toolchainList(r.Toolchains[:1]) + ")"
+	}
+	fmt.Fprintf(&b, "| pattern | HeapAlloc MiB%s |", first)
 	for _, t := range r.Toolchains {
 		name := t.GoVersion
 		if name == "" {
