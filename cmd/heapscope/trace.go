@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
 )
 
@@ -154,7 +156,26 @@ func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte
 	}
 	secs := int(o.duration / time.Second)
 	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), secs)
+	prog := newProgress(e.stderr, o.duration)
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				prog.update(run.Progress{Elapsed: min(time.Since(start), o.duration), Total: o.duration})
+			}
+		}
+	})
 	data, err := c.Profile(cmd.Context(), "trace", url.Values{"seconds": {strconv.Itoa(secs)}})
+	close(stop)
+	wg.Wait()
+	prog.finish()
 	if err != nil {
 		return nil, "", err
 	}
