@@ -100,6 +100,34 @@ func TestRead_liveProcess(t *testing.T) {
 	}
 }
 
+// TestRead_formats reads traces recorded by the same allocating program
+// under toolchains whose trace formats differ: Go 1.21's (the old
+// format), Go 1.23's and Go 1.26's.
+func TestRead_formats(t *testing.T) {
+	for _, name := range []string{"alloc-go1.21.13.trace", "alloc-go1.23.12.trace", "alloc.trace"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl, err := Read(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := tl.Summarise()
+			if s.CompleteCycles == 0 || s.GCPauses < 2*s.CompleteCycles {
+				t.Errorf("%d complete cycles with %d GC pauses: want cycles, two pauses each", s.CompleteCycles, s.GCPauses)
+			}
+			if s.GCShare <= 0 || s.GCShare > 1 || s.STWShare <= 0 || s.STWShare > s.GCShare {
+				t.Errorf("GC share %v, STW share %v", s.GCShare, s.STWShare)
+			}
+			if s.HeapMaxBytes == 0 || s.GoalLastBytes == 0 {
+				t.Errorf("no heap figures: %+v", s)
+			}
+		})
+	}
+}
+
 func TestRead_golden(t *testing.T) {
 	data, err := os.ReadFile("testdata/alloc.trace")
 	if err != nil {

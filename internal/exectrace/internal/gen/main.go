@@ -4,6 +4,12 @@
 // is not the GC's.
 //
 //	go run ./internal/gen -o testdata/alloc.trace
+//
+// The traces of older formats come from the same program under older
+// toolchains, run from a copy in a module of its own with a go 1.21 line:
+//
+//	GOTOOLCHAIN=go1.21.13 go run . -o alloc-go1.21.13.trace
+//	GOTOOLCHAIN=go1.23.12 go run . -o alloc-go1.23.12.trace
 package main
 
 import (
