@@ -34,6 +34,18 @@ func chromium(t *testing.T) string {
 // after two minutes at most.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	ctx, started := startBrowser(t)
+	if err := <-started; err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// startBrowser starts the browser of newBrowser in the background, so a
+// test can prepare its page meanwhile: the context is usable once started
+// delivers nil.
+func startBrowser(t *testing.T) (context.Context, <-chan error) {
+	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
 		chromedp.Headless,
@@ -54,15 +66,19 @@ func newBrowser(t *testing.T) context.Context {
 	parent, cancelParent := context.WithTimeout(context.Background(), 2*time.Minute)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(parent, opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		started <- chromedp.Do(ctx)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
 		cancelParent()
+		<-done
 	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
+	return ctx, started
 }
 
 // fileURL is the file:// address of a path.

@@ -1,6 +1,8 @@
 // Package browsertests drives heapscope's pages in headless Chromium: the
-// SVG and HTML flame graphs, opened from disk, zoomed, searched and
-// captured. It is a module of its own so that chromedp, which only these
+// SVG and HTML flame graphs, a run's report.html and the compare.html of
+// two runs, opened from disk, zoomed, searched and captured. The runs are
+// real: short profiles of the bundled example services, each served by the
+// test binary re-executed as a child process. It is a module of its own so that chromedp, which only these
 // tests need, does not weigh on the main module; a replace directive points
 // it at the main module in the parent directory.
 //

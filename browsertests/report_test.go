@@ -2,7 +2,6 @@ package browsertests
 
 import (
 	"context"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/result"
 	runs "github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -79,32 +79,26 @@ func (w *pageWatch) check(t *testing.T, allowed ...string) {
 	}
 }
 
-// profileLeaky runs a short real profile of the leaky example service
-// under load, with a CPU profile, and returns its run directory.
-func profileLeaky(t *testing.T) string {
+// profileExample runs a short real profile of the named example service,
+// a child process on 127.0.0.1 as heapscope demo starts it, under load,
+// with a CPU profile, and returns the run and its directory.
+func profileExample(t *testing.T, name string) (*result.Run, string) {
 	t.Helper()
-	h, err := examples.New("leaky")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h) // on 127.0.0.1
-	defer srv.Close()
-	method, path := examples.DefaultLoad("leaky")
+	url, pid := startExample(t, name)
+	method, path := examples.DefaultLoad(name)
 	res, dir, err := runs.Profile(t.Context(), runs.Config{
-		Target:    target.Options{BaseURL: srv.URL},
+		Target:    target.Options{BaseURL: url},
+		PID:       pid,
 		Duration:  2 * time.Second,
 		Snapshots: 4,
 		CPU:       true,
-		Load:      &load.Options{Targets: []load.Request{{Method: method, URL: srv.URL + path}}, Rate: 300},
+		Load:      &load.Options{Targets: []load.Request{{Method: method, URL: url + path}}, Rate: 300},
 		OutDir:    t.TempDir(),
 	})
 	if err != nil {
-		t.Fatalf("profile the leaky example: %v", err)
+		t.Fatalf("profile the %s example: %v", name, err)
 	}
-	if res.Files.HTMLReport == "" || len(res.Files.Flames) < 3 {
-		t.Fatalf("run wrote report %q and flame graphs %+v (warnings %v), want report.html and three graphs and more", res.Files.HTMLReport, res.Files.Flames, res.Warnings)
-	}
-	return dir
+	return res, dir
 }
 
 // box is an element's bounding box with what the test asks of it.
@@ -120,7 +114,10 @@ type box struct {
 }
 
 func TestReport_ChartsAndFlameGraphs(t *testing.T) {
-	dir := profileLeaky(t)
+	res, dir := profileExample(t, "leaky")
+	if res.Files.HTMLReport == "" || len(res.Files.Flames) < 3 {
+		t.Fatalf("run wrote report %q and flame graphs %+v (warnings %v), want report.html and three graphs and more", res.Files.HTMLReport, res.Files.Flames, res.Warnings)
+	}
 	ctx := newBrowser(t)
 	w := watch(t, ctx)
 	do(t, ctx,

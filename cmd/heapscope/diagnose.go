@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -41,8 +42,9 @@ and three or more of one process enable the leak checks. docs/findings.md
 lists every finding.
 
 --config FILE overrides thresholds (YAML, see docs/findings.md); --source DIR
-reads source lines from DIR when the profiles' paths are not readable as
-they are. --fail-on SEVERITY exits 1 when a finding of that severity or
+(a Go module) reads source lines from DIR when the profiles' paths are not
+readable as they are, and adds the compiler's escape analysis (go build
+-gcflags=-m=2) of the module's packages that the findings point at. --fail-on SEVERITY exits 1 when a finding of that severity or
 above is present.`,
 		Example: `  heapscope diagnose heapscope-runs/127.0.0.1_6060-20261122T101500Z
   heapscope diagnose heap-1.pb.gz heap-2.pb.gz heap-3.pb.gz --format markdown
@@ -100,23 +102,12 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return fmt.Errorf("--source %s: not a directory", o.source)
 		}
 	}
-	var escapes diagnose.Escapes
-	if o.source != "" {
-		// Why each hot line allocates, from the compiler (its output is
-		// cached by the go command, so a second diagnose is quick).
-		rep, err := escape.Analyze(ctx, o.source)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "heapscope: warning: findings come without escape analysis: %v\n", err)
-		} else {
-			escapes = rep
-		}
-	}
 	var rep diagnose.Report
 	if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
 		if len(args) > 1 {
 			return fmt.Errorf("diagnose takes one RUN_DIR, or profiles: %s is a directory", args[0])
 		}
-		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source, Escapes: escapes})
+		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source})
 		if err != nil {
 			return err
 		}
@@ -126,13 +117,17 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return err
 		}
 		in.Thresholds = th
-		in.Escapes = escapes
 		if o.source != "" {
 			in.Source = &run.SourceFiles{Dir: o.source}
 		} else {
 			in.Source = &run.SourceFiles{}
 		}
 		rep = diagnose.Run(in)
+	}
+	if o.source != "" {
+		if err := explainEscapes(ctx, o.source, rep.Findings); err != nil {
+			fmt.Fprintf(e.stderr, "heapscope: warning: findings come without escape analysis: %v\n", err)
+		}
 	}
 
 	switch format {
@@ -202,4 +197,35 @@ func profilesInput(paths []string) (diagnose.Input, error) {
 		slices.SortStableFunc(list, byTime)
 	}
 	return in, nil
+}
+
+// explainEscapes attaches the compiler's escape analysis to the findings:
+// why each line they point at allocates. Only the module's packages that
+// hold a finding are compiled with -m=2, so a large module costs what its
+// hot packages cost (and the go command caches the compiler's output).
+func explainEscapes(ctx context.Context, dir string, findings []result.Finding) error {
+	module, err := escape.ModulePath(dir)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("escape analysis of %s: %w", dir, err)
+	}
+	var sites []escape.Site
+	for _, f := range findings {
+		if f.Function != "" && f.File != "" && f.Line > 0 {
+			sites = append(sites, escape.Site{Package: pprofx.PackagePath(f.Function), File: f.File})
+		}
+	}
+	patterns := escape.Patterns(module, root, sites)
+	if len(patterns) == 0 {
+		return nil // no finding in the module's own code
+	}
+	rep, err := escape.Analyze(ctx, dir, patterns...)
+	if err != nil {
+		return err
+	}
+	diagnose.AttachEscapes(findings, rep)
+	return nil
 }

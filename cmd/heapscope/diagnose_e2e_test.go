@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +56,42 @@ func TestDiagnose_BundledServices(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.stdout), &out); err != nil || findingAt(out.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend) == nil {
 		t.Errorf("diagnose of the run directory lost the leak finding (%v):%s", err, describe(out.Findings))
 	}
+
+	// With the source, the hot spot at the conversion says why it
+	// allocates, from the compiler, in text and in JSON.
+	t.Run("escape analysis of the hot spot", func(t *testing.T) {
+		root := filepath.Join("..", "..")
+		const why = "([]byte)(id) escapes to heap"
+		text := heapscope(t, "diagnose", leakyDir, "--source", root)
+		if text.code != exitOK || text.stderr != "" {
+			t.Fatalf("diagnose --source: exit %d, stderr %q", text.code, text.stderr)
+		}
+		title := fmt.Sprintf("allocation hot spot at leakycache.(*Worker).Process (leakycache/leakycache.go:%d)", conversion)
+		// A finding's block is its title line ("  SEVERITY title") and the
+		// deeper-indented lines under it.
+		var block string
+		in := false
+		for _, line := range strings.Split(text.stdout, "\n") {
+			if head := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   "); head {
+				in = strings.Contains(line, title)
+			}
+			if in {
+				block += line + "\n"
+			}
+		}
+		if !strings.Contains(block, "escape: "+why) {
+			t.Errorf("text output: the hot spot %q does not carry %q:\n%s", title, why, text.stdout)
+		}
+		js := heapscope(t, "diagnose", leakyDir, "--source", root, "--format", "json")
+		var out diagnoseOutput
+		if err := json.Unmarshal([]byte(js.stdout), &out); err != nil {
+			t.Fatalf("diagnose --source --format json: %v\n%s", err, js.stderr)
+		}
+		f := findingAt(out.Findings, "alloc.hot-spot", "leakycache.go", conversion)
+		if f == nil || len(f.Escape) == 0 || !strings.HasPrefix(f.Escape[0], why) {
+			t.Errorf("JSON output: hot spot at leakycache.go:%d is %+v, want an escape starting %q", conversion, f, why)
+		}
+	})
 
 	optimized, optimizedDir := demoRun(t, "optimized", "--duration", "3s")
 	if diagnose.AtLeast(optimized.Findings, diagnose.Medium) {

@@ -148,6 +148,10 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// gctraceStopDelay is how long an interrupted command has to exit before
+// it is killed.
+var gctraceStopDelay = 5 * time.Second
+
 // gctraceCommand runs argv with gctrace on, analysing its stderr as it
 // comes.
 func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Format, o *gctraceOptions) error {
@@ -156,7 +160,7 @@ func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Fo
 	c.Stdin, c.Stdout = e.stdin, e.stdout
 	// Interrupted: ask the command to stop as Ctrl-C would, then kill it.
 	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-	c.WaitDelay = 5 * time.Second
+	c.WaitDelay = gctraceStopDelay
 	stderr, err := c.StderrPipe()
 	if err != nil {
 		return fmt.Errorf("gctrace: run %s: %w", argv[0], err)
@@ -177,6 +181,10 @@ func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Fo
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())
 		}
+	case waitErr != nil && ctx.Err() != nil && errors.Is(waitErr, ctx.Err()):
+		// Interrupted, the command exited 0 (as a service shutting down
+		// gracefully does): exec reports the interrupt, not a failure,
+		// and the cycles seen so far are still reported.
 	case waitErr != nil:
 		return fmt.Errorf("gctrace: run %s: %w", argv[0], waitErr)
 	}

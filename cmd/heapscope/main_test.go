@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if mode := os.Getenv(gcChildEnv); mode != "" {
+		os.Exit(gcChild(mode))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -180,15 +180,22 @@ func index(p *profile.Profile, sampleType string) int {
 // attachEscapes adds the compiler's explanations to every finding at a
 // source line, when the escape analysis is at hand.
 func (d *diagnosis) attachEscapes() {
-	if d.in.Escapes == nil {
-		return
+	if d.in.Escapes != nil {
+		AttachEscapes(d.findings, d.in.Escapes)
 	}
-	for i := range d.findings {
-		f := &d.findings[i]
+}
+
+// AttachEscapes sets the Escape field of every finding at a source line
+// that the escape analysis explains. Callers that analyse only the
+// packages of the findings (see escape.Patterns) diagnose first, then
+// attach.
+func AttachEscapes(findings []result.Finding, e Escapes) {
+	for i := range findings {
+		f := &findings[i]
 		if f.File == "" || f.Line <= 0 {
 			continue
 		}
-		if why := d.in.Escapes.At(f.File, int(f.Line)); len(why) > 0 {
+		if why := e.At(f.File, int(f.Line)); len(why) > 0 {
 			f.Escape = why
 		}
 	}

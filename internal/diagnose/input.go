@@ -7,6 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -101,22 +102,11 @@ func frames(s *profile.Sample) []frame {
 	return out
 }
 
-// packageOf returns the import path of a function's package:
-// "github.com/a/b.(*T).M" gives "github.com/a/b".
-func packageOf(function string) string {
-	slash := strings.LastIndexByte(function, '/')
-	dot := strings.IndexByte(function[slash+1:], '.')
-	if dot < 0 {
-		return function
-	}
-	return function[:slash+1+dot]
-}
-
 // isStd reports whether a function belongs to the standard library (or
 // the runtime): its import path has no dot in its first element. Package
 // main is the service's own.
 func isStd(function string) bool {
-	pkg := packageOf(function)
+	pkg := pprofx.PackagePath(function)
 	if pkg == "main" || function == "" {
 		return false
 	}
@@ -127,7 +117,7 @@ func isStd(function string) bool {
 // isRuntime reports whether a function is part of the runtime's machinery
 // (allocation, scheduling, locks) rather than a caller's code.
 func isRuntime(function string) bool {
-	pkg := packageOf(function)
+	pkg := pprofx.PackagePath(function)
 	return pkg == "runtime" || strings.HasPrefix(pkg, "runtime/internal") || strings.HasPrefix(pkg, "internal/runtime") ||
 		pkg == "sync" || pkg == "internal/sync" || pkg == "sync/atomic"
 }
@@ -141,7 +131,7 @@ func (a appCode) is(function string) bool {
 		return false
 	}
 	if a.mainModule != "" && a.mainModule != "command-line-arguments" {
-		pkg := packageOf(function)
+		pkg := pprofx.PackagePath(function)
 		return pkg == a.mainModule || strings.HasPrefix(pkg, a.mainModule+"/") || pkg == "main"
 	}
 	return !isStd(function)

@@ -5,72 +5,7 @@ import (
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/result"
-	"github.com/heapscope/heapscope/internal/sysmem"
 )
-
-// The kinds of mappings ClassifyMappings sums.
-const (
-	KindGoHeap      = "go-heap"
-	KindStack       = "main-stack"
-	KindAnonOther   = "anon-other"
-	KindBinary      = "binary"
-	KindSharedLib   = "shared-libraries"
-	KindFileOther   = "file-other"
-	KindKernelPages = "kernel"
-)
-
-// ClassifyMappings sums a process's mappings by kind: the Go heap arenas
-// (as sysmem.GoHeap found them), the main thread's [stack], other
-// anonymous memory (cgo and C libraries, mmap, the runtime's own
-// off-heap structures), the executable (the first mapping's file), shared
-// libraries, other mapped files, and the kernel's [vdso]/[vvar] pages.
-// Kinds with no mapping are left out.
-func ClassifyMappings(maps []sysmem.Mapping, heap sysmem.HeapMappings) []result.MappingKind {
-	inHeap := make(map[uint64]bool, len(heap.Mappings))
-	for _, m := range heap.Mappings {
-		inHeap[m.Start] = true
-	}
-	exe := ""
-	if len(maps) > 0 && maps[0].Inode != 0 {
-		exe = maps[0].Path
-	}
-	order := []string{KindGoHeap, KindStack, KindAnonOther, KindBinary, KindSharedLib, KindFileOther, KindKernelPages}
-	sums := map[string]*result.MappingKind{}
-	for i := range maps {
-		m := &maps[i]
-		kind := KindFileOther
-		switch {
-		case inHeap[m.Start]:
-			kind = KindGoHeap
-		case m.Path == "[stack]":
-			kind = KindStack
-		case m.Path == "[vdso]" || m.Path == "[vvar]" || m.Path == "[vsyscall]" || m.Path == "[vvar_vclock]":
-			kind = KindKernelPages
-		case m.Anon() || m.Path == "[heap]" || strings.HasPrefix(m.Path, "[anon"):
-			kind = KindAnonOther
-		case exe != "" && m.Path == exe:
-			kind = KindBinary
-		case strings.Contains(m.Path, ".so"):
-			kind = KindSharedLib
-		}
-		k := sums[kind]
-		if k == nil {
-			k = &result.MappingKind{Kind: kind}
-			sums[kind] = k
-		}
-		k.Count++
-		k.SizeBytes += m.End - m.Start
-		k.RSSBytes += m.Rss
-		k.SwapBytes += m.Swap
-	}
-	var out []result.MappingKind
-	for _, kind := range order {
-		if k := sums[kind]; k != nil {
-			out = append(out, *k)
-		}
-	}
-	return out
-}
 
 // rssBreakdown is check 6: resident memory as the kernel counts it beside
 // the memory the runtime has committed, reconciled.
@@ -126,7 +61,9 @@ func (d *diagnosis) rssBreakdown() {
 	}
 	var parts []string
 	for _, k := range rss.Mappings {
-		parts = append(parts, fmt.Sprintf("%s %s", k.Kind, fmtBytes(float64(k.RSSBytes))))
+		if k.RSSBytes > 0 { // reserved address space is never resident
+			parts = append(parts, fmt.Sprintf("%s %s", k.Kind, fmtBytes(float64(k.RSSBytes))))
+		}
 	}
 	if hm := rss.GoHeapMappings; hm != nil && hm.Count > 0 {
 		heapRSS := float64(hm.RSSBytes)
@@ -141,7 +78,7 @@ func (d *diagnosis) rssBreakdown() {
 			explain = append(explain, fmt.Sprintf("the heap arenas' %s resident match the %s the runtime holds", fmtBytes(heapRSS), fmtBytes(heapCommitted)))
 		}
 	}
-	if k, ok := kinds[KindAnonOther]; ok {
+	if k, ok := kinds[result.MappingAnon]; ok {
 		unknown := float64(k.RSSBytes) - offHeap
 		ev["reconciled_unknown_anon_bytes"] = max(unknown, 0)
 		if d.in.MemStats != nil && gap(unknown, 1) {

@@ -1,6 +1,10 @@
 package flame
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+)
 
 // Kind tells whose code a frame runs: the runtime's, the standard
 // library's, the application's or a dependency's. Renderers colour frames
@@ -34,23 +38,6 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// PackagePath returns the import path of the package a Go function name
-// belongs to: "net/http" for "net/http.(*conn).serve", "main" for
-// "main.main.func1". Type arguments of generic functions are not looked
-// into.
-func PackagePath(function string) string {
-	name := function
-	if i := strings.IndexByte(name, '['); i >= 0 {
-		name = name[:i]
-	}
-	slash := strings.LastIndexByte(name, '/')
-	dot := strings.IndexByte(name[slash+1:], '.')
-	if dot < 0 {
-		return name
-	}
-	return name[:slash+1+dot]
-}
-
 // ShortName returns a function name without the directories of its
 // package path: "run.(*collector).addTop" for
 // "github.com/heapscope/heapscope/internal/run.(*collector).addTop".
@@ -71,7 +58,7 @@ func classify(function, module string) Kind {
 	if function == "" || strings.HasPrefix(function, "0x") {
 		return KindUnknown
 	}
-	pkg := PackagePath(function)
+	pkg := pprofx.PackagePath(function)
 	switch {
 	case pkg == "runtime" || strings.HasPrefix(pkg, "internal/runtime/") || strings.HasPrefix(pkg, "runtime/internal/"):
 		return KindRuntime

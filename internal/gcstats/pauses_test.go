@@ -54,3 +54,35 @@ func TestPauses(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPauses checks Pauses on any pair of cycle counts: it never lists
+// more than the ring holds, lists as many pauses as NewWindow covers, and
+// lists the window's last cycles in order with their ring entries.
+func FuzzPauses(f *testing.F) {
+	f.Add(uint32(40), uint32(41), uint32(0), uint32(0))
+	f.Add(uint32(10), uint32(600), uint32(2), uint32(5))
+	f.Add(uint32(0), uint32(256), uint32(0), uint32(1))
+	f.Add(uint32(600), uint32(10), uint32(0), uint32(0))
+	f.Add(uint32(4294967000), uint32(4294967295), uint32(1), uint32(3))
+	f.Fuzz(func(t *testing.T, startGC, endGC, startForced, endForced uint32) {
+		start := MemStats{NumGC: startGC, NumForcedGC: startForced}
+		end := MemStats{NumGC: endGC, NumForcedGC: endForced}
+		for i := range PauseRingSize {
+			end.PauseNs[i] = uint64(i) + 1
+			end.PauseEnd[i] = uint64(i) * 1e9
+		}
+		ps := Pauses(start, end)
+		if len(ps) > PauseRingSize {
+			t.Fatalf("%d pauses, more than the ring's %d", len(ps), PauseRingSize)
+		}
+		if w := NewWindow(start, end, time.Second); len(ps) != w.PausesCovered {
+			t.Fatalf("%d pauses listed, the window covers %d", len(ps), w.PausesCovered)
+		}
+		for i, p := range ps {
+			cycle := endGC - uint32(len(ps)-1-i)
+			if p.Cycle != cycle || p.Duration != time.Duration((cycle-1)%PauseRingSize+1) {
+				t.Fatalf("pause %d is of cycle %d (%s), want cycle %d", i, p.Cycle, p.Duration, cycle)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/result"
@@ -43,6 +44,126 @@ func findingsText(b *strings.Builder, findings []result.Finding, notes []string)
 	for _, n := range notes {
 		fmt.Fprintf(b, "  note: %s\n", n)
 	}
+}
+
+// briefInfo is how many info findings the terminal summary lists by title
+// when there is nothing more severe; otherwise it only counts them.
+const briefInfo = 3
+
+// findingsBrief is the terminal summary's view of the findings: medium and
+// high ones with their fix, low ones by title, info ones counted (or a few
+// listed when nothing is more severe). Evidence, every fix and the notes
+// are in report.md and in "heapscope diagnose".
+func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string, dir string) {
+	if len(findings) == 0 {
+		b.WriteString("Findings: none\n")
+	} else {
+		fmt.Fprintf(b, "Findings (%s):\n", severityCounts(findings))
+	}
+	// A site can draw several findings (its growth, and the pattern the
+	// line shows): the first, most severe, is shown; the others are named
+	// under it.
+	// The fix shown is the most specific one: a known pattern's.
+	also := make(map[string][]string)
+	fixes := make(map[string]string)
+	for _, f := range findings {
+		if k := siteKey(f); k != "" && f.Severity != "info" {
+			also[k] = append(also[k], f.ID)
+			if _, ok := fixes[k]; !ok || strings.HasPrefix(f.ID, "pattern.") {
+				fixes[k] = f.Fix
+			}
+		}
+	}
+	shown := make(map[string]bool)
+	var info []result.Finding
+	for _, f := range findings {
+		k := siteKey(f)
+		if f.Severity == "info" {
+			info = append(info, f)
+			continue
+		}
+		if k != "" && shown[k] {
+			continue
+		}
+		shown[k] = k != ""
+		fmt.Fprintf(b, "  %-6s %s\n", strings.ToUpper(f.Severity), f.Title)
+		if ids := also[k]; k != "" && len(ids) > 1 {
+			fmt.Fprintf(b, "         also at this line: %s\n", strings.Join(ids[1:], ", "))
+		}
+		fix := f.Fix
+		if k != "" {
+			fix = fixes[k]
+		}
+		if fix != "" && (f.Severity == "high" || f.Severity == "medium") {
+			fmt.Fprintf(b, "         fix: %s\n", firstSentence(fix))
+		}
+	}
+	if len(info) > 0 && len(info) < len(findings) {
+		fmt.Fprintf(b, "  and %d info finding%s\n", len(info), plural(len(info)))
+	} else {
+		for i, f := range info {
+			if i == briefInfo {
+				fmt.Fprintf(b, "  and %d more\n", len(info)-briefInfo)
+				break
+			}
+			fmt.Fprintf(b, "  %-6s %s\n", "INFO", f.Title)
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(b, "  %d check%s could not run (the notes say why)\n", len(notes), plural(len(notes)))
+	}
+	if len(findings) > 0 || len(notes) > 0 {
+		where := "heapscope diagnose RUN_DIR"
+		if dir != "" {
+			where = "heapscope diagnose " + dir
+		}
+		fmt.Fprintf(b, "  evidence and fixes: report.md, or %s\n", where)
+	}
+}
+
+// siteKey names a finding's source line, or "" when it has none.
+func siteKey(f result.Finding) string {
+	if f.File == "" || f.Line <= 0 {
+		return ""
+	}
+	return f.File + ":" + strconv.FormatInt(f.Line, 10)
+}
+
+// severityCounts says how many findings there are of each severity, most
+// severe first: "2 high, 1 low".
+func severityCounts(findings []result.Finding) string {
+	var parts []string
+	for _, sev := range []string{"high", "medium", "low", "info"} {
+		n := 0
+		for _, f := range findings {
+			if f.Severity == sev {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, sev))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstSentence cuts a fix to its first sentence or clause (up to ". " or
+// "; "), for the terminal summary.
+func firstSentence(s string) string {
+	cut := len(s)
+	for _, sep := range []string{". ", "; "} {
+		if i := strings.Index(s, sep); i > 0 && i < cut {
+			cut = i
+		}
+	}
+	return s[:cut]
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []string) {

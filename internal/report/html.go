@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"html"
 	"io"
@@ -92,7 +93,7 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	row("load", loadLine(r))
 	b.WriteString("</table>\n</section>\n")
 
-	writeFindings(&b, r.Findings)
+	writeFindings(&b, r.Findings, r.DiagnosisNotes)
 
 	b.WriteString("<section id=\"charts\">\n<h2>Heap in use</h2>\n")
 	if g := r.HeapGrowth; g != nil && len(g.Snapshots) > 0 {
@@ -135,10 +136,12 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 			link = fmt.Sprintf(` · <a href="%s">open on its own</a>`, e(f.Path))
 		}
 		fmt.Fprintf(&b, "<figure class=\"flame\">\n<figcaption>%s%s</figcaption>\n", e(f.Title), link)
-		doc := "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html,body{margin:0}svg{display:block;width:100%;height:auto}</style></head><body>" +
-			string(stripXMLDecl(f.SVG)) + "</body></html>"
-		fmt.Fprintf(&b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"%s\"></iframe>\n</figure>\n",
-			e(f.ID), e(f.Title), width, height, e(doc))
+		fmt.Fprintf(&b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"", e(f.ID), e(f.Title), width, height)
+		b.Grow(len(f.SVG) + len(f.SVG)/4 + 256)
+		escapeTo(&b, []byte(srcdocHead))
+		escapeTo(&b, stripXMLDecl(f.SVG))
+		escapeTo(&b, []byte("</body></html>"))
+		b.WriteString("\"></iframe>\n</figure>\n")
 	}
 	b.WriteString("</section>\n")
 
@@ -203,11 +206,21 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 }
 
 // writeFindings writes the findings table, or says there is none.
-func writeFindings(b *strings.Builder, findings []result.Finding) {
+func writeFindings(b *strings.Builder, findings []result.Finding, notes []string) {
 	e := html.EscapeString
 	b.WriteString("<section id=\"findings\">\n<h2>Findings</h2>\n")
+	defer func() {
+		if len(notes) > 0 {
+			b.WriteString("<ul class=\"notes\">\n")
+			for _, n := range notes {
+				fmt.Fprintf(b, "<li>%s</li>\n", e(n))
+			}
+			b.WriteString("</ul>\n")
+		}
+		b.WriteString("</section>\n")
+	}()
 	if len(findings) == 0 {
-		b.WriteString("<p class=\"none\">No findings.</p>\n</section>\n")
+		b.WriteString("<p class=\"none\">No findings.</p>\n")
 		return
 	}
 	b.WriteString("<table class=\"findings\">\n<tr><th>severity</th><th>finding</th><th>where</th><th>evidence</th><th>fix</th><th>confidence</th></tr>\n")
@@ -223,10 +236,14 @@ func writeFindings(b *strings.Builder, findings []result.Finding) {
 		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
 			ev = append(ev, k+" "+strconv.FormatFloat(f.Evidence[k], 'g', 6, 64))
 		}
+		fix := e(f.Fix)
+		for _, esc := range f.Escape {
+			fix += "<br><code>" + e(esc) + "</code>"
+		}
 		fmt.Fprintf(b, "<tr class=\"severity-%s\"><td>%s</td><td><b>%s</b><br><code>%s</code></td><td title=\"%s\">%s</td><td>%s</td><td>%s</td><td>%.0f%%</td></tr>\n",
-			e(f.Severity), e(f.Severity), e(f.Title), e(f.ID), e(f.Function), e(where), e(strings.Join(ev, ", ")), e(f.Fix), 100*f.Confidence)
+			e(f.Severity), e(f.Severity), e(f.Title), e(f.ID), e(f.Function), e(where), e(strings.Join(ev, ", ")), fix, 100*f.Confidence)
 	}
-	b.WriteString("</table>\n</section>\n")
+	b.WriteString("</table>\n")
 }
 
 var svgSizeRE = regexp.MustCompile(`<svg[^>]*?\swidth="(\d+)"[^>]*?\sheight="(\d+)"`)
@@ -245,16 +262,47 @@ func svgSize(svg []byte) (width, height int) {
 	return 1200, 400
 }
 
+// srcdocHead opens the document of a flame graph's frame: the SVG fills
+// the frame's width.
+const srcdocHead = `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0}svg{display:block;width:100%;height:auto}</style></head><body>`
+
 // stripXMLDecl drops an XML declaration, which an HTML document cannot
 // hold.
 func stripXMLDecl(svg []byte) []byte {
-	s := strings.TrimLeft(string(svg), " \t\r\n")
-	if strings.HasPrefix(s, "<?xml") {
-		if i := strings.Index(s, "?>"); i >= 0 {
-			return []byte(s[i+2:])
+	s := bytes.TrimLeft(svg, " \t\r\n")
+	if bytes.HasPrefix(s, []byte("<?xml")) {
+		if i := bytes.Index(s, []byte("?>")); i >= 0 {
+			return s[i+2:]
 		}
 	}
-	return []byte(s)
+	return s
+}
+
+// escapeTo writes p escaped for an HTML attribute value, as
+// html.EscapeString does, without a copy of the whole.
+func escapeTo(b *strings.Builder, p []byte) {
+	last := 0
+	for i, c := range p {
+		var rep string
+		switch c {
+		case '&':
+			rep = "&amp;"
+		case '\'':
+			rep = "&#39;"
+		case '<':
+			rep = "&lt;"
+		case '>':
+			rep = "&gt;"
+		case '"':
+			rep = "&#34;"
+		default:
+			continue
+		}
+		b.Write(p[last:i])
+		b.WriteString(rep)
+		last = i + 1
+	}
+	b.Write(p[last:])
 }
 
 const htmlStyle = `body { margin: 0 auto; max-width: 1240px; padding: 16px 20px 40px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,7 +44,9 @@ func withFinding(r *result.Run) *result.Run {
 		Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
 		Evidence: map[string]float64{"growth_bytes": 36 << 20, "r2": 1},
 		Fix:      "bound the cache <map> & evict", Confidence: 0.9,
+		Escape: []string{"worker.go:42: ([]byte)(id) escapes to heap"},
 	})
+	r.DiagnosisNotes = append(r.DiagnosisNotes, "lock contention not checked: no mutex profile")
 	return r
 }
 
@@ -97,6 +100,7 @@ func TestHTML_Content(t *testing.T) {
 				`&amp;amp; &#34;friends&#34;`,
 				"<b>In-use heap grows without bound at one site</b>", "bound the cache &lt;map&gt; &amp; evict",
 				"growth_bytes 3.77487e+07, r2 1", "90%",
+				"<code>worker.go:42: ([]byte)(id) escapes to heap</code>", "<li>lock contention not checked: no mutex profile</li>",
 			},
 			notWant: []string{"No findings.", "<?xml", "No GC pause"},
 		},
@@ -170,6 +174,56 @@ func TestTicks(t *testing.T) {
 		}
 		if s := fmt.Sprint(got); s != tt.want {
 			t.Errorf("ticks(%v, bytes %v) = %s, want %s", tt.max, tt.bytes, s, tt.want)
+		}
+	}
+}
+
+// FuzzHTML_FlameSVG embeds any bytes as a flame graph's SVG: whatever
+// they hold stays inside its frame's srcdoc attribute, so the page keeps
+// one frame per graph and nothing of the SVG becomes the page's markup.
+func FuzzHTML_FlameSVG(f *testing.F) {
+	f.Add([]byte(flameSVG), "Allocations")
+	f.Add([]byte(`"></iframe><script>alert(1)</script>`), `"><b>`)
+	f.Add([]byte(`<svg width="0" height="99999999999999999999">`), "")
+	f.Add([]byte("<?xml"), "x")
+	f.Fuzz(func(t *testing.T, svg []byte, title string) {
+		var buf bytes.Buffer
+		err := HTML(&buf, remoteIdleRun(), []HTMLFlame{{ID: "flame-x", Title: title, SVG: svg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if n := strings.Count(out, "<iframe"); n != 1 {
+			t.Fatalf("%d frames, want 1", n)
+		}
+		_, rest, ok := strings.Cut(out, ` srcdoc="`)
+		if !ok {
+			t.Fatal("no srcdoc attribute")
+		}
+		doc, after, ok := strings.Cut(rest, `"`)
+		if !ok || !strings.HasPrefix(after, "></iframe>") {
+			t.Fatalf("srcdoc attribute does not end at its frame's end: …%.80q", after)
+		}
+		if strings.ContainsAny(doc, "<>") {
+			t.Fatal("srcdoc holds unescaped markup")
+		}
+		if w, h := svgSize(svg); w <= 0 || h <= 0 {
+			t.Fatalf("svg size %d×%d", w, h)
+		}
+	})
+}
+
+// BenchmarkHTML renders the report of a run with a flame graph of about
+// a megabyte, the size of a large profile's pruned SVG.
+func BenchmarkHTML(b *testing.B) {
+	r := withFinding(withPauses(leakyRun()))
+	svg := []byte(strings.Repeat(flameSVG, (1<<20)/len(flameSVG)))
+	flames := []HTMLFlame{{ID: "flame-alloc_space", Title: "Allocations", SVG: svg}}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(svg)))
+	for b.Loop() {
+		if err := HTML(io.Discard, r, flames); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -104,6 +104,35 @@ func closedLoadRun() *result.Run {
 	return r
 }
 
+// diagnosedRun is the leaky run with findings of every severity and a note
+// on a check that could not run.
+func diagnosedRun() *result.Run {
+	r := leakyRun()
+	r.Findings = []result.Finding{
+		{ID: "leak.inuse-growth", Severity: "high", Title: "inuse_space grows 108 MiB/min at cache.(*Worker).Process (cache/worker.go:42)",
+			Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
+			Evidence: map[string]float64{"slope_bytes_per_minute": 108 << 20, "r2": 1},
+			Fix:      "memory allocated here stays reachable and keeps growing: bound it; the growing stack is cache.(*Worker).Process", Confidence: 0.9},
+		{ID: "pattern.unbounded-map", Severity: "high", Title: "a map that only grows at cache.(*Worker).Process (cache/worker.go:42)",
+			Function: "example.com/cache.(*Worker).Process", File: "/src/cache/worker.go", Line: 42,
+			Evidence: map[string]float64{"r2": 1}, Fix: "bound the map", Confidence: 0.6},
+		{ID: "pattern.append-growth", Severity: "low", Title: "append growing a slice without capacity at cache.(*Worker).Process (cache/worker.go:41)",
+			Evidence: map[string]float64{"bytes_per_request": 9000}, Fix: "preallocate. Or reuse the slice", Confidence: 0.8},
+		{ID: "alloc.hot-spot", Severity: "info", Title: "allocation hot spot at http.(*conn).readRequest (http/server.go:1100)", Evidence: map[string]float64{}, Confidence: 0.3},
+		{ID: "rss.breakdown", Severity: "info", Title: "RSS 71 MiB (proc)", Evidence: map[string]float64{}, Confidence: 0.8},
+	}
+	r.DiagnosisNotes = []string{"goroutine leak check: 1 goroutine profile(s), it needs at least 3 of one process"}
+	return r
+}
+
+// infoOnlyRun has nothing but info findings: the summary lists a few.
+func infoOnlyRun() *result.Run {
+	r := diagnosedRun()
+	r.Findings = r.Findings[3:]
+	r.DiagnosisNotes = nil
+	return r
+}
+
 func TestSummary_Golden(t *testing.T) {
 	tests := []struct {
 		name string
@@ -113,6 +142,8 @@ func TestSummary_Golden(t *testing.T) {
 		{"leaky", leakyRun(), "heapscope-runs/127.0.0.1_6060-20261122T101500Z"},
 		{"remote-idle", remoteIdleRun(), "runs/svc"},
 		{"closed-load", closedLoadRun(), "runs/closed"},
+		{"diagnosed", diagnosedRun(), "runs/diagnosed"},
+		{"info-only", infoOnlyRun(), "runs/info"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 
 	// The verdict first: what is wrong, where, and what to do.
 	b.Reset()
-	findingsText(&b, r.Findings, r.DiagnosisNotes)
+	findingsBrief(&b, r.Findings, r.DiagnosisNotes, dir)
 	sections = append(sections, b.String())
 
 	b.Reset()

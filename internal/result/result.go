@@ -201,6 +201,18 @@ type RSS struct {
 	Mappings []MappingKind `json:"mappings,omitempty"`
 }
 
+// The kinds of MappingKind, as result.json names them. internal/rss
+// classifies the mappings; the run maps its kinds to these names.
+const (
+	MappingGoHeap    = "go-heap"          // the Go heap arenas' read-write parts
+	MappingStack     = "main-stack"       // the main thread's [stack]
+	MappingAnon      = "anon-other"       // other anonymous memory: cgo, mmap, runtime metadata
+	MappingReserved  = "reserved"         // address space without access (arena reservations)
+	MappingBinary    = "binary"           // the executable
+	MappingLibraries = "shared-libraries" // shared libraries and [vdso]
+	MappingFiles     = "file-other"       // other mapped files
+)
+
 // MappingKind is the memory of one kind of mapping, from smaps.
 type MappingKind struct {
 	Kind      string `json:"kind"`

@@ -14,12 +14,12 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rss"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -48,6 +48,9 @@ type collector struct {
 	cpu       []byte
 	extra     map[string][]byte
 	goroutine []byte
+	// goroutineFailed says a goroutine profile of the series could not
+	// be fetched (warned about once).
+	goroutineFailed bool
 
 	trace         []byte
 	traceTimeline *exectrace.Timeline
@@ -70,6 +73,16 @@ type snapshot struct {
 	// profilerAlloc is alloc_space of the pprof handlers since the
 	// process started.
 	profilerAlloc int64
+	// goroutines is the goroutine profile fetched right after the heap
+	// profile, for the goroutine leak check; nil when it failed.
+	goroutines *goroutineSnapshot
+}
+
+// goroutineSnapshot is one goroutine profile (debug=0) of a series.
+type goroutineSnapshot struct {
+	at      time.Time
+	raw     []byte
+	profile *profile.Profile
 }
 
 // processFacts is what /proc told about a local target, or the target's
@@ -110,6 +123,7 @@ func (c *collector) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.addGoroutines(ctx, &snap)
 	c.snaps = append(c.snaps, snap)
 	ms, at, err := c.memStats(ctx)
 	if err != nil {
@@ -136,6 +150,27 @@ func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapsho
 	app, dropped := pprofx.WithoutProfiler(p)
 	si, _ := pprofx.SampleIndex(p, "alloc_space")
 	return snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si]}, nil
+}
+
+// addGoroutines fetches a goroutine profile (debug=0, pprof format) to go
+// with a heap snapshot: the series lets diagnose see goroutines pile up.
+// Its failure is a warning: the end-of-window goroutine profile is the
+// one whose failure makes a run partial.
+func (c *collector) addGoroutines(ctx context.Context, snap *snapshot) {
+	at := c.cfg.now()
+	raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", url.Values{"debug": {"0"}})
+	var p *profile.Profile
+	if err == nil {
+		p, err = c.parse(raw)
+	}
+	if err != nil {
+		if !c.goroutineFailed {
+			c.goroutineFailed = true
+			c.warn("goroutine profile with the heap snapshot at +%s: %v; the goroutine leak check has fewer profiles", snap.offset.Round(time.Millisecond), err)
+		}
+		return
+	}
+	snap.goroutines = &goroutineSnapshot{at: at, raw: raw, profile: p}
 }
 
 // parse decodes a fetched profile within the size limit.
@@ -328,6 +363,7 @@ func (c *collector) takeSnapshots(ctx context.Context) {
 		if err != nil {
 			c.fails.add(fmt.Sprintf("heap snapshot at %s", off.Round(time.Millisecond)), err)
 		} else {
+			c.addGoroutines(sctx, &snap)
 			c.snaps = append(c.snaps, snap)
 		}
 		if last {
@@ -402,17 +438,46 @@ func (c *collector) readProcEnd() {
 		return
 	}
 	c.proc.status = &st
-	maps, err := p.Smaps(pid)
-	if err != nil {
+	// The mappings stream through the classifier of heapscope rss; an
+	// unreadable /proc/PID/exe leaves it to take the first file mapped.
+	exe, _ := p.Exe(pid)
+	cl := rss.Classifier{Exe: exe}
+	if err := p.ScanSmaps(pid, cl.Add); err != nil {
 		c.warn("read smaps of process %d: %v", pid, err)
 	} else {
-		hm := sysmem.GoHeap(maps, c.memEnd.HeapSys)
+		res := cl.Result()
+		hm := res.Heap(c.memEnd.HeapSys)
 		c.proc.heapMappings = &hm
-		c.proc.mappings = diagnose.ClassifyMappings(maps, hm)
+		c.proc.mappings = mappingKinds(&res)
 	}
 	if cg, err := p.Cgroup(pid); err != nil {
 		c.warn("read cgroup of process %d: %v", pid, err)
 	} else {
 		c.proc.cgroup = &cg
 	}
+}
+
+// mappingNames names rss's kinds in result.json.
+var mappingNames = map[rss.Kind]string{
+	rss.KindGoHeap:   result.MappingGoHeap,
+	rss.KindStack:    result.MappingStack,
+	rss.KindAnon:     result.MappingAnon,
+	rss.KindReserved: result.MappingReserved,
+	rss.KindBinary:   result.MappingBinary,
+	rss.KindLibrary:  result.MappingLibraries,
+	rss.KindFile:     result.MappingFiles,
+}
+
+// mappingKinds turns a classification into result.json's per-kind sums,
+// in rss's order, leaving out kinds without a mapping.
+func mappingKinds(cl *rss.Classification) []result.MappingKind {
+	var out []result.MappingKind
+	for k := rss.KindGoHeap; k <= rss.KindFile; k++ {
+		u := cl.Kind(k)
+		if u.Mappings == 0 {
+			continue
+		}
+		out = append(out, result.MappingKind{Kind: mappingNames[k], Count: u.Mappings, SizeBytes: u.SizeBytes, RSSBytes: u.RSSBytes, SwapBytes: u.SwapBytes})
+	}
+	return out
 }

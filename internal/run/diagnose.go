@@ -29,7 +29,14 @@ func (c *collector) diagnose(res *result.Run, delta *profile.Profile) {
 			in.CPU = p
 		}
 	}
-	if c.goroutine != nil {
+	for i, s := range c.snaps {
+		if g := s.goroutines; g != nil {
+			in.Goroutines = append(in.Goroutines, diagnose.Profile{Name: goroutineSnapshotFile(i), Time: g.at, Profile: g.profile})
+		}
+	}
+	if len(in.Goroutines) == 0 && c.goroutine != nil {
+		// No series: the end profile alone, so the note says why the
+		// leak check did not run.
 		if p, err := c.parse(c.goroutine); err == nil {
 			in.Goroutines = append(in.Goroutines, diagnose.Profile{Name: goroutineFile, Time: c.endTime, Profile: p})
 		}
@@ -84,6 +91,7 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 		}
 		return p, nil
 	}
+	var endGoroutines []diagnose.Profile
 	for _, pr := range res.Profiles {
 		p, err := read(pr.Path)
 		if err != nil {
@@ -100,10 +108,20 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 		case "cpu":
 			in.CPU = p
 		case "goroutine":
-			in.Goroutines = append(in.Goroutines, entry)
+			if pr.Path == goroutineFile {
+				// The end-of-window profile: the series, taken with
+				// the heap snapshots, is what the leak check needs.
+				endGoroutines = append(endGoroutines, entry)
+			} else {
+				in.Goroutines = append(in.Goroutines, entry)
+			}
 		case "block", "mutex":
 			in.Contention = append(in.Contention, entry)
 		}
+	}
+	if len(in.Goroutines) == 0 {
+		// A run recorded before goroutine series.
+		in.Goroutines = endGoroutines
 	}
 	if res.Files.MemStats != "" {
 		if ms, ok := endMemStats(filepath.Join(dir, res.Files.MemStats)); ok {

@@ -73,6 +73,9 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 	}
 	for i, s := range c.snaps {
 		write(snapshotFile(i), s.raw)
+		if s.goroutines != nil {
+			write(goroutineSnapshotFile(i), s.goroutines.raw)
+		}
 	}
 	if delta != nil {
 		var buf bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	rpprof "runtime/pprof"
 	"strings"
 	"testing"
@@ -158,6 +159,12 @@ func emptyCPUProfile(t *testing.T) []byte {
 
 func TestProfile_EmptyCPUProfileIsAWarning(t *testing.T) {
 	empty := emptyCPUProfile(t)
+	// The heap in use, 8 MiB of it, has samples even at the default rate.
+	held := make([][]byte, 32)
+	for i := range held {
+		held[i] = make([]byte, 256<<10)
+	}
+	defer runtime.KeepAlive(held)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {

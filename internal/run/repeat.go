@@ -73,7 +73,7 @@ func profileRepeated(ctx context.Context, cfg Config) (*result.Run, string, erro
 		c.window(ctx)
 		c.finish(ctx)
 		res, delta := c.summarise()
-		if err := writeRun(wdir, c, res, delta); err != nil {
+		if err := writeRun(wdir, c, res, delta, c.render(res, delta)...); err != nil {
 			writeErr = err
 		}
 		rep.Windows = append(rep.Windows, result.RepeatWindow{Path: rel, Status: res.Status})

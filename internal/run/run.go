@@ -3,12 +3,13 @@
 //
 // The steps of Profile:
 //
-//  1. fetch a heap profile with a forced GC (heap?gc=1) and MemStats
-//     (heap?debug=1): the window's start;
+//  1. fetch a heap profile with a forced GC (heap?gc=1), a goroutine
+//     profile and MemStats (heap?debug=1): the window's start;
 //  2. find the process on this machine when the target is on loopback, and
 //     read its build info, environment and uptime;
 //  3. for the window: drive load, take a CPU profile (and block and mutex
-//     profiles when asked), and take heap snapshots at intervals;
+//     profiles when asked), and take heap snapshots at intervals, each
+//     with a goroutine profile for the goroutine leak check;
 //  4. at the window's end: a last heap?gc=1 snapshot and MemStats, the
 //     goroutine profile, RSS from /proc (or /metrics for a remote target);
 //  5. derive the window's allocation profile (end minus start), the top

@@ -180,6 +180,15 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		if hm := res.RSS.GoHeapMappings; hm == nil || hm.Count == 0 || hm.SizeBytes < res.MemStats.HeapInuseBytes {
 			t.Errorf("go heap mappings %+v, want arenas at least as large as HeapInuse %d", hm, res.MemStats.HeapInuseBytes)
 		}
+		var heapKind *result.MappingKind
+		for i, k := range res.RSS.Mappings {
+			if k.Kind == result.MappingGoHeap {
+				heapKind = &res.RSS.Mappings[i]
+			}
+		}
+		if hm := res.RSS.GoHeapMappings; heapKind == nil || hm == nil || heapKind.RSSBytes != hm.RSSBytes || heapKind.SizeBytes != hm.SizeBytes {
+			t.Errorf("mappings %+v: want a go-heap kind that sums the heap arenas %+v", res.RSS.Mappings, hm)
+		}
 	})
 	t.Run("gc window", func(t *testing.T) {
 		ms := res.MemStats

@@ -27,6 +27,9 @@ const (
 
 func snapshotFile(i int) string { return fmt.Sprintf("profiles/heap-%03d.pb.gz", i) }
 
+// goroutineSnapshotFile is the goroutine profile taken with heap snapshot i.
+func goroutineSnapshotFile(i int) string { return fmt.Sprintf("profiles/goroutine-%03d.pb.gz", i) }
+
 func extraFile(name string) string { return "profiles/" + name + ".pb.gz" }
 
 // minSuccessRatio is the share of successful requests below which the
@@ -71,6 +74,12 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 	for i, s := range c.snaps[1:] {
 		res.Profiles = append(res.Profiles, result.Profile{Kind: "heap", Path: snapshotFile(i + 1), Time: s.at.UTC(),
 			Semantics: fmt.Sprintf("heap snapshot as of the GC forced at %s (+%s)", s.at.UTC().Format(timeFormat), s.offset.Round(time.Millisecond))})
+	}
+	for i, s := range c.snaps {
+		if g := s.goroutines; g != nil {
+			res.Profiles = append(res.Profiles, result.Profile{Kind: "goroutine", Path: goroutineSnapshotFile(i), Time: g.at.UTC(),
+				Semantics: fmt.Sprintf("goroutines at %s, with heap snapshot %03d (+%s)", g.at.UTC().Format(timeFormat), i, s.offset.Round(time.Millisecond))})
+		}
 	}
 
 	var delta *profile.Profile

@@ -112,8 +112,8 @@ func (f *flagset) Parse(usage func()) []string {
 	return f.fs.Args()
 }
 
-// quietUI keeps pprof's messages off the terminal: they go to log, and
-// errors are also kept to explain a failure.
+// quietUI keeps pprof's messages off the terminal: errors go to log, and
+// are kept to explain a failure.
 type quietUI struct {
 	mu     sync.Mutex
 	log    io.Writer
@@ -125,19 +125,16 @@ var _ driver.UI = (*quietUI)(nil)
 // ReadLine ends pprof's interactive shell at once.
 func (u *quietUI) ReadLine(string) (string, error) { return "", io.EOF }
 
-// Print logs a message.
-func (u *quietUI) Print(args ...any) { u.write(false, args) }
+// Print drops a message: they tell where pprof would serve, which is not
+// where heapscope serves.
+func (u *quietUI) Print(args ...any) {}
 
 // PrintErr logs an error message and keeps it.
-func (u *quietUI) PrintErr(args ...any) { u.write(true, args) }
-
-func (u *quietUI) write(isErr bool, args []any) {
+func (u *quietUI) PrintErr(args ...any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	msg := fmt.Sprint(args...)
-	if isErr {
-		u.errors.WriteString(msg + "\n")
-	}
+	u.errors.WriteString(msg + "\n")
 	if u.log != nil {
 		fmt.Fprintln(u.log, "pprof: "+strings.TrimSpace(msg))
 	}

@@ -69,6 +69,7 @@ type Server struct {
 	run      *result.Run
 	title    string
 	profiles []Profile
+	windows  []window
 	mux      *http.ServeMux
 
 	mu   sync.Mutex
@@ -117,13 +118,57 @@ func (s *Server) openRun(dir string) error {
 	s.dir, s.run = dir, r
 	s.title = "heapscope run: " + r.Target.URL
 	taken := map[string]bool{}
-	for _, p := range r.Profiles {
-		if !localPath(p.Path) {
-			return fmt.Errorf("open run %s: profile path %q leaves the run directory", dir, p.Path)
+	if err := s.addProfiles(r, "", taken); err != nil {
+		return fmt.Errorf("open run %s: %w", dir, err)
+	}
+	// A repeated run keeps its profiles in its windows, each a run of its
+	// own: their profiles are named after the window (001-heap-000).
+	if r.Repeat != nil {
+		for _, w := range r.Repeat.Windows {
+			if w.Status == result.StatusFailed {
+				continue
+			}
+			if !localPath(w.Path) {
+				return fmt.Errorf("open run %s: window path %q leaves the run directory", dir, w.Path)
+			}
+			wr, err := run.Read(filepath.Join(dir, filepath.FromSlash(w.Path)))
+			if err != nil {
+				return fmt.Errorf("open run %s: %w", dir, err)
+			}
+			s.windows = append(s.windows, window{Path: w.Path, Run: wr})
+			if err := s.addProfiles(wr, w.Path, taken); err != nil {
+				return fmt.Errorf("open run %s: window %s: %w", dir, w.Path, err)
+			}
 		}
-		s.profiles = append(s.profiles, Profile{Name: profileName(p.Path, taken), Path: p.Path, Kind: p.Kind, Semantics: p.Semantics})
 	}
 	return nil
+}
+
+// addProfiles adds the profiles of r, a run or a window of one under
+// dir (relative to the run directory).
+func (s *Server) addProfiles(r *result.Run, dir string, taken map[string]bool) error {
+	prefix := ""
+	if dir != "" {
+		prefix = filepath.Base(dir) + "-"
+	}
+	for _, p := range r.Profiles {
+		if !localPath(p.Path) {
+			return fmt.Errorf("profile path %q leaves the run directory", p.Path)
+		}
+		rel := p.Path
+		if dir != "" {
+			rel = dir + "/" + p.Path
+		}
+		s.profiles = append(s.profiles, Profile{Name: profileName(prefix+filepath.Base(p.Path), taken), Path: rel, Kind: p.Kind, Semantics: p.Semantics})
+	}
+	return nil
+}
+
+// window is a window of a repeated run.
+type window struct {
+	// Path is the window's directory, relative to the run's.
+	Path string
+	Run  *result.Run
 }
 
 // Title says what the server shows.
@@ -146,6 +191,9 @@ func (s *Server) routes() {
 		http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
 	})
 	s.mux.HandleFunc("GET /flamegraph/{name}", s.flamegraph)
+	// No icon, and no 404 in the browser's console for the one browsers
+	// ask for.
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 }
 
 func (s *Server) find(name string) (Profile, bool) {
@@ -250,6 +298,7 @@ func flamePage(p Profile, prof *profile.Profile) ([]byte, error) {
 type indexData struct {
 	Title    string
 	Run      *result.Run
+	Windows  []window
 	Profiles []Profile
 }
 
@@ -274,6 +323,10 @@ td.links a { margin-right: 10px; }
 {{with .Files.Report}}<li><a href="run/{{.}}">{{.}}</a></li>{{end}}
 <li><a href="run/result.json">result.json</a></li>
 </ul>
+{{if $.Windows}}<h2>Windows</h2>
+<ul id="windows">
+{{range $w := $.Windows}}<li>{{$w.Path}} ({{$w.Run.Status}}){{with $w.Run.Files.HTMLReport}} <a href="run/{{$w.Path}}/{{.}}">report</a>{{end}}</li>
+{{end}}</ul>{{end}}
 {{if .Files.Flames}}<h2>Flame graphs</h2>
 <ul id="flames">
 {{range .Files.Flames}}<li><a href="run/{{.Path}}">{{.Title}}</a> ({{.Path}})</li>
@@ -289,7 +342,7 @@ td.links a { margin-right: 10px; }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
-	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Profiles: s.profiles}); err != nil {
+	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Windows: s.windows, Profiles: s.profiles}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

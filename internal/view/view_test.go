@@ -6,6 +6,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -225,4 +226,48 @@ func TestProfileName(t *testing.T) {
 			t.Errorf("profileName(%q) = %q, want %q", tt.path, got, tt.want)
 		}
 	}
+}
+
+func TestServer_RepeatedRun(t *testing.T) {
+	// 8 MiB in use, so every heap snapshot has samples.
+	var kept [][]byte
+	for range 32 {
+		kept = append(kept, make([]byte, 256<<10))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	_, dir, err := run.Profile(t.Context(), run.Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: 200 * time.Millisecond, Repeat: 2, OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("profile: %v", err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	names := map[string]string{}
+	for _, p := range s.Profiles() {
+		names[p.Name] = p.Path
+	}
+	for name, path := range map[string]string{"001-heap-000": "windows/001/profiles/heap-000.pb.gz", "002-goroutine": "windows/002/profiles/goroutine.pb.gz"} {
+		if names[name] != path {
+			t.Errorf("profile %s is %q, want %s (profiles %v)", name, names[name], path, names)
+		}
+	}
+	index := get(t, s, "/")
+	for _, want := range []string{`href="run/windows/001/report.html"`, `href="run/windows/002/report.html"`, `href="pprof/002-heap-001/"`} {
+		if !strings.Contains(index.body, want) {
+			t.Errorf("index lacks %q", want)
+		}
+	}
+	if got := get(t, s, "/pprof/002-heap-001/top"); got.code != 200 {
+		t.Errorf("pprof top of a window's profile: %d", got.code)
+	}
+	if got := get(t, s, "/run/windows/001/report.html"); got.code != 200 {
+		t.Errorf("a window's report.html: %d", got.code)
+	}
+	runtime.KeepAlive(kept)
 }

@@ -203,7 +203,29 @@
         legend.appendChild(el("span", "hsflame-note", note));
       }
       var t = v.types[state.type];
-      legend.appendChild(el("span", "hsflame-note", t.name + ", total " + formatValue(v.total[state.type][0], t.unit)));
+      if (v.diff) {
+        // The values of a differential view are normalised (per request,
+        // per second): state the root's as the tooltips do, not the raw
+        // total of the profile.
+        var unit = v.diff.perUnit ? "/" + v.diff.perUnit : "";
+        legend.appendChild(el("span", "hsflame-note", t.name + ", total before " +
+          formatValue(v.diff.before[state.type][0], t.unit) + unit + " → after " +
+          formatValue(v.diff.after[state.type][0], t.unit) + unit));
+      } else {
+        legend.appendChild(el("span", "hsflame-note", t.name + ", total " + formatValue(v.total[state.type][0], t.unit)));
+      }
+    }
+
+    // shown returns the values of the view's frames as the tooltips state
+    // them, and their unit suffix: normalised in a differential view (the
+    // base profile's in the vanished one), raw otherwise.
+    function shown() {
+      var v = view();
+      if (!v.diff) return { values: v.total[state.type], unit: "" };
+      return {
+        values: (v.diff.vanished ? v.diff.before : v.diff.after)[state.type],
+        unit: v.diff.perUnit ? "/" + v.diff.perUnit : ""
+      };
     }
 
     function name(i) {
@@ -408,16 +430,19 @@
       var re = pattern(term);
       matchFn = new Uint8Array(v.funcs.name.length);
       for (var f = 0; f < matchFn.length; f++) matchFn[f] = re.test(v.funcs.name[f]) ? 1 : 0;
-      var tot = v.total[state.type], sum = 0;
+      var tot = v.total[state.type], sum = 0, vals = shown(), value = 0;
       for (var i = 1; i < v.n; i++) {
         if (matchFn[v.nodes.fn[i]] === 1) {
-          if (tot[i] > 0) sum += tot[i];
+          if (tot[i] > 0) {
+            sum += tot[i];
+            value += vals.values[i];
+          }
           i = v.end[i] - 1;
         }
       }
-      matchedValue = sum;
+      matchedValue = value;
       matchedShare = tot[0] > 0 ? sum / tot[0] : 0;
-      matched.textContent = "Matched: " + formatShare(matchedShare) + " (" + formatValue(sum, v.types[state.type].unit) + ")";
+      matched.textContent = "Matched: " + formatShare(matchedShare) + " (" + formatValue(value, v.types[state.type].unit) + vals.unit + ")";
       draw();
     }
 
