@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
 
-.PHONY: help build install test test-short test-browser lint fmt bench fuzz demo clean
+.PHONY: help build install test test-short test-allocbench test-browser lint fmt bench fuzz demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,10 +20,14 @@ test: ## run the whole test suite (race detector on), after lint
 	$(GO) mod download
 	$(MAKE) lint
 	$(GO) test -race -count=1 ./...
+	$(MAKE) test-allocbench
 	$(MAKE) test-browser
 
 test-short: ## the suite without the race detector
 	$(GO) test -count=1 ./...
+
+test-allocbench: ## the allocator lab against real Go toolchains from the module proxy (a minute or two)
+	$(GO) test -count=1 -tags allocbench ./internal/allocbench/
 
 test-browser: ## the headless Chromium tests, a module of their own (needs Debian's chromium)
 	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
@@ -34,6 +38,7 @@ lint: ## gofmt, go vet, go mod tidy check
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags allocbench ./internal/allocbench/
 	$(GO) mod tidy -diff
 
 fmt: ## format the code

@@ -26,6 +26,7 @@ type profileOptions struct {
 	interval  time.Duration
 	profiles  []string
 	noCPU     bool
+	trace     time.Duration
 	pid       int
 	out       string
 	format    string
@@ -53,6 +54,7 @@ func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration time.
 	fs.DurationVar(&o.interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
 	fs.StringSliceVar(&o.profiles, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
 	fs.BoolVar(&o.noCPU, "no-cpu", false, "skip the CPU profile")
+	fs.DurationVar(&o.trace, "trace", 0, "also capture an execution trace of this long (whole seconds) from the window's start: profiles/trace.out and its GC timeline")
 	fs.StringVar(&o.out, "out", run.DefaultOutDir, "directory where the run directory is created")
 	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
 	fs.IntVar(&o.repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
@@ -148,6 +150,7 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 		Snapshots: o.snapshots,
 		Interval:  o.interval,
 		CPU:       !o.noCPU,
+		Trace:     o.trace,
 		Extra:     o.profiles,
 		PID:       o.pid,
 		OutDir:    o.out,

@@ -7,7 +7,11 @@
 // a _seconds suffix, timestamps in RFC 3339 UTC, rates per second.
 package result
 
-import "time"
+import (
+	"time"
+
+	"github.com/heapscope/heapscope/internal/exectrace"
+)
 
 // SchemaVersion is the version of the result.json layout. It changes when a
 // field changes meaning or disappears; new fields keep it.
@@ -60,6 +64,10 @@ type Run struct {
 	// few snapshots, a missing profile), so that no finding is mistaken
 	// for a clean bill of health.
 	DiagnosisNotes []string `json:"diagnosis_notes,omitempty"`
+
+	// Trace is the GC timeline of the execution trace, when the run
+	// captured one (profile --trace).
+	Trace *exectrace.Result `json:"trace,omitempty"`
 }
 
 // Failure names one collection step that failed and why.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
@@ -50,6 +51,9 @@ type collector struct {
 	// goroutineFailed says a goroutine profile of the series could not
 	// be fetched (warned about once).
 	goroutineFailed bool
+
+	trace         []byte
+	traceTimeline *exectrace.Timeline
 
 	load    *load.Result
 	sent    atomic.Uint64
@@ -282,6 +286,8 @@ func (c *collector) window(ctx context.Context) {
 			}
 		})
 	}
+
+	c.startTrace(ctx, wctx, &wg)
 
 	if c.cfg.Load != nil {
 		wg.Go(func() {

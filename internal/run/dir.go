@@ -94,6 +94,9 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 	if c.goroutine != nil {
 		write(goroutineFile, c.goroutine)
 	}
+	if c.trace != nil {
+		write(traceFile, c.trace)
+	}
 	records := []memStatsRecord{{Label: "start", Time: c.memStartAt.UTC(), MemStats: c.memStart}}
 	if c.haveMemEnd {
 		records = append(records, memStatsRecord{Label: "end", Time: c.memEndAt.UTC(), MemStats: c.memEnd})

@@ -62,6 +62,10 @@ type Config struct {
 	CPU bool
 	// Extra lists further profiles over the window: "block", "mutex".
 	Extra []string
+	// Trace, when set, captures an execution trace of this long (whole
+	// seconds) from the window's start, kept as profiles/trace.out, and
+	// puts its GC timeline in the result.
+	Trace time.Duration
 	// Load, when set, is driven during the window: its Duration is the
 	// window's, it has no MaxRequests, and its Progress is the run's.
 	Load *load.Options
@@ -159,6 +163,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PID < 0 {
 		return fmt.Errorf("pid %d is negative", c.PID)
+	}
+	if err := c.validateTrace(); err != nil {
+		return err
 	}
 	if c.Repeat < 0 || c.Repeat > maxRepeat {
 		return fmt.Errorf("repeat %d: give between 1 and %d windows", c.Repeat, maxRepeat)

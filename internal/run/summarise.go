@@ -114,6 +114,7 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 	for _, name := range sortedKeys(c.extra) {
 		res.Profiles = append(res.Profiles, result.Profile{Kind: name, Path: extraFile(name), Time: first.at.UTC(), Semantics: name + " profile over the window (delta)"})
 	}
+	c.addTrace(res, first.at)
 	if c.goroutine != nil {
 		res.Profiles = append(res.Profiles, result.Profile{Kind: "goroutine", Path: goroutineFile, Time: end.UTC(), Semantics: "goroutines at the window's end"})
 	}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// maxTraceFile caps a trace read from a file or stdin: the trace reader
+// holds a generation in memory, and a trace of a few seconds is a few MiB.
+const maxTraceFile = 512 << 20
+
+type traceOptions struct {
+	duration time.Duration
+	out      string
+	save     string
+	format   string
+
+	pprofPath string
+	headers   []string
+	caCert    string
+	insecure  bool
+	timeout   time.Duration
+	maxBody   int64
+}
+
+func newTraceCmd(e *env) *cobra.Command {
+	o := &traceOptions{}
+	cmd := &cobra.Command{
+		Use:   "trace TARGET|FILE",
+		Short: "GC timeline from an execution trace: cycles, pauses, heap and goal",
+		Long: `trace derives the GC timeline of a Go program from an execution trace:
+each GC cycle's start and length, its two stop-the-world pauses (sweep
+termination, mark termination), its mark phase, the heap (HeapAlloc) and
+heap goal over time, other stop-the-world pauses (ReadMemStats, goroutine
+profiles, …), time spent in mark assists, and the share of wall time during
+which a GC cycle was under way and during which the world was stopped.
+
+TARGET is a service's base URL: heapscope captures a trace of --duration
+from its /debug/pprof/trace?seconds=N (tracing costs the service a few
+percent of CPU while it runs). FILE is a saved trace (from runtime/trace,
+go test -trace, or the pprof endpoint), or - for stdin. Traces of Go 1.11
+and later are read; Go 1.22 and later carry the heap figures.
+
+-o OUT.svg or OUT.html draws the chart: heap and goal over time, GC cycles
+shaded, stop-the-world pauses marked beneath.`,
+		Example: `  heapscope trace http://127.0.0.1:6060 --duration 5s -o gc.svg
+  heapscope trace http://127.0.0.1:6060 --save trace.out --format json
+  heapscope trace trace.out -o gc.html
+  go test -run TestX -trace trace.out ./pkg && heapscope trace trace.out`,
+		Args: exactArgs(1, "TARGET, a service's base URL, or FILE, a saved trace (- for stdin)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTrace(cmd, e, args[0], o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long to trace TARGET (whole seconds, at least 1s)")
+	fs.StringVarP(&o.out, "output", "o", "", "also draw the timeline: .svg or .html")
+	fs.StringVar(&o.save, "save", "", "keep the trace captured from TARGET in this file")
+	fs.StringVar(&o.format, "format", "text", "output: text or json")
+	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on TARGET")
+	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request to TARGET (repeatable)")
+	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
+	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the target's TLS certificate")
+	fs.DurationVar(&o.timeout, "timeout", target.DefaultTimeout, "timeout of the request beyond the trace's own duration")
+	fs.Int64Var(&o.maxBody, "max-body", target.DefaultMaxBody, "largest trace accepted from TARGET, in bytes")
+	return cmd
+}
+
+func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
+	if o.format != "text" && o.format != "json" {
+		return fmt.Errorf("--format %q: want text or json", o.format)
+	}
+	ext := strings.ToLower(filepath.Ext(o.out))
+	if o.out != "" && ext != ".svg" && ext != ".html" {
+		return fmt.Errorf("-o %s: the extension picks the format; use .svg or .html", o.out)
+	}
+	data, title, err := traceInput(cmd, e, arg, o)
+	if err != nil {
+		return err
+	}
+	tl, err := exectrace.Read(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%s: %w", title, err)
+	}
+	if o.out != "" {
+		err := writeAtomic(o.out, func(w io.Writer) error {
+			if ext == ".svg" {
+				return exectrace.WriteSVG(w, tl, "GC timeline of "+title)
+			}
+			return exectrace.WriteHTML(w, tl, "GC timeline of "+title)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "wrote %s\n", o.out)
+	}
+	if o.format == "json" {
+		return exectrace.WriteJSON(e.stdout, tl)
+	}
+	return exectrace.WriteText(e.stdout, tl, title)
+}
+
+// traceInput reads the trace named by arg: a file, stdin, or a trace
+// captured from a target. It returns the bytes and a name for them.
+func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte, string, error) {
+	if arg == "-" {
+		data, err := readCapped(e.stdin, "stdin")
+		return data, "stdin", err
+	}
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		if o.save != "" {
+			return nil, "", errors.New("--save keeps a trace captured from TARGET; FILE is already saved")
+		}
+		f, err := os.Open(arg)
+		if err != nil {
+			return nil, "", fmt.Errorf("open trace: %w", err)
+		}
+		defer f.Close()
+		data, err := readCapped(f, arg)
+		return data, filepath.Base(arg), err
+	}
+	if !strings.Contains(arg, "://") && !strings.Contains(arg, ":") {
+		return nil, "", fmt.Errorf("%s is neither a trace file nor a target URL such as http://127.0.0.1:6060", arg)
+	}
+	if o.duration < time.Second || o.duration%time.Second != 0 {
+		return nil, "", fmt.Errorf("--duration %s: the pprof endpoint takes whole seconds, at least 1s", o.duration)
+	}
+	if o.maxBody <= 0 {
+		return nil, "", fmt.Errorf("--max-body %d: give a positive size in bytes", o.maxBody)
+	}
+	header, err := parseHeaders(o.headers)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := target.New(target.Options{
+		BaseURL: arg, PprofPath: o.pprofPath, Header: header,
+		CACertFile: o.caCert, Insecure: o.insecure, Timeout: o.timeout, MaxBody: o.maxBody,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	secs := int(o.duration / time.Second)
+	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), secs)
+	prog := newProgress(e.stderr, o.duration)
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				prog.update(run.Progress{Elapsed: min(time.Since(start), o.duration), Total: o.duration})
+			}
+		}
+	})
+	data, err := c.Profile(cmd.Context(), "trace", url.Values{"seconds": {strconv.Itoa(secs)}})
+	close(stop)
+	wg.Wait()
+	prog.finish()
+	if err != nil {
+		return nil, "", err
+	}
+	if o.save != "" {
+		if err := writeAtomic(o.save, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return nil, "", err
+		}
+		fmt.Fprintf(e.stderr, "saved the trace to %s\n", o.save)
+	}
+	return data, c.Host(), nil
+}
+
+// readCapped reads r whole, refusing more than maxTraceFile bytes.
+func readCapped(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxTraceFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read trace %s: %w", name, err)
+	}
+	if len(data) > maxTraceFile {
+		return nil, fmt.Errorf("read trace %s: larger than %d MiB; trace a shorter window", name, maxTraceFile>>20)
+	}
+	return data, nil
+}

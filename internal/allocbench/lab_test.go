@@ -1,0 +1,92 @@
+package allocbench
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// liveForTests keeps the child runs small and quick.
+const liveForTests = 16 << 20
+
+func TestLab_Run(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the lab reads /proc")
+	}
+	lab := &Lab{Dir: t.TempDir(), Live: liveForTests}
+	b, err := lab.Prepare(context.Background(), LocalToolchain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.GoVersion, "go1.") {
+		t.Errorf("local toolchain's version %q", b.GoVersion)
+	}
+	tests := []struct {
+		p                Pattern
+		minRatio, maxRat float64
+	}{
+		// Pointer-free memory fresh from the OS is not zeroed by any
+		// toolchain: what the program does not write stays out of RSS.
+		{Pattern{Large: true, Container: ContainerSlice, Sparse: true}, 0, 0.5},
+		{Pattern{Large: true, Container: ContainerSlice}, 0.9, 1.3},
+		{Pattern{Large: true, Container: ContainerChan}, 0.9, 1.3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.p.Name(), func(t *testing.T) {
+			s, err := b.Run(context.Background(), tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.HeapAlloc < liveForTests || s.HeapAlloc > liveForTests+4<<20 {
+				t.Errorf("HeapAlloc %d, want about %d", s.HeapAlloc, liveForTests)
+			}
+			if s.HeapSys < s.HeapInuse || s.Sys < s.HeapSys || s.HeapMapped < s.HeapSys-s.HeapReleased {
+				t.Errorf("inconsistent figures: %+v", s)
+			}
+			if s.VmRSS < s.HeapRss {
+				t.Errorf("VmRSS %d below the heap's Rss %d", s.VmRSS, s.HeapRss)
+			}
+			if r := s.RSSPerHeapByte(); r < tt.minRatio || r > tt.maxRat {
+				t.Errorf("RSS per heap byte %.2f (heap Rss %d, HeapAlloc %d), want it in [%.1f, %.1f]", r, s.HeapRss, s.HeapAlloc, tt.minRatio, tt.maxRat)
+			}
+		})
+	}
+}
+
+func TestBuild_Run_childFails(t *testing.T) {
+	b := &Build{Toolchain: "broken", Binary: "/bin/false", lab: &Lab{}}
+	_, err := b.Run(context.Background(), Pattern{Container: ContainerSlice})
+	if err == nil || !strings.Contains(err.Error(), "printed no figures") {
+		t.Errorf("error %v, want it to say the child printed no figures", err)
+	}
+}
+
+func TestLab_RunMatrix_progress(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the lab reads /proc")
+	}
+	lab := &Lab{Dir: t.TempDir(), Live: liveForTests}
+	var steps []Progress
+	m, err := lab.RunMatrix(context.Background(), MatrixOptions{
+		Toolchains: []string{LocalToolchain},
+		Patterns:   []Pattern{{Container: ContainerSlice, Sparse: true}},
+		Count:      2,
+		Progress:   func(p Progress) { steps = append(steps, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Samples) != 2 || len(m.Failures) != 0 {
+		t.Fatalf("%d samples, %d failures, want 2 and 0", len(m.Samples), len(m.Failures))
+	}
+	last := steps[len(steps)-1]
+	if last.Total != 3 || last.Done != 3 {
+		t.Errorf("last progress %+v, want 3 of 3 steps", last)
+	}
+	for i := 1; i < len(steps); i++ {
+		if steps[i].Done < steps[i-1].Done {
+			t.Errorf("progress went back: %+v after %+v", steps[i], steps[i-1])
+		}
+	}
+}

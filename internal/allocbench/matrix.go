@@ -1,0 +1,89 @@
+package allocbench
+
+import (
+	"context"
+	"fmt"
+)
+
+// Progress is where a matrix run stands.
+type Progress struct {
+	// Done and Total count steps: a toolchain to prepare or a run.
+	Done, Total int
+	// Step says what is being done.
+	Step string
+}
+
+// MatrixOptions configures Lab.RunMatrix.
+type MatrixOptions struct {
+	// Toolchains are the names to build with, in order.
+	Toolchains []string
+	// Patterns are the patterns to run.
+	Patterns []Pattern
+	// Count is how many times each cell runs; 1 when 0.
+	Count int
+	// Progress, when set, is called before every step and at the end.
+	Progress func(Progress)
+}
+
+// MatrixRun is what Lab.RunMatrix collected.
+type MatrixRun struct {
+	// Toolchains are the toolchains built, with their versions.
+	Toolchains []Toolchain
+	// Samples are the runs that succeeded.
+	Samples []Sample
+	// Failures are the runs that did not, one error each.
+	Failures []error
+}
+
+// RunMatrix builds the child program with every toolchain, then runs
+// every pattern under every toolchain Count times. Repetitions come in
+// rounds (every pattern under every toolchain, then again), so that a
+// slow moment of the machine spreads over all cells instead of one.
+//
+// A toolchain that cannot be prepared ends the run with its error. A run
+// that fails is recorded in Failures and the matrix goes on. When ctx is
+// cancelled, RunMatrix returns what it collected with ctx's error.
+func (l *Lab) RunMatrix(ctx context.Context, o MatrixOptions) (*MatrixRun, error) {
+	count := o.Count
+	if count <= 0 {
+		count = 1
+	}
+	total := len(o.Toolchains) + count*len(o.Patterns)*len(o.Toolchains)
+	done := 0
+	report := func(step string) {
+		if o.Progress != nil {
+			o.Progress(Progress{Done: done, Total: total, Step: step})
+		}
+	}
+	m := &MatrixRun{}
+	builds := make([]*Build, len(o.Toolchains))
+	for i, tc := range o.Toolchains {
+		report("preparing " + tc)
+		b, err := l.Prepare(ctx, tc)
+		if err != nil {
+			return m, err
+		}
+		builds[i] = b
+		m.Toolchains = append(m.Toolchains, Toolchain{Name: tc, GoVersion: b.GoVersion})
+		done++
+	}
+	for round := 0; round < count; round++ {
+		for _, p := range o.Patterns {
+			for _, b := range builds {
+				report(fmt.Sprintf("%s %s %d/%d", p.Name(), b.GoVersion, round+1, count))
+				s, err := b.Run(ctx, p)
+				if ctx.Err() != nil {
+					return m, ctx.Err()
+				}
+				if err != nil {
+					m.Failures = append(m.Failures, err)
+				} else {
+					m.Samples = append(m.Samples, s)
+				}
+				done++
+			}
+		}
+	}
+	report("done")
+	return m, nil
+}

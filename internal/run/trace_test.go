@@ -1,0 +1,108 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+func TestProfile_Trace(t *testing.T) {
+	h := &hoard{}
+	mux := pprofMux(map[string]http.HandlerFunc{"/debug/pprof/trace": pprof.Trace})
+	srv := serve(t, mux)
+	// Allocation during the window, so that the trace holds GC cycles:
+	// the snapshots force some, and the hoard grows the heap.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+				h.keep(256 << 10)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	res, dir, err := Profile(t.Context(), Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: 1500 * time.Millisecond, Trace: time.Second,
+		OutDir: t.TempDir(), Version: "test",
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusComplete {
+		t.Fatalf("status %s, failures %+v", res.Status, res.Failures)
+	}
+	if res.Trace == nil {
+		t.Fatal("no trace timeline in the result")
+	}
+	if s := res.Trace.Summary; s.Cycles == 0 || s.GCShare < 0 || s.GCShare > 1 || s.DurationSeconds < 0.5 {
+		t.Errorf("trace summary %+v: want cycles over about a second, GC share in [0,1]", s)
+	}
+	if len(res.Trace.Heap) == 0 || len(res.Trace.Heap) > traceMaxPoints {
+		t.Errorf("%d heap points, want 1 to %d", len(res.Trace.Heap), traceMaxPoints)
+	}
+	var listed bool
+	for _, p := range res.Profiles {
+		listed = listed || (p.Kind == "trace" && p.Path == traceFile)
+	}
+	if !listed {
+		t.Errorf("profiles %+v do not list %s", res.Profiles, traceFile)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, traceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := exectrace.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("the kept trace does not read: %v", err)
+	}
+	if got := tl.Result(traceMaxPoints).Summary; got != res.Trace.Summary {
+		t.Errorf("the kept trace gives %+v, result.json %+v", got, res.Trace.Summary)
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, result.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validate(result.Schema(), doc); len(errs) > 0 {
+		t.Errorf("result.json does not match the schema: %v", errs)
+	}
+	var back result.Run
+	if err := json.Unmarshal(doc, &back); err != nil || back.Trace == nil {
+		t.Errorf("result.json holds no trace (%v)", err)
+	}
+}
+
+func TestConfig_Validate_trace(t *testing.T) {
+	tests := []struct {
+		trace time.Duration
+		want  string
+	}{
+		{1500 * time.Millisecond, "whole seconds"},
+		{500 * time.Millisecond, "whole seconds"},
+		{5 * time.Second, "longer than the 2s window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.trace.String(), func(t *testing.T) {
+			c := Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}, Duration: 2 * time.Second, Trace: tt.trace}
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
