@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
 )
@@ -129,9 +127,9 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 
 	live := o.liveMiB << 20
 	lab := &allocbench.Lab{Dir: dir, Live: live, Timeout: o.timeout}
-	prog := newAllocbenchProgress(e.stderr)
+	prog := newStepProgress(e.stderr)
 	m, runErr := lab.RunMatrix(cmd.Context(), allocbench.MatrixOptions{
-		Toolchains: toolchains, Patterns: patterns, Count: o.count, Progress: prog.update,
+		Toolchains: toolchains, Patterns: patterns, Count: o.count, Progress: func(s allocbench.Progress) { prog.update(s.Done, s.Total, s.Step) },
 	})
 	prog.finish()
 	if runErr != nil && cmd.Context().Err() == nil {
@@ -239,45 +237,5 @@ func writeAllocbench(w io.Writer, rep *allocbench.Report, format string) error {
 		return allocbench.WriteMarkdown(w, rep)
 	default:
 		return allocbench.WriteText(w, rep)
-	}
-}
-
-// allocbenchProgress draws a bar of the matrix's steps with an ETA on
-// stderr, when stderr is a terminal; otherwise it stays silent.
-type allocbenchProgress struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
-}
-
-func newAllocbenchProgress(w io.Writer) *allocbenchProgress {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return &allocbenchProgress{}
-	}
-	return &allocbenchProgress{w: w}
-}
-
-func (p *allocbenchProgress) update(s allocbench.Progress) {
-	if p.w == nil {
-		return
-	}
-	if p.bar == nil {
-		p.bar = progressbar.NewOptions(s.Total,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-		)
-	}
-	p.bar.Describe(s.Step)
-	_ = p.bar.Set(s.Done)
-}
-
-func (p *allocbenchProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
 	}
 }

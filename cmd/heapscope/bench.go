@@ -8,12 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/report"
@@ -276,7 +273,7 @@ func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) 
 	if o.base == "" {
 		return errors.New("--base: give a git ref, such as HEAD~1 or main")
 	}
-	bar := newBenchProgress(e.stderr)
+	bar := newStepProgress(e.stderr)
 	res, err := bench.Run(cmd.Context(), bench.RunOptions{
 		Dir:           o.dir,
 		Base:          o.base,
@@ -287,7 +284,7 @@ func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) 
 		Compare:       opts,
 		NoAttribution: o.noAttribution,
 		Sites:         o.sites,
-		Progress:      bar.update,
+		Progress:      func(s bench.RunProgress) { bar.update(s.Done, s.Total, s.Step) },
 	})
 	bar.finish()
 	if err != nil {
@@ -319,47 +316,4 @@ func saveBenchRun(dir string, res *bench.RunResult) error {
 		}
 	}
 	return nil
-}
-
-// benchProgress draws a bar of go test runs with an ETA on stderr, when
-// stderr is a terminal; otherwise it stays silent.
-type benchProgress struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
-}
-
-func newBenchProgress(w io.Writer) *benchProgress {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return &benchProgress{}
-	}
-	return &benchProgress{w: w}
-}
-
-func (p *benchProgress) update(s bench.RunProgress) {
-	if p.w == nil {
-		return
-	}
-	if p.bar == nil {
-		p.bar = progressbar.NewOptions(s.Total,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-		)
-	}
-	if s.Total != p.bar.GetMax() {
-		p.bar.ChangeMax(s.Total)
-	}
-	p.bar.Describe(s.Step)
-	_ = p.bar.Set(s.Done)
-}
-
-func (p *benchProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
 }

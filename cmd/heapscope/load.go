@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"net/http"
 	"os"
@@ -403,12 +404,12 @@ func loadHeading(l *result.Load) string {
 	}
 	model := fmt.Sprintf("closed model, %d connections", l.Connections)
 	if l.Model == string(load.ModelOpen) {
-		model = fmt.Sprintf("open model, %s/s asked", report.Count(l.RequestedRate))
+		model = fmt.Sprintf("open model, %s/s asked", humanize.Count(l.RequestedRate))
 		if l.RampSeconds > 0 {
-			model += fmt.Sprintf(" after a %s ramp", report.Seconds(l.RampSeconds))
+			model += fmt.Sprintf(" after a %s ramp", humanize.Seconds(l.RampSeconds))
 		}
 	}
-	s := fmt.Sprintf("%s: %s, %s", target, model, report.Seconds(l.DurationSeconds))
+	s := fmt.Sprintf("%s: %s, %s", target, model, humanize.Seconds(l.DurationSeconds))
 	if l.Protocol != "" {
 		s += ", " + l.Protocol
 	}
@@ -441,7 +442,7 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	if l.Model == string(load.ModelOpen) {
 		sum.AppendRow(table.Row{"concurrency", fmt.Sprintf("%d connections, at most %d requests in flight (bound %d)", l.Connections, l.PeakInFlight, l.MaxInFlight)})
 	}
-	sum.AppendRow(table.Row{"throughput", fmt.Sprintf("%s/s in, %s/s out", report.Bytes(l.BytesInPerSecond), report.Bytes(l.BytesOutPerSecond))})
+	sum.AppendRow(table.Row{"throughput", fmt.Sprintf("%s/s in, %s/s out", humanize.Bytes(l.BytesInPerSecond), humanize.Bytes(l.BytesOutPerSecond))})
 	sum.AppendRow(table.Row{"success", fmt.Sprintf("%.2f %%", 100*l.SuccessRatio)})
 	sum.AppendRow(table.Row{"status codes", countsLine(l.StatusCodes, " × ")})
 	errs := "none"
@@ -454,12 +455,12 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 		switch {
 		case l.Dropped > 0:
 			sched = fmt.Sprintf("FELL BEHIND: %.1f/s sent of %s/s asked, %d requests dropped, lag p99 %s, max %s; latency counts the lag",
-				l.AchievedRate, trimFloat(l.RequestedRate), l.Dropped, report.Seconds(lag.P99Seconds), report.Seconds(lag.MaxSeconds))
+				l.AchievedRate, trimFloat(l.RequestedRate), l.Dropped, humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		case lag.FellBehind:
 			sched = fmt.Sprintf("LATE: the rate was kept, but 1 %% of the requests left %s or more late (p99 %s, max %s), waiting for the pacer or a free connection; latency counts the lag",
-				report.Seconds(load.BehindLag.Seconds()), report.Seconds(lag.P99Seconds), report.Seconds(lag.MaxSeconds))
+				humanize.Seconds(load.BehindLag.Seconds()), humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		default:
-			sched = fmt.Sprintf("kept: lag p99 %s, max %s", report.Seconds(lag.P99Seconds), report.Seconds(lag.MaxSeconds))
+			sched = fmt.Sprintf("kept: lag p99 %s, max %s", humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		}
 		sum.AppendRow(table.Row{"schedule", sched})
 	}
@@ -467,8 +468,8 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	lat := newLoadTable()
 	lat.AppendHeader(table.Row{"latency", "min", "mean", "p50", "p90", "p99", "p99.9", "max"})
 	ls := l.LatencySeconds
-	lat.AppendRow(table.Row{"", report.Seconds(ls.Min), report.Seconds(ls.Mean), report.Seconds(ls.P50), report.Seconds(ls.P90),
-		report.Seconds(ls.P99), report.Seconds(ls.P999), report.Seconds(ls.Max)})
+	lat.AppendRow(table.Row{"", humanize.Seconds(ls.Min), humanize.Seconds(ls.Mean), humanize.Seconds(ls.P50), humanize.Seconds(ls.P90),
+		humanize.Seconds(ls.P99), humanize.Seconds(ls.P999), humanize.Seconds(ls.Max)})
 	rightAlign(lat, 2, 8)
 	tables := []table.Writer{sum, lat}
 
@@ -480,10 +481,10 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 		}
 		ser.AppendHeader(header)
 		for _, s := range l.Series {
-			row := table.Row{s.Second, s.Sent, s.Done, s.Errors, report.Seconds(s.LatencyP50Seconds), report.Seconds(s.LatencyP90Seconds),
-				report.Seconds(s.LatencyP99Seconds), report.Seconds(s.LatencyMaxSeconds)}
+			row := table.Row{s.Second, s.Sent, s.Done, s.Errors, humanize.Seconds(s.LatencyP50Seconds), humanize.Seconds(s.LatencyP90Seconds),
+				humanize.Seconds(s.LatencyP99Seconds), humanize.Seconds(s.LatencyMaxSeconds)}
 			if l.Lag != nil {
-				row = append(row, report.Seconds(s.MaxLagSeconds))
+				row = append(row, humanize.Seconds(s.MaxLagSeconds))
 			}
 			ser.AppendRow(row)
 		}

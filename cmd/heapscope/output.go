@@ -73,3 +73,49 @@ func (p *progress) finish() {
 		_ = p.bar.Finish()
 	}
 }
+
+// stepProgress draws a bar of a long command's steps (benchmark runs,
+// allocation patterns) with an ETA on stderr, when stderr is a terminal;
+// otherwise it stays silent.
+type stepProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func newStepProgress(w io.Writer) *stepProgress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &stepProgress{}
+	}
+	return &stepProgress{w: w}
+}
+
+// update shows step done of total, described by step; total may change
+// as the command learns more.
+func (p *stepProgress) update(done, total int, step string) {
+	if p.w == nil {
+		return
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+	}
+	if total != p.bar.GetMax() {
+		p.bar.ChangeMax(total)
+	}
+	p.bar.Describe(step)
+	_ = p.bar.Set(done)
+}
+
+func (p *stepProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

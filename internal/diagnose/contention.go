@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"github.com/google/pprof/profile"
+	"github.com/heapscope/heapscope/internal/humanize"
 
 	"cmp"
 	"fmt"
@@ -89,9 +90,9 @@ func (d *diagnosis) contention() {
 			if kind == "mutex" {
 				what = "lock contention (time others waited for locks released here)"
 			} else if w.lock != "" && !strings.HasPrefix(w.lock, "sync.") {
-				what = "blocking in " + shortFunction(w.lock)
+				what = "blocking in " + humanize.ShortFunction(w.lock)
 			}
-			title := fmt.Sprintf("%s at %s: %s of waiting per second (%s of the %s profile's delay)", what, w.at.where(), fmtSeconds(perSec), fmtPercent(w.seconds/total), kind)
+			title := fmt.Sprintf("%s at %s: %s of waiting per second (%s of the %s profile's delay)", what, w.at.where(), fmtSeconds(perSec), humanize.Percent(w.seconds/total), kind)
 			d.add(newFinding("contention.lock", sev, w.at, title, ev, d.contentionFix(w.at, w.lock), 0.8))
 		}
 		if reported == 0 {

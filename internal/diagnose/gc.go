@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"math"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ func (d *diagnosis) gcPressure() {
 			interval = 1 / ms.GCCyclesPerSecond
 		}
 		title := fmt.Sprintf("GC runs %.1f times a second (every %s) and takes %s of the CPU %s, at %s/s allocated",
-			ms.GCCyclesPerSecond, fmtSeconds(interval), fmtPercent(ms.GCCPUFraction), scope, fmtBytes(ms.AllocatedBytesPerSecond))
+			ms.GCCyclesPerSecond, fmtSeconds(interval), humanize.Percent(ms.GCCPUFraction), scope, humanize.Bytes(ms.AllocatedBytesPerSecond))
 		fix := d.gcAdvice(ev)
 		conf := 0.9
 		if ms.GCCPUFractionScope != "window" {
@@ -95,7 +96,7 @@ func (d *diagnosis) gcAdvice(ev map[string]float64) string {
 				break
 			}
 			c := d.costOf(a.bytes, a.objects)
-			names = append(names, fmt.Sprintf("%s (%s of the bytes, GC ≈ %s of one core)", a.at.where(), fmtPercent(c.byteShare), fmtPercent(c.gcCores)))
+			names = append(names, fmt.Sprintf("%s (%s of the bytes, GC ≈ %s of one core)", a.at.where(), humanize.Percent(c.byteShare), humanize.Percent(c.gcCores)))
 		}
 		if len(names) > 0 {
 			parts = append(parts, "allocate less at "+strings.Join(names, ", ")+": GC work falls in proportion")
@@ -120,14 +121,14 @@ func (d *diagnosis) gcAdvice(ev map[string]float64) string {
 		for _, k := range []float64{2, 4} {
 			g := gogc * k
 			rate := ms.AllocatedBytesPerSecond / (live * g / 100)
-			opts = append(opts, fmt.Sprintf("GOGC=%.0f ≈ %.1f cycles/s with the heap peaking near %s", g, rate, fmtBytes(live*(1+g/100))))
+			opts = append(opts, fmt.Sprintf("GOGC=%.0f ≈ %.1f cycles/s with the heap peaking near %s", g, rate, humanize.Bytes(live*(1+g/100))))
 			ev[fmt.Sprintf("predicted_cycles_per_second_gogc_%.0f", g)] = rate
 		}
-		parts = append(parts, fmt.Sprintf("with a live heap of %s and GOGC=%.0f: %s", fmtBytes(live), gogc, strings.Join(opts, "; ")))
+		parts = append(parts, fmt.Sprintf("with a live heap of %s and GOGC=%.0f: %s", humanize.Bytes(live), gogc, strings.Join(opts, "; ")))
 	}
 	if cg := r.RSS.Cgroup; cg != nil && !cg.Unlimited && cg.LimitBytes > 0 {
 		lim := float64(cg.LimitBytes) * 0.9
-		parts = append(parts, fmt.Sprintf("with the cgroup's %s limit, GOMEMLIMIT=%dMiB (90%% of it) and a higher GOGC let the heap grow into the memory the container has before collecting", fmtBytes(float64(cg.LimitBytes)), int64(lim)/(1<<20)))
+		parts = append(parts, fmt.Sprintf("with the cgroup's %s limit, GOMEMLIMIT=%dMiB (90%% of it) and a higher GOGC let the heap grow into the memory the container has before collecting", humanize.Bytes(float64(cg.LimitBytes)), int64(lim)/(1<<20)))
 	} else if _, ok := r.Target.Env["GOMEMLIMIT"]; !ok {
 		parts = append(parts, "a GOMEMLIMIT at about 90% of the memory the service may use, with a higher GOGC, keeps the GC rare until memory is short")
 	}

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"math"
 	"regexp"
 	"slices"
@@ -114,7 +115,7 @@ func (d *diagnosis) heapSeries() {
 	})
 	if len(leaks) == 0 {
 		d.note("leak check: no site's inuse_space grows steadily across %d snapshots over %.1fs (growth below %s or not steady: %d warm-up, %d sawtooth, %d noise)",
-			len(heap), xs[len(xs)-1]*60, fmtBytes(minGrowth), verdicts[warmUp], verdicts[sawtooth], verdicts[noise])
+			len(heap), xs[len(xs)-1]*60, humanize.Bytes(minGrowth), verdicts[warmUp], verdicts[sawtooth], verdicts[noise])
 		return
 	}
 	headroom, limitName := d.headroom()
@@ -143,7 +144,7 @@ func (d *diagnosis) heapSeries() {
 			hours := headroom / l.t.slope / 60
 			ev["hours_to_limit"] = hours
 			ev["limit_headroom_bytes"] = headroom
-			extra = fmt.Sprintf("; at this pace it uses the %s of headroom to the %s in %s", fmtBytes(headroom), limitName, fmtHours(hours))
+			extra = fmt.Sprintf("; at this pace it uses the %s of headroom to the %s in %s", humanize.Bytes(headroom), limitName, fmtHours(hours))
 			switch {
 			case hours <= th.HighWithinHours:
 				sev = High
@@ -151,7 +152,7 @@ func (d *diagnosis) heapSeries() {
 				sev = max(sev, Medium)
 			}
 		}
-		title := fmt.Sprintf("inuse_space grows %s/min at %s (R² %.2f over %d snapshots)%s", fmtBytes(l.t.slope), l.s.at.where(), l.t.r2, len(heap), extra)
+		title := fmt.Sprintf("inuse_space grows %s/min at %s (R² %.2f over %d snapshots)%s", humanize.Bytes(l.t.slope), l.s.at.where(), l.t.r2, len(heap), extra)
 		if !l.app {
 			// No frame of the service's own code: connection buffers
 			// and the like, which grow with the load's connections
@@ -201,7 +202,7 @@ func stackKey(fs []frame) string {
 		}
 		b.WriteString(f.function)
 		b.WriteByte(' ')
-		b.WriteString(shortFile(f.file))
+		b.WriteString(humanize.ShortFile(f.file))
 		b.WriteByte(':')
 		b.WriteString(strconv.FormatInt(f.line, 10))
 	}
@@ -216,7 +217,7 @@ func stackSummary(key string) string {
 	}
 	for i, l := range lines {
 		if fn, loc, ok := strings.Cut(l, " "); ok {
-			lines[i] = shortFunction(fn) + " " + loc
+			lines[i] = humanize.ShortFunction(fn) + " " + loc
 		}
 	}
 	return strings.Join(lines, " ← ")
@@ -259,13 +260,13 @@ func (d *diagnosis) headroom() (float64, string) {
 			used = r.RSS.RSSBytes
 		}
 		if used < cg.LimitBytes {
-			return float64(cg.LimitBytes - used), "cgroup's " + fmtBytes(float64(cg.LimitBytes)) + " limit"
+			return float64(cg.LimitBytes - used), "cgroup's " + humanize.Bytes(float64(cg.LimitBytes)) + " limit"
 		}
 	}
 	if lim, ok := parseMemLimit(r.Target.Env["GOMEMLIMIT"]); ok {
 		used := float64(r.MemStats.SysBytes - r.MemStats.HeapReleasedBytes)
 		if float64(lim) > used {
-			return float64(lim) - used, "GOMEMLIMIT of " + fmtBytes(float64(lim))
+			return float64(lim) - used, "GOMEMLIMIT of " + humanize.Bytes(float64(lim))
 		}
 	}
 	return 0, ""
@@ -341,7 +342,7 @@ func (d *diagnosis) goroutineSeries() {
 		}
 	}
 	if len(leaks) == 0 {
-		d.note("goroutine leak check: no stack's goroutines grow steadily across %d profiles (%s → %s goroutines)", len(gs), fmtCount(totals[0]), fmtCount(totals[len(totals)-1]))
+		d.note("goroutine leak check: no stack's goroutines grow steadily across %d profiles (%s → %s goroutines)", len(gs), humanize.Count(totals[0]), humanize.Count(totals[len(totals)-1]))
 		return
 	}
 	slices.SortFunc(leaks, func(a, b leak) int {
@@ -367,7 +368,7 @@ func (d *diagnosis) goroutineSeries() {
 			"total_per_minute":      tt.slope,
 			"profiles":              float64(len(gs)),
 		}
-		title := fmt.Sprintf("goroutines %s at %s grow %.1f/min (%s → %s, R² %.2f)", blocked, l.s.at.where(), l.t.slope, fmtCount(l.s.ys[0]), fmtCount(l.s.ys[len(l.s.ys)-1]), l.t.r2)
+		title := fmt.Sprintf("goroutines %s at %s grow %.1f/min (%s → %s, R² %.2f)", blocked, l.s.at.where(), l.t.slope, humanize.Count(l.s.ys[0]), humanize.Count(l.s.ys[len(l.s.ys)-1]), l.t.r2)
 		fix := "each of these goroutines waits forever: give the wait a way out — a context with a deadline or cancellation checked in a select, a channel that is closed when the work ends, a buffered channel so the sender does not block when nobody receives; the stack is " + stackSummary(l.s.stack)
 		d.add(newFinding("leak.goroutine-growth", th.PerMinute.of(l.t.slope), l.s.at, title, ev, fix, l.t.confidence()))
 	}

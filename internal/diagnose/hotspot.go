@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"slices"
 	"strings"
 
@@ -95,14 +96,14 @@ func (c cost) evidence(ev map[string]float64) map[string]float64 {
 func (c cost) describe() string {
 	var b strings.Builder
 	if c.haveRate {
-		fmt.Fprintf(&b, "%s/s in %s objects/s", fmtBytes(c.bytesPerSecond), fmtCount(c.objectsPerSecond))
+		fmt.Fprintf(&b, "%s/s in %s objects/s", humanize.Bytes(c.bytesPerSecond), humanize.Count(c.objectsPerSecond))
 	}
-	fmt.Fprintf(&b, " (%s of the bytes, %s of the objects", fmtPercent(c.byteShare), fmtPercent(c.objectShare))
+	fmt.Fprintf(&b, " (%s of the bytes, %s of the objects", humanize.Percent(c.byteShare), humanize.Percent(c.objectShare))
 	if c.havePerRequest {
-		fmt.Fprintf(&b, "; %s and %s objects per request", fmtBytes(c.bytesPerRequest), fmtCount(c.objectsPerRequest))
+		fmt.Fprintf(&b, "; %s and %s objects per request", humanize.Bytes(c.bytesPerRequest), humanize.Count(c.objectsPerRequest))
 	}
 	if c.haveGCFigure && c.gcCores > 0 {
-		fmt.Fprintf(&b, "; GC ≈ %s of one core", fmtPercent(c.gcCores))
+		fmt.Fprintf(&b, "; GC ≈ %s of one core", humanize.Percent(c.gcCores))
 	}
 	b.WriteString(")")
 	return strings.TrimSpace(b.String())

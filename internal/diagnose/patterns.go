@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ func (d *diagnosis) patterns() {
 				}
 			}
 			if at, ok := callerOutside(fs, isRegexpCompile, "regexp"); ok && !strings.Contains(at.function, ".init") {
-				count(hit(patRegexp, at, "regexp compilation in the allocation stack of "+shortFunction(at.function)))
+				count(hit(patRegexp, at, "regexp compilation in the allocation stack of "+humanize.ShortFunction(at.function)))
 			}
 			leaf := fs[0]
 			if !d.app.is(leaf.function) {
@@ -94,7 +95,7 @@ func (d *diagnosis) patterns() {
 			}
 			src, haveSrc := d.sourceLine(leaf.site())
 			if size := objectSize(s.NumLabel["bytes"]); size >= d.th.Patterns.LargeAllocBytes && haveSrc && pointerAllocRE.MatchString(src) {
-				h := hit(patLarge, leaf.site(), fmt.Sprintf("%s objects allocated by `%s`", fmtBytes(size), strings.TrimSpace(src)))
+				h := hit(patLarge, leaf.site(), fmt.Sprintf("%s objects allocated by `%s`", humanize.Bytes(size), strings.TrimSpace(src)))
 				count(h)
 				h.objectSize = max(h.objectSize, size)
 			}
@@ -184,7 +185,7 @@ func (d *diagnosis) patterns() {
 		if h.bytes > 0 || h.objects > 0 {
 			title += ": " + c.describe()
 		} else {
-			title += fmt.Sprintf(": %s of CPU", fmtPercent(cpuShare))
+			title += fmt.Sprintf(": %s of CPU", humanize.Percent(cpuShare))
 		}
 		title += "; " + h.how
 		conf := 0.7

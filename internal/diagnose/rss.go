@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/result"
@@ -62,7 +63,7 @@ func (d *diagnosis) rssBreakdown() {
 	var parts []string
 	for _, k := range rss.Mappings {
 		if k.RSSBytes > 0 { // reserved address space is never resident
-			parts = append(parts, fmt.Sprintf("%s %s", k.Kind, fmtBytes(float64(k.RSSBytes))))
+			parts = append(parts, fmt.Sprintf("%s %s", k.Kind, humanize.Bytes(float64(k.RSSBytes))))
 		}
 	}
 	if hm := rss.GoHeapMappings; hm != nil && hm.Count > 0 {
@@ -71,11 +72,11 @@ func (d *diagnosis) rssBreakdown() {
 		ev["kernel_go_heap_mapped_bytes"] = float64(hm.SizeBytes)
 		switch {
 		case heapCommitted > 0 && heapRSS < 0.8*heapCommitted:
-			explain = append(explain, fmt.Sprintf("the heap arenas are %s resident of the %s the runtime holds (HeapSys − HeapReleased): pages committed but never touched, or swapped out, count in MemStats and not in RSS", fmtBytes(heapRSS), fmtBytes(heapCommitted)))
+			explain = append(explain, fmt.Sprintf("the heap arenas are %s resident of the %s the runtime holds (HeapSys − HeapReleased): pages committed but never touched, or swapped out, count in MemStats and not in RSS", humanize.Bytes(heapRSS), humanize.Bytes(heapCommitted)))
 		case heapCommitted > 0 && heapRSS > 1.1*heapCommitted:
-			explain = append(explain, fmt.Sprintf("the heap arenas are %s resident, more than the %s the runtime holds: released pages still resident (transparent huge pages keep whole 2 MiB pages) or goroutine stacks, which live in the arenas too", fmtBytes(heapRSS), fmtBytes(heapCommitted)))
+			explain = append(explain, fmt.Sprintf("the heap arenas are %s resident, more than the %s the runtime holds: released pages still resident (transparent huge pages keep whole 2 MiB pages) or goroutine stacks, which live in the arenas too", humanize.Bytes(heapRSS), humanize.Bytes(heapCommitted)))
 		default:
-			explain = append(explain, fmt.Sprintf("the heap arenas' %s resident match the %s the runtime holds", fmtBytes(heapRSS), fmtBytes(heapCommitted)))
+			explain = append(explain, fmt.Sprintf("the heap arenas' %s resident match the %s the runtime holds", humanize.Bytes(heapRSS), humanize.Bytes(heapCommitted)))
 		}
 	}
 	if k, ok := kinds[result.MappingAnon]; ok {
@@ -87,21 +88,21 @@ func (d *diagnosis) rssBreakdown() {
 				s = Medium
 			}
 			sev = max(sev, s)
-			explain = append(explain, fmt.Sprintf("%s of anonymous memory outside the heap arenas is more than the runtime's off-heap structures (%s): memory the runtime does not know — cgo or C libraries, mmap'd buffers, or a second allocator", fmtBytes(unknown), fmtBytes(offHeap)))
+			explain = append(explain, fmt.Sprintf("%s of anonymous memory outside the heap arenas is more than the runtime's off-heap structures (%s): memory the runtime does not know — cgo or C libraries, mmap'd buffers, or a second allocator", humanize.Bytes(unknown), humanize.Bytes(offHeap)))
 		}
 	}
 	if gap(idle, 1) {
 		sev = max(sev, Low)
-		explain = append(explain, fmt.Sprintf("%s of heap is idle and not yet returned to the OS (HeapIdle − HeapReleased): the scavenger returns it over minutes; GOMEMLIMIT makes it return sooner, debug.FreeOSMemory at once", fmtBytes(idle)))
+		explain = append(explain, fmt.Sprintf("%s of heap is idle and not yet returned to the OS (HeapIdle − HeapReleased): the scavenger returns it over minutes; GOMEMLIMIT makes it return sooner, debug.FreeOSMemory at once", humanize.Bytes(idle)))
 	}
 	if float64(ms.HeapInuseBytes) > 0 && gap(freeInSpans, 1) && freeInSpans >= 0.25*float64(ms.HeapInuseBytes) {
 		sev = max(sev, Low)
-		explain = append(explain, fmt.Sprintf("%s free inside in-use spans (HeapInuse − HeapAlloc): fragmentation, from many objects of a size class freed unevenly", fmtBytes(freeInSpans)))
+		explain = append(explain, fmt.Sprintf("%s free inside in-use spans (HeapInuse − HeapAlloc): fragmentation, from many objects of a size class freed unevenly", humanize.Bytes(freeInSpans)))
 	}
 	title := fmt.Sprintf("RSS %s (%s): %s; the runtime has committed %s, of which %s live heap",
-		fmtBytes(rssB), rss.Source, strings.Join(parts, ", "), fmtBytes(committed), fmtBytes(heapAlloc))
+		humanize.Bytes(rssB), rss.Source, strings.Join(parts, ", "), humanize.Bytes(committed), humanize.Bytes(heapAlloc))
 	if len(parts) == 0 {
-		title = fmt.Sprintf("RSS %s (%s); the runtime has committed %s, of which %s live heap", fmtBytes(rssB), rss.Source, fmtBytes(committed), fmtBytes(heapAlloc))
+		title = fmt.Sprintf("RSS %s (%s); the runtime has committed %s, of which %s live heap", humanize.Bytes(rssB), rss.Source, humanize.Bytes(committed), humanize.Bytes(heapAlloc))
 	}
 	if cg := rss.Cgroup; cg != nil && !cg.Unlimited && cg.LimitBytes > 0 {
 		lim := float64(cg.LimitBytes)
@@ -122,7 +123,7 @@ func (d *diagnosis) rssBreakdown() {
 		case headroom <= th.HeadroomMedium:
 			sev = max(sev, Medium)
 		}
-		explain = append(explain, fmt.Sprintf("the cgroup's anonymous memory is %s of its %s limit (%s headroom; page cache is reclaimable and left out)", fmtBytes(used), fmtBytes(lim), fmtPercent(headroom)))
+		explain = append(explain, fmt.Sprintf("the cgroup's anonymous memory is %s of its %s limit (%s headroom; page cache is reclaimable and left out)", humanize.Bytes(used), humanize.Bytes(lim), humanize.Percent(headroom)))
 	}
 	if rss.Source == "metrics" {
 		explain = append(explain, "RSS comes from the target's /metrics: a per-mapping view needs the process on this machine")

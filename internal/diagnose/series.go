@@ -26,7 +26,7 @@ func fitTrend(xs, ys []float64) trend {
 	if len(ys) < 2 {
 		return t
 	}
-	t.slope, t.r2 = fitLine(xs, ys)
+	t.slope, t.r2 = FitLine(xs, ys)
 	up := 0
 	for i := 1; i < len(ys); i++ {
 		if ys[i] > ys[i-1] {
@@ -35,7 +35,7 @@ func fitTrend(xs, ys []float64) trend {
 	}
 	t.rising = float64(up) / float64(len(ys)-1)
 	h := len(ys) / 2
-	t.lateSlope, _ = fitLine(xs[h:], ys[h:])
+	t.lateSlope, _ = FitLine(xs[h:], ys[h:])
 	t.growth = ys[len(ys)-1] - ys[0]
 	lo, hi, sum := ys[0], ys[0], 0.0
 	for i, y := range ys {
@@ -49,9 +49,9 @@ func fitTrend(xs, ys []float64) trend {
 	return t
 }
 
-// fitLine returns the least-squares slope of ys over xs and R². A series
+// FitLine returns the least-squares slope of ys over xs and R². A series
 // without variance has R² 0; so does one whose xs do not vary.
-func fitLine(xs, ys []float64) (slope, r2 float64) {
+func FitLine(xs, ys []float64) (slope, r2 float64) {
 	n := float64(len(xs))
 	if n < 2 {
 		return 0, 0

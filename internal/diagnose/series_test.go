@@ -54,9 +54,9 @@ func TestFitLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			slope, r2 := fitLine(tt.xs, tt.ys)
+			slope, r2 := FitLine(tt.xs, tt.ys)
 			if math.Abs(slope-tt.slope) > 1e-9 || math.Abs(r2-tt.r2) > 1e-9 {
-				t.Errorf("fitLine = %g, %g; want %g, %g", slope, r2, tt.slope, tt.r2)
+				t.Errorf("FitLine = %g, %g; want %g, %g", slope, r2, tt.slope, tt.r2)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"html"
 	"math"
 	"strings"
@@ -68,7 +69,7 @@ func (c chart) writeSVG(b *strings.Builder) {
 	}
 	for _, x := range xTicks {
 		fmt.Fprintf(b, `<line class="axis" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/><text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
-			px(x), px(x), chartH-chartBottom, chartH-chartBottom+4, px(x), chartH-chartBottom+18, html.EscapeString(Seconds(x)))
+			px(x), px(x), chartH-chartBottom, chartH-chartBottom+4, px(x), chartH-chartBottom+18, html.EscapeString(humanize.Seconds(x)))
 	}
 	fmt.Fprintf(b, `<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>`+"\n", chartLeft, chartW-chartRight, chartH-chartBottom, chartH-chartBottom)
 	fmt.Fprintf(b, `<text class="label" x="%.1f" y="%d" text-anchor="middle">seconds from the window's start</text>`+"\n", chartLeft+plotW/2, chartH-4)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"math"
 	"strings"
@@ -78,8 +79,8 @@ func CompareText(w io.Writer, c *compare.Comparison) error {
 			if i == compareSites {
 				break
 			}
-			row := table.Row{Bytes(s.BytesBefore.Median), Bytes(s.BytesAfter.Median), signedBytes(s.BytesDelta), relative(s.BytesRelative),
-				ShortFunction(s.Function), Location(s.File, s.Line)}
+			row := table.Row{humanize.Bytes(s.BytesBefore.Median), humanize.Bytes(s.BytesAfter.Median), signedBytes(s.BytesDelta), relative(s.BytesRelative),
+				humanize.ShortFunction(s.Function), humanize.Location(s.File, s.Line)}
 			if c.Tested {
 				row = append(row, testText(s.Test))
 			}
@@ -163,8 +164,8 @@ func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
 			if s.Test != nil {
 				rel += " " + pText(s.Test)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", Bytes(s.BytesBefore.Median), Bytes(s.BytesAfter.Median), delta, rel,
-				mdCode(ShortFunction(s.Function)), mdCode(Location(s.File, s.Line)))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", humanize.Bytes(s.BytesBefore.Median), humanize.Bytes(s.BytesAfter.Median), delta, rel,
+				mdCode(humanize.ShortFunction(s.Function)), mdCode(humanize.Location(s.File, s.Line)))
 		}
 	}
 	for _, fl := range []struct {
@@ -215,7 +216,7 @@ func highlightLines(c *compare.Comparison, open, close string) []string {
 			why = fmt.Sprintf("%s, n = %d+%d", pSentence(s.Test.P), s.Test.N1, s.Test.N2)
 		}
 		out = append(out, fmt.Sprintf("%s%s%s allocates %s bytes per %s at %s: %s → %s (%s).",
-			open, ShortFunction(s.Function), close, how, c.PerUnit, Location(s.File, s.Line), Bytes(s.BytesBefore.Median), Bytes(s.BytesAfter.Median), why))
+			open, humanize.ShortFunction(s.Function), close, how, c.PerUnit, humanize.Location(s.File, s.Line), humanize.Bytes(s.BytesBefore.Median), humanize.Bytes(s.BytesAfter.Median), why))
 	}
 	// The largest changes first, whichever way.
 	i, j := 0, 0
@@ -275,24 +276,24 @@ func compareTable(first, last int) table.Writer {
 func FigureValue(v float64, unit string) string {
 	switch unit {
 	case "bytes":
-		return Bytes(v)
+		return humanize.Bytes(v)
 	case "bytes/s":
-		return Bytes(v) + "/s"
+		return humanize.Bytes(v) + "/s"
 	case "seconds":
-		return Seconds(v)
+		return humanize.Seconds(v)
 	case "1/s", "requests/s":
 		return rate(v) + "/s"
 	case "fraction":
-		return Percent(v)
+		return humanize.Percent(v)
 	}
-	return Count(v)
+	return humanize.Count(v)
 }
 
 func rate(v float64) string {
 	if math.Abs(v) < 100 && v != math.Trunc(v) {
 		return fmt.Sprintf("%.2f", v)
 	}
-	return Count(v)
+	return humanize.Count(v)
 }
 
 func statValue(s *compare.Stat, unit string) string {
@@ -318,9 +319,9 @@ func figureDelta(f compare.FigureChange) string {
 
 func signedBytes(v float64) string {
 	if v < 0 {
-		return Bytes(v)
+		return humanize.Bytes(v)
 	}
-	return "+" + Bytes(v)
+	return "+" + humanize.Bytes(v)
 }
 
 func relative(r *float64) string {
@@ -363,7 +364,7 @@ func findingSite(f result.Finding, code func(string) string) string {
 	if f.Function == "" {
 		return ""
 	}
-	return " at " + code(ShortFunction(f.Function)) + " (" + Location(f.File, f.Line) + ")"
+	return " at " + code(humanize.ShortFunction(f.Function)) + " (" + humanize.Location(f.File, f.Line) + ")"
 }
 
 func outcomeWord(o bench.Outcome) string {

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"html"
 	"io"
 	"strings"
@@ -111,8 +112,8 @@ td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
 				cls = changeClass(s.BytesDelta, -1)
 			}
 			fmt.Fprintf(bw, "<tr><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td class=\"%s\">%s</td><td class=\"fn\" title=\"%s\">%s</td><td class=\"loc\" title=\"%s\">%s</td>",
-				e(Bytes(s.BytesBefore.Median)), e(Bytes(s.BytesAfter.Median)), cls, e(signedBytes(s.BytesDelta)), cls, e(relative(s.BytesRelative)),
-				e(s.Function), e(ShortFunction(s.Function)), e(s.File), e(Location(s.File, s.Line)))
+				e(humanize.Bytes(s.BytesBefore.Median)), e(humanize.Bytes(s.BytesAfter.Median)), cls, e(signedBytes(s.BytesDelta)), cls, e(relative(s.BytesRelative)),
+				e(s.Function), e(humanize.ShortFunction(s.Function)), e(s.File), e(humanize.Location(s.File, s.Line)))
 			if c.Tested {
 				fmt.Fprintf(bw, "<td class=\"muted\">%s</td>", e(testText(s.Test)))
 			}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"maps"
 	"slices"
@@ -175,7 +176,7 @@ func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []str
 		fmt.Fprintf(b, "### %s: %s\n\n", strings.ToUpper(f.Severity), f.Title)
 		fmt.Fprintf(b, "`%s`, confidence %.2f", f.ID, f.Confidence)
 		if f.File != "" {
-			fmt.Fprintf(b, ", at `%s`", Location(f.File, f.Line))
+			fmt.Fprintf(b, ", at `%s`", humanize.Location(f.File, f.Line))
 		}
 		b.WriteString(".\n\n")
 		if len(f.Evidence) > 0 {
@@ -217,15 +218,15 @@ func evidenceLine(ev map[string]float64) string {
 func evidenceValue(key string, v float64) string {
 	switch {
 	case strings.HasSuffix(key, "_bytes") || strings.Contains(key, "bytes_per"):
-		s := Bytes(v)
+		s := humanize.Bytes(v)
 		if i := strings.Index(key, "bytes_per_"); i >= 0 {
 			s += "/" + strings.TrimPrefix(key[i+len("bytes_per_"):], "")
 		}
 		return s
 	case strings.HasSuffix(key, "_share") || strings.HasPrefix(key, "share"):
-		return Percent(v)
+		return humanize.Percent(v)
 	case strings.HasSuffix(key, "_seconds"):
-		return Seconds(v)
+		return humanize.Seconds(v)
 	default:
 		return fmt.Sprintf("%.3g", v)
 	}

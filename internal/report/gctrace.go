@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func GCTrace(w io.Writer, s *gcstats.TraceSummary, f Format) error {
 
 func gctraceText(s *gcstats.TraceSummary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d GC cycles from %s to %s after process start", s.Cycles, Seconds(s.FirstAtSeconds), Seconds(s.LastAtSeconds))
+	fmt.Fprintf(&b, "%d GC cycles from %s to %s after process start", s.Cycles, humanize.Seconds(s.FirstAtSeconds), humanize.Seconds(s.LastAtSeconds))
 	if s.CyclesPerSecond > 0 {
 		fmt.Fprintf(&b, ", %.3g per second", s.CyclesPerSecond)
 	}
@@ -48,21 +49,21 @@ func gctraceText(s *gcstats.TraceSummary) string {
 		fmt.Fprintf(&b, "  of which %s\n", strings.Join(kinds, ", "))
 	}
 	pct := func(p gcstats.Percentiles) string {
-		return fmt.Sprintf("p50 %s, p90 %s, p99 %s, max %s", Seconds(p.P50), Seconds(p.P90), Seconds(p.P99), Seconds(p.Max))
+		return fmt.Sprintf("p50 %s, p90 %s, p99 %s, max %s", humanize.Seconds(p.P50), humanize.Seconds(p.P90), humanize.Seconds(p.P99), humanize.Seconds(p.Max))
 	}
-	fmt.Fprintf(&b, "STW pauses (wall, sweep + mark termination): %s; total %s\n", pct(s.PauseSeconds), Seconds(s.PauseTotalSeconds))
+	fmt.Fprintf(&b, "STW pauses (wall, sweep + mark termination): %s; total %s\n", pct(s.PauseSeconds), humanize.Seconds(s.PauseTotalSeconds))
 	fmt.Fprintf(&b, "concurrent mark (wall): %s\n", pct(s.MarkSeconds))
 	fmt.Fprintf(&b, "GC CPU per cycle: %s; total %s (STW %s, assist %s, background %s, idle %s)\n", pct(s.CPUSeconds),
-		Seconds(s.CPUTotalSeconds), Seconds(s.STWCPUTotalSeconds), Seconds(s.AssistCPUTotalSeconds),
-		Seconds(s.BackgroundCPUTotalSeconds), Seconds(s.IdleCPUTotalSeconds))
+		humanize.Seconds(s.CPUTotalSeconds), humanize.Seconds(s.STWCPUTotalSeconds), humanize.Seconds(s.AssistCPUTotalSeconds),
+		humanize.Seconds(s.BackgroundCPUTotalSeconds), humanize.Seconds(s.IdleCPUTotalSeconds))
 	fmt.Fprintf(&b, "GC CPU share since process start (the runtime's N%%): %s at the last cycle, %s at most\n",
-		Percent(s.GCCPUShare), Percent(s.GCCPUSharePeak))
+		humanize.Percent(s.GCCPUShare), humanize.Percent(s.GCCPUSharePeak))
 	fmt.Fprintf(&b, "heap: peak %s at a cycle's start, live peak %s, goal peak %s; last cycle live %s, goal %s; GOMAXPROCS %d\n",
-		Bytes(float64(s.HeapStartPeakBytes)), Bytes(float64(s.HeapLivePeakBytes)), Bytes(float64(s.HeapGoalPeakBytes)),
-		Bytes(float64(s.HeapLiveLastBytes)), Bytes(float64(s.HeapGoalLastBytes)), s.Procs)
+		humanize.Bytes(float64(s.HeapStartPeakBytes)), humanize.Bytes(float64(s.HeapLivePeakBytes)), humanize.Bytes(float64(s.HeapGoalPeakBytes)),
+		humanize.Bytes(float64(s.HeapLiveLastBytes)), humanize.Bytes(float64(s.HeapGoalLastBytes)), s.Procs)
 	if sc := s.Scavenger; sc != nil {
 		fmt.Fprintf(&b, "scavenger: %d lines, returned %s in the background and %s eagerly (%d forced); %s released at the last line\n",
-			sc.Lines, Bytes(float64(sc.BackgroundBytes)), Bytes(float64(sc.EagerBytes)), sc.Forced, Bytes(float64(sc.ReleasedLastBytes)))
+			sc.Lines, humanize.Bytes(float64(sc.BackgroundBytes)), humanize.Bytes(float64(sc.EagerBytes)), sc.Forced, humanize.Bytes(float64(sc.ReleasedLastBytes)))
 	}
 
 	b.WriteString("\n")
@@ -91,9 +92,9 @@ func gctraceText(s *gcstats.TraceSummary) string {
 			note = append(note, "leak check")
 		}
 		tw.AppendRow(table.Row{
-			c.N, Seconds(c.AtSeconds),
-			Bytes(float64(c.HeapStartBytes)), Bytes(float64(c.HeapEndBytes)), Bytes(float64(c.HeapLiveBytes)), Bytes(float64(c.HeapGoalBytes)),
-			Seconds(c.PauseSeconds()), Seconds(c.MarkSeconds), Seconds(c.CPUSeconds()), Percent(c.GCCPUShare),
+			c.N, humanize.Seconds(c.AtSeconds),
+			humanize.Bytes(float64(c.HeapStartBytes)), humanize.Bytes(float64(c.HeapEndBytes)), humanize.Bytes(float64(c.HeapLiveBytes)), humanize.Bytes(float64(c.HeapGoalBytes)),
+			humanize.Seconds(c.PauseSeconds()), humanize.Seconds(c.MarkSeconds), humanize.Seconds(c.CPUSeconds()), humanize.Percent(c.GCCPUShare),
 			strings.Join(note, ", "),
 		})
 	}
@@ -148,9 +149,9 @@ func GCTracePlot(w io.Writer, s *gcstats.TraceSummary, html bool) error {
 		case c.Forced:
 			color, kind = "#d62728", "forced GC"
 		}
-		title := fmt.Sprintf("%s %d at %s: %s → %s → %s, goal %s, pause %s", kind, c.N, Seconds(c.AtSeconds),
-			Bytes(float64(c.HeapStartBytes)), Bytes(float64(c.HeapEndBytes)), Bytes(float64(c.HeapLiveBytes)),
-			Bytes(float64(c.HeapGoalBytes)), Seconds(c.PauseSeconds()))
+		title := fmt.Sprintf("%s %d at %s: %s → %s → %s, goal %s, pause %s", kind, c.N, humanize.Seconds(c.AtSeconds),
+			humanize.Bytes(float64(c.HeapStartBytes)), humanize.Bytes(float64(c.HeapEndBytes)), humanize.Bytes(float64(c.HeapLiveBytes)),
+			humanize.Bytes(float64(c.HeapGoalBytes)), humanize.Seconds(c.PauseSeconds()))
 		marks = append(marks, linechart.Mark{X: c.AtSeconds, Color: color, Title: title})
 	}
 	ch := linechart.Chart{

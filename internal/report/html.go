@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"html"
 	"io"
 	"maps"
@@ -61,7 +62,7 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 </header>
 `, htmlCSP, e(title), htmlStyle, e(title), e(string(r.Status)), e(string(r.Status)),
 		e(r.Window.Start.Format("2006-01-02 15:04:05.000Z")), e(r.Window.End.Format("15:04:05.000Z")),
-		e(Seconds(r.Window.DurationSeconds)), e(r.Heapscope.Version))
+		e(humanize.Seconds(r.Window.DurationSeconds)), e(r.Heapscope.Version))
 
 	if len(r.Failures) > 0 {
 		b.WriteString("<section id=\"failures\" class=\"alert\">\n<h2>Not collected</h2>\n<ul>\n")
@@ -98,10 +99,10 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	b.WriteString("<section id=\"charts\">\n<h2>Heap in use</h2>\n")
 	if g := r.HeapGrowth; g != nil && len(g.Snapshots) > 0 {
 		b.WriteString("<p class=\"note\">inuse_space of each heap snapshot, as of the GC heapscope forced when it fetched it (<code>heap?gc=1</code>).</p>\n")
-		c := chart{id: "heap-chart", title: "Heap in use across the snapshots", xMax: r.Window.DurationSeconds, yLabel: Bytes, yBytes: true}
+		c := chart{id: "heap-chart", title: "Heap in use across the snapshots", xMax: r.Window.DurationSeconds, yLabel: humanize.Bytes, yBytes: true}
 		for _, s := range g.Snapshots {
 			c.points = append(c.points, point{x: s.OffsetSeconds, y: float64(s.InuseBytes),
-				tip: fmt.Sprintf("+%s: %s in use in %s objects (%s)", Seconds(s.OffsetSeconds), Bytes(float64(s.InuseBytes)), Count(float64(s.InuseObjects)), s.Profile)})
+				tip: fmt.Sprintf("+%s: %s in use in %s objects (%s)", humanize.Seconds(s.OffsetSeconds), humanize.Bytes(float64(s.InuseBytes)), humanize.Count(float64(s.InuseObjects)), s.Profile)})
 		}
 		c.writeSVG(&b)
 	} else {
@@ -114,10 +115,10 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 			note += fmt.Sprintf(" The ring keeps 256 pauses: these are the last %d of the window's %d cycles.", len(ps), r.MemStats.GCCycles)
 		}
 		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", e(note))
-		c := chart{id: "gc-chart", title: "GC pauses over the window", xMax: r.Window.DurationSeconds, yLabel: Seconds, stems: true}
+		c := chart{id: "gc-chart", title: "GC pauses over the window", xMax: r.Window.DurationSeconds, yLabel: humanize.Seconds, stems: true}
 		for _, p := range ps {
 			c.points = append(c.points, point{x: p.OffsetSeconds, y: p.PauseSeconds,
-				tip: fmt.Sprintf("cycle %d: paused %s, ended at +%s", p.Cycle, Seconds(p.PauseSeconds), Seconds(p.OffsetSeconds))})
+				tip: fmt.Sprintf("cycle %d: paused %s, ended at +%s", p.Cycle, humanize.Seconds(p.PauseSeconds), humanize.Seconds(p.OffsetSeconds))})
 		}
 		c.writeSVG(&b)
 	} else {
@@ -148,16 +149,16 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	b.WriteString("<section id=\"top\">\n")
 	for _, t := range r.Top {
 		fmt.Fprintf(&b, "<h2>Top %s</h2>\n<p class=\"note\">%s. Total %s, from <code>%s</code>.</p>\n",
-			e(t.SampleType), e(upperFirst(t.Semantics)), e(Value(t.Total, t.Unit)), e(t.Profile))
+			e(t.SampleType), e(upperFirst(t.Semantics)), e(humanize.Value(t.Total, t.Unit)), e(t.Profile))
 		b.WriteString("<table class=\"sites\">\n<tr><th>flat</th><th>flat%</th><th>cum</th><th>cum%</th><th>function</th><th>location</th></tr>\n")
 		for _, s := range t.Sites {
-			fn := ShortFunction(s.Function)
+			fn := humanize.ShortFunction(s.Function)
 			if len(s.Inlined) > 1 {
-				fn += " (inlined in " + ShortFunction(s.Inlined[len(s.Inlined)-1]) + ")"
+				fn += " (inlined in " + humanize.ShortFunction(s.Inlined[len(s.Inlined)-1]) + ")"
 			}
 			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td title=\"%s\">%s</td><td title=\"%s\">%s</td></tr>\n",
-				e(Value(s.Flat, t.Unit)), e(Percent(s.FlatShare)), e(Value(s.Cum, t.Unit)), e(Percent(s.CumShare)),
-				e(s.Function), e(fn), e(s.File), e(Location(s.File, s.Line)))
+				e(humanize.Value(s.Flat, t.Unit)), e(humanize.Percent(s.FlatShare)), e(humanize.Value(s.Cum, t.Unit)), e(humanize.Percent(s.CumShare)),
+				e(s.Function), e(fn), e(s.File), e(humanize.Location(s.File, s.Line)))
 		}
 		b.WriteString("</table>\n")
 	}
@@ -173,9 +174,9 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 		{"HeapSys", ms.HeapSysBytes}, {"HeapInuse", ms.HeapInuseBytes}, {"HeapIdle", ms.HeapIdleBytes},
 		{"HeapReleased", ms.HeapReleasedBytes}, {"StackInuse", ms.StackInuseBytes}, {"NextGC", ms.NextGCBytes},
 	} {
-		row(f.name, Bytes(float64(f.v)))
+		row(f.name, humanize.Bytes(float64(f.v)))
 	}
-	row("HeapObjects", Count(float64(ms.HeapObjects)))
+	row("HeapObjects", humanize.Count(float64(ms.HeapObjects)))
 	row("NumGC", strconv.FormatUint(uint64(ms.NumGC), 10))
 	b.WriteString("</table>\n</section>\n")
 
@@ -225,12 +226,12 @@ func writeFindings(b *strings.Builder, findings []result.Finding, notes []string
 	}
 	b.WriteString("<table class=\"findings\">\n<tr><th>severity</th><th>finding</th><th>where</th><th>evidence</th><th>fix</th><th>confidence</th></tr>\n")
 	for _, f := range findings {
-		where := ShortFunction(f.Function)
+		where := humanize.ShortFunction(f.Function)
 		if f.File != "" {
 			if where != "" {
 				where += " "
 			}
-			where += Location(f.File, f.Line)
+			where += humanize.Location(f.File, f.Line)
 		}
 		var ev []string
 		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"strings"
 
@@ -22,9 +23,9 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 	if r.Exe != "" {
 		fmt.Fprintf(&b, " (%s)", r.Exe)
 	}
-	fmt.Fprintf(&b, ": RSS %s, PSS %s, swap %s", Bytes(float64(r.RSSBytes)), Bytes(float64(r.PSSBytes)), Bytes(float64(r.SwapBytes)))
+	fmt.Fprintf(&b, ": RSS %s, PSS %s, swap %s", humanize.Bytes(float64(r.RSSBytes)), humanize.Bytes(float64(r.PSSBytes)), humanize.Bytes(float64(r.SwapBytes)))
 	if r.HWMBytes > 0 {
-		fmt.Fprintf(&b, ", peak RSS %s", Bytes(float64(r.HWMBytes)))
+		fmt.Fprintf(&b, ", peak RSS %s", humanize.Bytes(float64(r.HWMBytes)))
 	}
 	b.WriteString("\n\n")
 	b.WriteString(indent(kindsTable(r.Kinds).Render(), "  "))
@@ -35,8 +36,8 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 		b.WriteString("none found\n")
 	} else {
 		fmt.Fprintf(&b, "%s resident of %s mapped (%s) in %d mappings, %d arenas reserved (%s)\n",
-			Bytes(float64(h.RSSBytes)), Bytes(float64(h.SizeBytes)), Percent(h.RSSShare),
-			h.Mappings, h.Arenas, Bytes(float64(h.ReservedBytes)))
+			humanize.Bytes(float64(h.RSSBytes)), humanize.Bytes(float64(h.SizeBytes)), humanize.Percent(h.RSSShare),
+			h.Mappings, h.Arenas, humanize.Bytes(float64(h.ReservedBytes)))
 	}
 	if h.Note != "" && h.Mappings > 0 {
 		fmt.Fprintf(&b, "  note: %s\n", h.Note)
@@ -45,10 +46,10 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 	if rt := r.Runtime; rt != nil {
 		b.WriteString("\nruntime (MemStats): ")
 		fmt.Fprintf(&b, "HeapSys %s, HeapInuse %s, HeapIdle %s, HeapReleased %s, StackInuse %s, Sys %s\n",
-			Bytes(float64(rt.HeapSysBytes)), Bytes(float64(rt.HeapInuseBytes)), Bytes(float64(rt.HeapIdleBytes)),
-			Bytes(float64(rt.HeapReleasedBytes)), Bytes(float64(rt.StackInuseBytes)), Bytes(float64(rt.SysBytes)))
+			humanize.Bytes(float64(rt.HeapSysBytes)), humanize.Bytes(float64(rt.HeapInuseBytes)), humanize.Bytes(float64(rt.HeapIdleBytes)),
+			humanize.Bytes(float64(rt.HeapReleasedBytes)), humanize.Bytes(float64(rt.StackInuseBytes)), humanize.Bytes(float64(rt.SysBytes)))
 		fmt.Fprintf(&b, "  held in the arenas (HeapSys − HeapReleased + StackInuse) %s against %s resident there\n",
-			Bytes(float64(rt.ArenaHeldBytes)), Bytes(float64(h.RSSBytes)))
+			humanize.Bytes(float64(rt.ArenaHeldBytes)), humanize.Bytes(float64(h.RSSBytes)))
 	}
 
 	if cg := r.Cgroup; cg != nil {
@@ -56,11 +57,11 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 		if cg.Unlimited {
 			b.WriteString("no limit")
 		} else {
-			fmt.Fprintf(&b, "limit %s", Bytes(float64(cg.LimitBytes)))
+			fmt.Fprintf(&b, "limit %s", humanize.Bytes(float64(cg.LimitBytes)))
 		}
-		fmt.Fprintf(&b, ", usage %s (anon %s, file %s)", Bytes(float64(cg.UsageBytes)), Bytes(float64(cg.AnonBytes)), Bytes(float64(cg.FileBytes)))
+		fmt.Fprintf(&b, ", usage %s (anon %s, file %s)", humanize.Bytes(float64(cg.UsageBytes)), humanize.Bytes(float64(cg.AnonBytes)), humanize.Bytes(float64(cg.FileBytes)))
 		if !cg.Unlimited {
-			fmt.Fprintf(&b, ", headroom %s (%s counting page cache as reclaimable)", Bytes(float64(cg.HeadroomBytes)), Bytes(float64(cg.HeadroomAnonBytes)))
+			fmt.Fprintf(&b, ", headroom %s (%s counting page cache as reclaimable)", humanize.Bytes(float64(cg.HeadroomBytes)), humanize.Bytes(float64(cg.HeadroomAnonBytes)))
 		}
 		b.WriteString("\n")
 		for _, n := range cg.Notes {
@@ -97,8 +98,8 @@ func kindsTable(kinds []rss.Usage) table.Writer {
 	for _, u := range kinds {
 		tw.AppendRow(table.Row{
 			kindLabel(u.Kind), u.Mappings,
-			Bytes(float64(u.SizeBytes)), Bytes(float64(u.RSSBytes)), Bytes(float64(u.PSSBytes)),
-			Bytes(float64(u.PrivateDirtyBytes)), Bytes(float64(u.SwapBytes)),
+			humanize.Bytes(float64(u.SizeBytes)), humanize.Bytes(float64(u.RSSBytes)), humanize.Bytes(float64(u.PSSBytes)),
+			humanize.Bytes(float64(u.PrivateDirtyBytes)), humanize.Bytes(float64(u.SwapBytes)),
 		})
 	}
 	return tw

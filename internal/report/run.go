@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"maps"
 	"path/filepath"
@@ -24,7 +25,7 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	// Sections are separated by one blank line; empty ones are left out.
 	var sections []string
 	var b strings.Builder
-	fmt.Fprintf(&b, "heapscope profiled %s for %s (%s)\n", r.Target.URL, Seconds(r.Window.DurationSeconds), r.Status)
+	fmt.Fprintf(&b, "heapscope profiled %s for %s (%s)\n", r.Target.URL, humanize.Seconds(r.Window.DurationSeconds), r.Status)
 	for _, f := range r.Failures {
 		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
 	}
@@ -94,7 +95,7 @@ func Markdown(w io.Writer, r *result.Run) error {
 	fmt.Fprintf(&b, "# heapscope run: %s\n\n", r.Target.URL)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| status | %s |\n", r.Status)
-	fmt.Fprintf(&b, "| window | %s – %s (%s) |\n", r.Window.Start.Format("2006-01-02 15:04:05.000Z"), r.Window.End.Format("15:04:05.000Z"), Seconds(r.Window.DurationSeconds))
+	fmt.Fprintf(&b, "| window | %s – %s (%s) |\n", r.Window.Start.Format("2006-01-02 15:04:05.000Z"), r.Window.End.Format("15:04:05.000Z"), humanize.Seconds(r.Window.DurationSeconds))
 	if r.Target.PID > 0 {
 		fmt.Fprintf(&b, "| process | pid %d |\n", r.Target.PID)
 	}
@@ -139,7 +140,7 @@ func Markdown(w io.Writer, r *result.Run) error {
 		b.WriteString("## Heap snapshots\n\nEach snapshot is as of the GC heapscope forced when it fetched it (`heap?gc=1`).\n\n")
 		b.WriteString("| offset | inuse_space | inuse_objects | profile |\n|---:|---:|---:|---|\n")
 		for _, s := range g.Snapshots {
-			fmt.Fprintf(&b, "| +%s | %s | %s | `%s` |\n", Seconds(s.OffsetSeconds), Bytes(float64(s.InuseBytes)), Count(float64(s.InuseObjects)), s.Profile)
+			fmt.Fprintf(&b, "| +%s | %s | %s | `%s` |\n", humanize.Seconds(s.OffsetSeconds), humanize.Bytes(float64(s.InuseBytes)), humanize.Count(float64(s.InuseObjects)), s.Profile)
 		}
 		b.WriteString("\n")
 	}
@@ -154,13 +155,13 @@ func Markdown(w io.Writer, r *result.Run) error {
 		{"HeapSys", ms.HeapSysBytes}, {"HeapInuse", ms.HeapInuseBytes}, {"HeapIdle", ms.HeapIdleBytes},
 		{"HeapReleased", ms.HeapReleasedBytes}, {"StackInuse", ms.StackInuseBytes}, {"NextGC", ms.NextGCBytes},
 	} {
-		fmt.Fprintf(&b, "| %s | %s |\n", row.name, Bytes(float64(row.v)))
+		fmt.Fprintf(&b, "| %s | %s |\n", row.name, humanize.Bytes(float64(row.v)))
 	}
-	fmt.Fprintf(&b, "| HeapObjects | %s |\n| NumGC | %d |\n\n", Count(float64(ms.HeapObjects)), ms.NumGC)
+	fmt.Fprintf(&b, "| HeapObjects | %s |\n| NumGC | %d |\n\n", humanize.Count(float64(ms.HeapObjects)), ms.NumGC)
 
 	for _, t := range r.Top {
 		fmt.Fprintf(&b, "## Top %s\n\n%s.\n\n", t.SampleType, upperFirst(t.Semantics))
-		fmt.Fprintf(&b, "Total %s, from `%s`.\n\n", Value(t.Total, t.Unit), t.Profile)
+		fmt.Fprintf(&b, "Total %s, from `%s`.\n\n", humanize.Value(t.Total, t.Unit), t.Profile)
 		b.WriteString(sitesTable(t, 0).RenderMarkdown())
 		b.WriteString("\n\n")
 	}
@@ -189,8 +190,8 @@ func allocationLine(r *result.Run) string {
 		return ""
 	}
 	return fmt.Sprintf("%s in %s objects (%s/s, %s objects/s, from MemStats)",
-		Bytes(float64(ms.AllocatedBytes)), Count(float64(ms.Mallocs)),
-		Bytes(ms.AllocatedBytesPerSecond), Count(ms.MallocsPerSecond))
+		humanize.Bytes(float64(ms.AllocatedBytes)), humanize.Count(float64(ms.Mallocs)),
+		humanize.Bytes(ms.AllocatedBytesPerSecond), humanize.Count(ms.MallocsPerSecond))
 }
 
 func perRequestLine(r *result.Run) string {
@@ -199,8 +200,8 @@ func perRequestLine(r *result.Run) string {
 		return ""
 	}
 	return fmt.Sprintf("%s in %s objects over %s requests (profile; MemStats counts %s in %s objects)",
-		Bytes(p.BytesPerRequest), Count(p.ObjectsPerRequest), Count(float64(p.Requests)),
-		Bytes(p.MemStatsBytesPerRequest), Count(p.MemStatsObjectsPerRequest))
+		humanize.Bytes(p.BytesPerRequest), humanize.Count(p.ObjectsPerRequest), humanize.Count(float64(p.Requests)),
+		humanize.Bytes(p.MemStatsBytesPerRequest), humanize.Count(p.MemStatsObjectsPerRequest))
 }
 
 func growthLine(r *result.Run) string {
@@ -210,7 +211,7 @@ func growthLine(r *result.Run) string {
 	}
 	parts := make([]string, 0, len(g.Snapshots))
 	for _, s := range g.Snapshots {
-		parts = append(parts, Bytes(float64(s.InuseBytes)))
+		parts = append(parts, humanize.Bytes(float64(s.InuseBytes)))
 	}
 	line := strings.Join(parts, " → ")
 	if len(g.Snapshots) > 1 {
@@ -218,7 +219,7 @@ func growthLine(r *result.Run) string {
 		if g.GrowthBytes < 0 {
 			sign = ""
 		}
-		line += fmt.Sprintf(" (%s%s, %s%s/min, R² %.2f)", sign, Bytes(float64(g.GrowthBytes)), sign, Bytes(g.SlopeBytesPerMinute), g.R2)
+		line += fmt.Sprintf(" (%s%s, %s%s/min, R² %.2f)", sign, humanize.Bytes(float64(g.GrowthBytes)), sign, humanize.Bytes(g.SlopeBytesPerMinute), g.R2)
 	}
 	return line
 }
@@ -226,11 +227,11 @@ func growthLine(r *result.Run) string {
 func gcLine(r *result.Run) string {
 	ms := r.MemStats
 	if ms.GCCycles == 0 && ms.GCPausesCovered == 0 {
-		return fmt.Sprintf("no GC cycle measured over the window; GC CPU %s (%s)", Percent(ms.GCCPUFraction), ms.GCCPUFractionScope)
+		return fmt.Sprintf("no GC cycle measured over the window; GC CPU %s (%s)", humanize.Percent(ms.GCCPUFraction), ms.GCCPUFractionScope)
 	}
 	s := fmt.Sprintf("%d cycles (%d forced by heapscope's snapshots), %.2f/s by the runtime's own pacing; pause p50 %s, p99 %s, max %s",
 		ms.GCCycles, ms.GCForcedCycles, ms.GCCyclesPerSecond,
-		Seconds(ms.GCPauseP50Seconds), Seconds(ms.GCPauseP99Seconds), Seconds(ms.GCPauseMaxSeconds))
+		humanize.Seconds(ms.GCPauseP50Seconds), humanize.Seconds(ms.GCPauseP99Seconds), humanize.Seconds(ms.GCPauseMaxSeconds))
 	if ms.GCRingOverflowed {
 		s += fmt.Sprintf(" (pauses of the last %d cycles only: the runtime keeps 256)", ms.GCPausesCovered)
 	}
@@ -238,29 +239,29 @@ func gcLine(r *result.Run) string {
 	if ms.GCCPUFractionScope != "window" {
 		scope = "over the process' lifetime"
 	}
-	return s + fmt.Sprintf("; GC CPU %s %s", Percent(ms.GCCPUFraction), scope)
+	return s + fmt.Sprintf("; GC CPU %s %s", humanize.Percent(ms.GCCPUFraction), scope)
 }
 
 func rssLine(r *result.Run) string {
 	rss := r.RSS
 	switch rss.Source {
 	case "proc":
-		s := fmt.Sprintf("%s (peak %s) from /proc/%d", Bytes(float64(rss.RSSBytes)), Bytes(float64(rss.HWMBytes)), r.Target.PID)
+		s := fmt.Sprintf("%s (peak %s) from /proc/%d", humanize.Bytes(float64(rss.RSSBytes)), humanize.Bytes(float64(rss.HWMBytes)), r.Target.PID)
 		if hm := rss.GoHeapMappings; hm != nil && hm.Count > 0 {
 			s += fmt.Sprintf("; Go heap arenas %s mapped, %s resident, runtime holds %s (HeapSys − HeapReleased)",
-				Bytes(float64(hm.SizeBytes)), Bytes(float64(hm.RSSBytes)), Bytes(float64(hm.CommittedBytes)))
+				humanize.Bytes(float64(hm.SizeBytes)), humanize.Bytes(float64(hm.RSSBytes)), humanize.Bytes(float64(hm.CommittedBytes)))
 		}
 		if r.MemStats.HeapInuseBytes > 0 {
-			s += fmt.Sprintf("; heap in use %s", Bytes(float64(r.MemStats.HeapInuseBytes)))
+			s += fmt.Sprintf("; heap in use %s", humanize.Bytes(float64(r.MemStats.HeapInuseBytes)))
 		}
 		if cg := rss.Cgroup; cg != nil && !cg.Unlimited && cg.LimitBytes > 0 {
 			// The limit applies to the cgroup's usage (page cache and
 			// other processes included), not to this process' RSS.
-			s += fmt.Sprintf("; cgroup uses %s of its %s limit (%s)", Bytes(float64(cg.UsageBytes)), Bytes(float64(cg.LimitBytes)), Percent(float64(cg.UsageBytes)/float64(cg.LimitBytes)))
+			s += fmt.Sprintf("; cgroup uses %s of its %s limit (%s)", humanize.Bytes(float64(cg.UsageBytes)), humanize.Bytes(float64(cg.LimitBytes)), humanize.Percent(float64(cg.UsageBytes)/float64(cg.LimitBytes)))
 		}
 		return s
 	case "metrics":
-		return fmt.Sprintf("%s from the target's /metrics; heap in use %s", Bytes(float64(rss.RSSBytes)), Bytes(float64(r.MemStats.HeapInuseBytes)))
+		return fmt.Sprintf("%s from the target's /metrics; heap in use %s", humanize.Bytes(float64(rss.RSSBytes)), humanize.Bytes(float64(r.MemStats.HeapInuseBytes)))
 	default:
 		return "unknown: " + rss.Note
 	}
@@ -281,7 +282,7 @@ func loadLine(r *result.Run) string {
 		s += fmt.Sprintf(", %d not sent (too many in flight)", l.Dropped)
 	}
 	lat := l.LatencySeconds
-	return s + fmt.Sprintf("; latency p50 %s, p99 %s, max %s", Seconds(lat.P50), Seconds(lat.P99), Seconds(lat.Max))
+	return s + fmt.Sprintf("; latency p50 %s, p99 %s, max %s", humanize.Seconds(lat.P50), humanize.Seconds(lat.P99), humanize.Seconds(lat.Max))
 }
 
 func upperFirst(s string) string {

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"strings"
 
@@ -48,7 +49,7 @@ func Top(w io.Writer, t result.TopTable, f Format) error {
 }
 
 func topHeading(t result.TopTable) string {
-	s := fmt.Sprintf("%s: total %s", t.SampleType, Value(t.Total, t.Unit))
+	s := fmt.Sprintf("%s: total %s", t.SampleType, humanize.Value(t.Total, t.Unit))
 	if t.Semantics != "" {
 		s += " — " + t.Semantics
 	}
@@ -73,14 +74,14 @@ func sitesTable(t result.TopTable, n int) table.Writer {
 		if n > 0 && i == n {
 			break
 		}
-		fn := ShortFunction(s.Function)
+		fn := humanize.ShortFunction(s.Function)
 		if len(s.Inlined) > 1 {
-			fn += " (inlined in " + ShortFunction(s.Inlined[len(s.Inlined)-1]) + ")"
+			fn += " (inlined in " + humanize.ShortFunction(s.Inlined[len(s.Inlined)-1]) + ")"
 		}
 		tw.AppendRow(table.Row{
-			Value(s.Flat, t.Unit), Percent(s.FlatShare),
-			Value(s.Cum, t.Unit), Percent(s.CumShare),
-			fn, Location(s.File, s.Line),
+			humanize.Value(s.Flat, t.Unit), humanize.Percent(s.FlatShare),
+			humanize.Value(s.Cum, t.Unit), humanize.Percent(s.CumShare),
+			fn, humanize.Location(s.File, s.Line),
 		})
 	}
 	return tw

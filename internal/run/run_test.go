@@ -469,26 +469,6 @@ func TestProfile_InterruptedKeepsPartialRun(t *testing.T) {
 	}
 }
 
-func TestFitLine(t *testing.T) {
-	tests := []struct {
-		name          string
-		xs, ys        []float64
-		slope, wantR2 float64
-	}{
-		{"exact line", []float64{0, 1, 2, 3}, []float64{1, 3, 5, 7}, 2, 1},
-		{"flat", []float64{0, 1, 2}, []float64{5, 5, 5}, 0, 0},
-		{"one x", []float64{1, 1}, []float64{2, 4}, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			slope, r2 := fitLine(tt.xs, tt.ys)
-			if slope != tt.slope || r2 != tt.wantR2 {
-				t.Errorf("fitLine = %g, %g; want %g, %g", slope, r2, tt.slope, tt.wantR2)
-			}
-		})
-	}
-}
-
 // validate checks a JSON document against the subset of JSON Schema that
 // result.Schema uses: type, properties, required, additionalProperties,
 // items, enum, const.

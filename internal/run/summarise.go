@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
@@ -296,7 +297,7 @@ func (c *collector) heapGrowth() *result.HeapGrowth {
 	}
 	if n := len(g.Snapshots); n > 1 {
 		g.GrowthBytes = g.Snapshots[n-1].InuseBytes - g.Snapshots[0].InuseBytes
-		g.SlopeBytesPerMinute, g.R2 = fitLine(xs, ys)
+		g.SlopeBytesPerMinute, g.R2 = diagnose.FitLine(xs, ys)
 	}
 	return g
 }
@@ -312,33 +313,6 @@ func inuseTotals(p *profile.Profile) (space, objects int64) {
 		objects += s.Value[oi]
 	}
 	return space, objects
-}
-
-// fitLine returns the least-squares slope of ys over xs and the coefficient
-// of determination R². A flat series has R² 0.
-func fitLine(xs, ys []float64) (slope, r2 float64) {
-	n := float64(len(xs))
-	var sx, sy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-	}
-	mx, my := sx/n, sy/n
-	var sxx, sxy, syy float64
-	for i := range xs {
-		dx, dy := xs[i]-mx, ys[i]-my
-		sxx += dx * dx
-		sxy += dx * dy
-		syy += dy * dy
-	}
-	if sxx == 0 {
-		return 0, 0
-	}
-	slope = sxy / sxx
-	if syy == 0 {
-		return slope, 0
-	}
-	return slope, sxy * sxy / (sxx * syy)
 }
 
 // perRequest divides the window's allocations by the requests the target

@@ -17,8 +17,28 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
+
+// farHint is where mapAway asks the kernel to put its mappings: far from
+// the Go heap's arenas, so that a mapping the size of whole arenas is never
+// placed against them, where no layout could tell it from heap; and one page
+// past a 64 MiB boundary, as a C allocator's or a file's mapping would start,
+// where no arena does.
+const farHint = 0x2000_0000_0000 + 4096
+
+// mapAway maps n bytes of private anonymous memory, near farHint when that
+// address range is free (the hint is not binding).
+func mapAway(n int) ([]byte, error) {
+	hint := unsafe.Add(unsafe.Pointer(nil), farHint)
+	p, err := unix.MmapPtr(-1, 0, hint, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
 
 func main() {
 	var keep [][]byte
@@ -30,7 +50,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "rsschild:", err)
 			os.Exit(2)
 		}
-		b, err := syscall.Mmap(-1, 0, size<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+		b, err := mapAway(size << 20)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "rsschild: mmap:", err)
 			os.Exit(1)

@@ -1,0 +1,36 @@
+package humanize
+
+import "testing"
+
+func TestFormatters(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{"bytes small", Bytes(512), "512 B"},
+		{"bytes KiB", Bytes(1536), "1.5 KiB"},
+		{"bytes MiB", Bytes(150 << 20), "150 MiB"},
+		{"bytes negative", Bytes(-2 << 20), "-2.0 MiB"},
+		{"count", Count(950), "950"},
+		{"count k", Count(12345), "12.3k"},
+		{"count fraction", Count(3.25), "3.2"},
+		{"seconds µs", Seconds(45e-6), "45µs"},
+		{"seconds ms", Seconds(2.5e-3), "2.5ms"},
+		{"seconds s", Seconds(20), "20s"},
+		{"seconds zero", Seconds(0), "0"},
+		{"short function", ShortFunction("github.com/a/b/cache.(*W).Process"), "cache.(*W).Process"},
+		{"short function stdlib", ShortFunction("bytes.(*Buffer).grow"), "bytes.(*Buffer).grow"},
+		{"short file", ShortFile("/src/app/cache/cache.go"), "cache/cache.go"},
+		{"short file bare", ShortFile("cache.go"), "cache.go"},
+		{"location", Location("/a/b/c.go", 7), "b/c.go:7"},
+		{"location unknown", Location("", 0), "?"},
+		{"value ns", Value(1_500_000, "nanoseconds"), "1.5ms"},
+		{"percent", Percent(0.4126), "41.3%"},
+		{"percent small", Percent(0.00026), "0.03%"},
+		{"percent zero", Percent(0), "0.0%"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
