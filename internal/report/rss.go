@@ -47,8 +47,16 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 		fmt.Fprintf(&b, "HeapSys %s, HeapInuse %s, HeapIdle %s, HeapReleased %s, StackInuse %s, Sys %s\n",
 			Bytes(float64(rt.HeapSysBytes)), Bytes(float64(rt.HeapInuseBytes)), Bytes(float64(rt.HeapIdleBytes)),
 			Bytes(float64(rt.HeapReleasedBytes)), Bytes(float64(rt.StackInuseBytes)), Bytes(float64(rt.SysBytes)))
+		switch {
+		case rt.SourceURL != "" && rt.Discovered:
+			fmt.Fprintf(&b, "  from %s, found on the process's listening port\n", rt.SourceURL)
+		case rt.SourceURL != "":
+			fmt.Fprintf(&b, "  from %s\n", rt.SourceURL)
+		}
 		fmt.Fprintf(&b, "  held in the arenas (HeapSys − HeapReleased + StackInuse) %s against %s resident there\n",
 			Bytes(float64(rt.ArenaHeldBytes)), Bytes(float64(h.RSSBytes)))
+	} else if r.RuntimeUnknown != "" {
+		fmt.Fprintf(&b, "\nruntime (MemStats): unknown: %s\n", r.RuntimeUnknown)
 	}
 
 	if cg := r.Cgroup; cg != nil {
