@@ -29,14 +29,17 @@ type rssChild struct {
 	out   *bufio.Scanner
 }
 
-func startRSSChild(t *testing.T) *rssChild {
+func startRSSChild(t *testing.T, args ...string) *rssChild {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "rsschild")
 	build := exec.Command("go", "build", "-o", bin, "./testdata/rsschild")
+	// Pure Go, as before it served HTTP: net would link libc, whose
+	// malloc arenas change the address space the tests reason about.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build rsschild: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -158,6 +161,60 @@ func TestRSS_target(t *testing.T) {
 	}
 	if r.Cgroup == nil {
 		t.Errorf("no cgroup; warnings %v", r.Warnings)
+	}
+}
+
+// TestRSS_discover reads child processes without --target: the runtime's
+// figures come from the pprof found on the child's listening port, and
+// are unknown, with the way to give them, when no port serves pprof.
+func TestRSS_discover(t *testing.T) {
+	t.Run("child serves pprof", func(t *testing.T) {
+		child := startRSSChild(t, "-serve", "pprof")
+		pid := strconv.Itoa(child.cmd.Process.Pid)
+		r := rssJSON(t, pid)
+		if r.Runtime == nil || r.Runtime.HeapSysBytes == 0 || r.Runtime.SysBytes == 0 {
+			t.Fatalf("no runtime figures: %+v; unknown: %s", r.Runtime, r.RuntimeUnknown)
+		}
+		if !r.Runtime.Discovered || !strings.HasPrefix(r.Runtime.SourceURL, "http://127.0.0.1:") || !strings.HasSuffix(r.Runtime.SourceURL, "/debug/pprof/") {
+			t.Errorf("runtime from %q (discovered %v), want the child's port", r.Runtime.SourceURL, r.Runtime.Discovered)
+		}
+		if !r.GoHeap.Consistent {
+			t.Errorf("heap mappings not consistent with HeapSys %d: %s", r.Runtime.HeapSysBytes, r.GoHeap.Note)
+		}
+		inv := heapscope(t, "rss", pid)
+		if inv.code != 0 || !strings.Contains(inv.stdout, "/debug/pprof/, found on the process's listening port\n") {
+			t.Errorf("rss %s: exit %d, text does not say where the runtime's figures came from:\n%s%s", pid, inv.code, inv.stdout, inv.stderr)
+		}
+
+		r = rssJSON(t, pid, "--no-discover")
+		if r.Runtime != nil || !strings.Contains(r.RuntimeUnknown, "--no-discover") {
+			t.Errorf("--no-discover: runtime %+v, unknown %q", r.Runtime, r.RuntimeUnknown)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"child listens on no port", nil, "the process listens on no TCP port"},
+		{"child serves no pprof", []string{"-serve", "plain"}, "serves http://127.0.0.1:PORT/debug/pprof/heap?debug=1 (one answered 404"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			child := startRSSChild(t, tt.args...)
+			inv := heapscope(t, "rss", strconv.Itoa(child.cmd.Process.Pid))
+			if inv.code != 0 {
+				t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+			}
+			line := "runtime (MemStats): unknown: "
+			i := strings.Index(inv.stdout, line)
+			if i < 0 {
+				t.Fatalf("no %q line:\n%s", line, inv.stdout)
+			}
+			line, _, _ = strings.Cut(inv.stdout[i:], "\n")
+			if !strings.Contains(line, tt.want) || !strings.HasSuffix(line, "give --target URL, the process's pprof") {
+				t.Errorf("%s, want %q and how to give the figures", line, tt.want)
+			}
+		})
 	}
 }
 

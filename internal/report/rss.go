@@ -48,8 +48,16 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 		fmt.Fprintf(&b, "HeapSys %s, HeapInuse %s, HeapIdle %s, HeapReleased %s, StackInuse %s, Sys %s\n",
 			humanize.Bytes(float64(rt.HeapSysBytes)), humanize.Bytes(float64(rt.HeapInuseBytes)), humanize.Bytes(float64(rt.HeapIdleBytes)),
 			humanize.Bytes(float64(rt.HeapReleasedBytes)), humanize.Bytes(float64(rt.StackInuseBytes)), humanize.Bytes(float64(rt.SysBytes)))
+		switch {
+		case rt.SourceURL != "" && rt.Discovered:
+			fmt.Fprintf(&b, "  from %s, found on the process's listening port\n", rt.SourceURL)
+		case rt.SourceURL != "":
+			fmt.Fprintf(&b, "  from %s\n", rt.SourceURL)
+		}
 		fmt.Fprintf(&b, "  held in the arenas (HeapSys − HeapReleased + StackInuse) %s against %s resident there\n",
 			humanize.Bytes(float64(rt.ArenaHeldBytes)), humanize.Bytes(float64(h.RSSBytes)))
+	} else if r.RuntimeUnknown != "" {
+		fmt.Fprintf(&b, "\nruntime (MemStats): unknown: %s\n", r.RuntimeUnknown)
 	}
 
 	if cg := r.Cgroup; cg != nil {

@@ -21,6 +21,14 @@ type Input struct {
 	// MemStats are the runtime's figures from heap?debug=1; nil when the
 	// process's pprof was not asked.
 	MemStats *gcstats.MemStats
+	// MemStatsURL is the pprof the MemStats came from, such as
+	// http://127.0.0.1:6060/debug/pprof/; MemStatsDiscovered says it was
+	// found on one of the process's listening ports rather than given.
+	MemStatsURL        string
+	MemStatsDiscovered bool
+	// RuntimeUnknown says, when MemStats is nil, why the runtime's figures
+	// are unknown and how to give them; "" when they were not looked for.
+	RuntimeUnknown string
 	// Warnings are problems met while gathering the input, shown as they
 	// are.
 	Warnings []string
@@ -46,6 +54,9 @@ type Report struct {
 	Cgroup *Cgroup `json:"cgroup,omitempty"`
 	// Runtime holds the runtime's own figures; nil when unknown.
 	Runtime *Runtime `json:"runtime,omitempty"`
+	// RuntimeUnknown says, without Runtime, why the runtime's figures are
+	// unknown and how to give them.
+	RuntimeUnknown string `json:"runtime_unknown,omitempty"`
 	// Gap explains, item by item, how the kernel's view squares with the
 	// runtime's; without Runtime it only describes the kernel's.
 	Gap []Explanation `json:"gap"`
@@ -108,6 +119,10 @@ type Runtime struct {
 	// outside its arenas (span and GC metadata, profiling buckets, OS
 	// thread stacks).
 	OffHeapBytes uint64 `json:"off_heap_bytes"`
+	// SourceURL is the pprof the figures came from; Discovered says it was
+	// found on one of the process's listening ports rather than given.
+	SourceURL  string `json:"source_url,omitempty"`
+	Discovered bool   `json:"discovered,omitempty"`
 }
 
 // Explanation is one item of the reconciliation, with the bytes it is
@@ -166,6 +181,9 @@ func Build(in Input) Report {
 	}
 	if in.MemStats != nil {
 		r.Runtime = runtimeOf(in.MemStats)
+		r.Runtime.SourceURL, r.Runtime.Discovered = in.MemStatsURL, in.MemStatsDiscovered
+	} else {
+		r.RuntimeUnknown = in.RuntimeUnknown
 	}
 	r.Gap = explain(&r, &cl)
 	return r

@@ -134,6 +134,11 @@ func TestReport_golden(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := leakyInput(t, tt.memstats)
+			if tt.memstats {
+				in.MemStatsURL, in.MemStatsDiscovered = "http://127.0.0.1:6060/debug/pprof/", true
+			} else {
+				in.RuntimeUnknown = "none of the process's listening ports (8080) serves http://127.0.0.1:PORT/debug/pprof/; give --target URL, the process's pprof"
+			}
 			in.Cgroup = &sysmem.Cgroup{Version: 2, Path: "/system.slice/leaky.service", Limit: 256 * mib, Usage: 40 * mib,
 				Stat: map[string]uint64{"anon": 12 * mib, "file": 26 * mib}}
 			r := rss.Build(in)

@@ -147,33 +147,13 @@ func (p Proc) ListeningPID(port int) (int, error) {
 		return 0, fmt.Errorf("find the process listening on TCP port %d: invalid port", port)
 	}
 	inodes := make(map[uint64]bool)
-	missing := 0
-	var lastErr error
-	for _, name := range [...]string{"tcp", "tcp6"} {
-		path := p.path("proc", "net", name)
-		data, err := readFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			// No IPv6 on this host, most likely.
-			missing++
-			lastErr = err
-			continue
+	err := p.eachLocalListener(func(s Socket) {
+		if int(s.Local.Port()) == port {
+			inodes[s.Inode] = true
 		}
-		if err != nil {
-			return 0, err
-		}
-		socks, err := ParseNetTCP(bytes.NewReader(data))
-		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", path, err)
-		}
-		for _, s := range socks {
-			addr := s.Local.Addr().Unmap()
-			if s.State == TCPListen && int(s.Local.Port()) == port && (addr.IsLoopback() || addr.IsUnspecified()) {
-				inodes[s.Inode] = true
-			}
-		}
-	}
-	if missing == 2 {
-		return 0, lastErr
+	})
+	if err != nil {
+		return 0, err
 	}
 	if len(inodes) == 0 {
 		return 0, fmt.Errorf("find the process listening on TCP port %d: %w", port, ErrNoListener)
@@ -215,38 +195,123 @@ func (p Proc) socketOwner(inodes map[uint64]bool) (pid, denied int, err error) {
 	}
 	slices.Sort(pids)
 
-	var link []byte
 	for _, pid := range pids {
-		fdDir := p.path("proc", strconv.Itoa(pid), "fd")
-		d, err := os.Open(fdDir)
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				denied++
-			}
-			// Otherwise the process has exited since, or is a
-			// zombie without open files.
-			continue
+		found := false
+		err := p.eachSocketInode(pid, func(inode uint64) bool {
+			found = inodes[inode]
+			return !found
+		})
+		if errors.Is(err, fs.ErrPermission) {
+			denied++
 		}
-		fds, err := d.Readdirnames(-1)
-		d.Close()
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				denied++
-			}
-			continue
-		}
-		for _, fd := range fds {
-			target, err := os.Readlink(fdDir + string(os.PathSeparator) + fd)
-			if err != nil {
-				continue
-			}
-			link = append(link[:0], target...)
-			if inode, ok := socketInode(link); ok && inodes[inode] {
-				return pid, denied, nil
-			}
+		// Any other error: the process has exited since, or is a
+		// zombie without open files.
+		if found {
+			return pid, denied, nil
 		}
 	}
 	return 0, denied, nil
+}
+
+// ListeningPorts returns the TCP ports, sorted, on which process pid
+// listens on a loopback or wildcard address (127.0.0.1, ::1, 0.0.0.0, ::):
+// those a client of localhost:port reaches. It matches the socket inodes
+// of /proc/PID/fd against the listening sockets of /proc/net/tcp and
+// /proc/net/tcp6.
+//
+// Those show this process's network namespace, the one its clients of
+// localhost reach: a process in another namespace (another container)
+// listens on no port found here, whatever its own namespace holds. The
+// error matches fs.ErrNotExist when the process is gone and
+// fs.ErrPermission when its open files may not be read.
+func (p Proc) ListeningPorts(pid int) ([]int, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("list the TCP ports process %d listens on: invalid pid", pid)
+	}
+	held := make(map[uint64]bool)
+	if err := p.eachSocketInode(pid, func(inode uint64) bool {
+		held[inode] = true
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	var ports []int
+	if len(held) == 0 {
+		return ports, nil
+	}
+	err := p.eachLocalListener(func(s Socket) {
+		if held[s.Inode] {
+			ports = append(ports, int(s.Local.Port()))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports), nil
+}
+
+// eachLocalListener calls fn with every socket of /proc/net/tcp and
+// /proc/net/tcp6 that listens on a loopback or wildcard address. One of
+// the two files may be missing (a host without IPv6), not both.
+func (p Proc) eachLocalListener(fn func(Socket)) error {
+	missing := 0
+	var lastErr error
+	for _, name := range [...]string{"tcp", "tcp6"} {
+		path := p.path("proc", "net", name)
+		data, err := readFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// No IPv6 on this host, most likely.
+			missing++
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		socks, err := ParseNetTCP(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		for _, s := range socks {
+			addr := s.Local.Addr().Unmap()
+			if s.State == TCPListen && (addr.IsLoopback() || addr.IsUnspecified()) {
+				fn(s)
+			}
+		}
+	}
+	if missing == 2 {
+		return lastErr
+	}
+	return nil
+}
+
+// eachSocketInode calls fn with the inode of every socket process pid has
+// open (its /proc/PID/fd links of the form "socket:[INODE]") until fn
+// returns false.
+func (p Proc) eachSocketInode(pid int, fn func(inode uint64) bool) error {
+	d, path, err := p.openPID(pid, "fd")
+	if err != nil {
+		return err
+	}
+	fds, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return p.pidErr(pid, path, err)
+	}
+	var link []byte
+	for _, fd := range fds {
+		target, err := os.Readlink(path + string(os.PathSeparator) + fd)
+		if err != nil {
+			// Closed since the directory was read.
+			continue
+		}
+		link = append(link[:0], target...)
+		if inode, ok := socketInode(link); ok && !fn(inode) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // socketInode parses a descriptor's link target of the form

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,6 +286,79 @@ func FuzzParseNetTCP(f *testing.F) {
 			if !s.Local.IsValid() || !s.Remote.IsValid() {
 				t.Fatalf("invalid address in %+v", s)
 			}
+		}
+	})
+}
+
+func TestProc_ListeningPorts(t *testing.T) {
+	loopback, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loopback.Close()
+	wildcard, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wildcard.Close()
+	// A connection to a listener is no listening port of its own.
+	conn, err := net.Dial("tcp4", loopback.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	ports, err := Proc{}.ListeningPorts(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ln := range []net.Listener{loopback, wildcard} {
+		if port := ln.Addr().(*net.TCPAddr).Port; !slices.Contains(ports, port) {
+			t.Errorf("ListeningPorts = %v, missing %s", ports, ln.Addr())
+		}
+	}
+	if port := conn.LocalAddr().(*net.TCPAddr).Port; slices.Contains(ports, port) {
+		t.Errorf("ListeningPorts = %v holds the client port %d", ports, port)
+	}
+	if !slices.IsSorted(ports) {
+		t.Errorf("ListeningPorts = %v, not sorted", ports)
+	}
+}
+
+func TestProc_ListeningPorts_testdata(t *testing.T) {
+	root := fakeProc(t, map[int][]string{
+		300:  {"pipe:[88]", "socket:[31337]", "anon_inode:[eventpoll]", "socket:[5252]", "socket:[44556]"},
+		400:  {"socket:[5151]", "socket:[5353]", "socket:[1076]"},
+		403:  {"socket:[2233]", "socket:[5454]"},
+		1000: {"/dev/null"},
+	})
+	tests := []struct {
+		name string
+		pid  int
+		want []int
+	}{
+		{"loopback and IPv6 wildcard, not the connection", 300, []int{6060, 8081}},
+		{"IPv6 loopback, IPv4-mapped, IPv4 wildcard, sorted", 400, []int{6061, 7070, 8080}},
+		{"addresses not loopback", 403, nil},
+		{"no sockets", 1000, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Proc{Root: root}.ListeningPorts(tt.pid)
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("ListeningPorts(%d) = %v, %v; want %v", tt.pid, got, err, tt.want)
+			}
+		})
+	}
+	t.Run("process gone", func(t *testing.T) {
+		_, err := Proc{Root: root}.ListeningPorts(4242)
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "process 4242 not found") {
+			t.Errorf("ListeningPorts of a missing process: %v, want process not found", err)
+		}
+	})
+	t.Run("invalid pid", func(t *testing.T) {
+		if _, err := (Proc{Root: root}).ListeningPorts(0); err == nil {
+			t.Error("ListeningPorts(0) = nil error")
 		}
 	})
 }

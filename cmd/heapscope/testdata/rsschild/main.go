@@ -11,11 +11,19 @@
 // maps SIZE_MIB of private anonymous memory, writes one byte in every page
 // of its first TOUCH_MIB, and prints "ready" again. It exits at the end of
 // stdin.
+//
+// With -serve pprof it serves net/http/pprof on 127.0.0.1 (a port of the
+// kernel's choosing), as a service would; with -serve plain, an HTTP
+// server that answers 404 to everything.
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"unsafe"
 
@@ -41,6 +49,20 @@ func mapAway(n int) ([]byte, error) {
 }
 
 func main() {
+	serve := flag.String("serve", "", "pprof or plain: listen on 127.0.0.1 and serve it")
+	flag.Parse()
+	if *serve != "" {
+		mux := http.NewServeMux()
+		if *serve == "pprof" {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+		}
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rsschild:", err)
+			os.Exit(1)
+		}
+		go http.Serve(ln, mux)
+	}
 	var keep [][]byte
 	fmt.Println("ready")
 	sc := bufio.NewScanner(os.Stdin)
