@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"math"
 	"path"
@@ -79,7 +80,7 @@ func WriteText(w io.Writer, r *Report) error {
 // request.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Benchmarks: %s → %s\n", mdCode(r.Old), mdCode(r.New))
+	fmt.Fprintf(&b, "## Benchmarks: %s → %s\n", humanize.MarkdownCode(r.Old), humanize.MarkdownCode(r.New))
 	if len(r.Decisions) > 0 {
 		fmt.Fprintf(&b, "\n**%s**\n", verdict(r))
 	}
@@ -91,7 +92,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		if changed && len(t.Config) > 0 {
 			parts := make([]string, len(t.Config))
 			for i, kv := range t.Config {
-				parts[i] = fmt.Sprintf("**%s** %s", mdEscape(kv.Key), mdCode(kv.Value))
+				parts[i] = fmt.Sprintf("**%s** %s", mdEscape(kv.Key), humanize.MarkdownCode(kv.Value))
 			}
 			b.WriteString(strings.Join(parts, " · ") + "\n\n")
 		}
@@ -118,7 +119,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(r.Decisions) > 0 {
 		fmt.Fprintf(&b, "\n### Gates (alpha %v)\n\n| result | gate | benchmark | why |\n|:--|:--|:--|:--|\n", r.Alpha)
 		for _, d := range r.Decisions {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", outcomeMark(d.Outcome), mdCode(d.Gate), mdEscape(r.benchmarkLabel(d.Benchmark, d.Config)), mdEscape(d.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", outcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), mdEscape(r.benchmarkLabel(d.Benchmark, d.Config)), mdEscape(d.Reason))
 		}
 	}
 	for _, a := range r.Attributions {
@@ -134,7 +135,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("| bytes/op | old → new | objects/op | old → new | site | function |\n|--:|--:|--:|--:|:--|:--|\n")
 		for _, s := range a.Sites {
 			row := siteRow(s)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row[0], row[1], row[2], row[3], mdCode(fmt.Sprint(row[4])), mdCode(fmt.Sprint(row[5])))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row[0], row[1], row[2], row[3], humanize.MarkdownCode(fmt.Sprint(row[4])), humanize.MarkdownCode(fmt.Sprint(row[5])))
 		}
 	}
 	for _, p := range []struct {
@@ -379,19 +380,6 @@ func indentLines(s, prefix string) string {
 func mdEscape(s string) string {
 	r := strings.NewReplacer("|", `\|`, "*", `\*`, "`", "\\`", "<", "&lt;", ">", "&gt;", "\n", " ")
 	return r.Replace(s)
-}
-
-// mdCode writes s as inline code.
-func mdCode(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
 }
 
 // finite returns a pointer to v, or nil when v is not finite (JSON has no

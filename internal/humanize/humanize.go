@@ -1,7 +1,8 @@
 // Package humanize writes figures for people: bytes with IEC units,
 // counts with SI suffixes, durations, shares, and the short forms of Go
-// function names and source paths. Reports, findings and comparisons all
-// speak with these words, so the same figure reads the same everywhere.
+// function names and source paths, and text made safe inside Markdown.
+// Reports, findings and comparisons all speak with these words, so the same
+// figure reads the same everywhere.
 package humanize
 
 import (
@@ -124,4 +125,26 @@ func Location(file string, line int64) string {
 		return ShortFile(file)
 	}
 	return fmt.Sprintf("%s:%d", ShortFile(file), line)
+}
+
+// MarkdownText keeps text from breaking a Markdown table or turning into
+// formatting.
+func MarkdownText(s string) string {
+	return markdownEscaper.Replace(s)
+}
+
+var markdownEscaper = strings.NewReplacer("|", `\|`, "*", `\*`, "`", "\\`", "<", "&lt;", ">", "&gt;", "\n", " ")
+
+// MarkdownCode writes s as inline code, inside a table cell too: a fence
+// longer than any run of backquotes in s, and no bar or line break.
+func MarkdownCode(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }

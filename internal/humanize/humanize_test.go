@@ -34,3 +34,21 @@ func TestFormatters(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdown(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{"text with a bar and a star", MarkdownText("a|b*c"), `a\|b\*c`},
+		{"text with a line break and tags", MarkdownText("x\n<y>"), "x &lt;y&gt;"},
+		{"code", MarkdownCode("(*W).Process"), "`(*W).Process`"},
+		{"code with a backquote", MarkdownCode("a`b"), "``a`b``"},
+		{"code starting with a backquote", MarkdownCode("`a"), "`` `a ``"},
+		{"code with a bar", MarkdownCode("a|b"), "`a\\|b`"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}

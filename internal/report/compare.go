@@ -108,7 +108,7 @@ func CompareText(w io.Writer, c *compare.Comparison) error {
 // pull request.
 func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Memory: %s → %s\n\n", mdCode(c.Before.Label), mdCode(c.After.Label))
+	fmt.Fprintf(&b, "## Memory: %s → %s\n\n", humanize.MarkdownCode(c.Before.Label), humanize.MarkdownCode(c.After.Label))
 	fmt.Fprintf(&b, "%s before, %s after.", runsText(c.Before), runsText(c.After))
 	if c.Tested {
 		fmt.Fprintf(&b, " Changes in **bold** are significant at alpha %v (Mann-Whitney U test).", c.Alpha)
@@ -122,7 +122,7 @@ func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
 	if len(c.Notes) > 0 {
 		b.WriteString("\n> [!NOTE]\n")
 		for _, n := range c.Notes {
-			fmt.Fprintf(&b, "> - %s\n", mdText(n.Text))
+			fmt.Fprintf(&b, "> - %s\n", humanize.MarkdownText(n.Text))
 		}
 	}
 	if s := highlightLines(c, "`", "`"); len(s) > 0 {
@@ -165,7 +165,7 @@ func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
 				rel += " " + pText(s.Test)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", humanize.Bytes(s.BytesBefore.Median), humanize.Bytes(s.BytesAfter.Median), delta, rel,
-				mdCode(humanize.ShortFunction(s.Function)), mdCode(humanize.Location(s.File, s.Line)))
+				humanize.MarkdownCode(humanize.ShortFunction(s.Function)), humanize.MarkdownCode(humanize.Location(s.File, s.Line)))
 		}
 	}
 	for _, fl := range []struct {
@@ -177,19 +177,19 @@ func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
 		}
 		fmt.Fprintf(&b, "\n### %s\n\n", fl.title)
 		for _, f := range fl.findings {
-			fmt.Fprintf(&b, "- **%s** %s: %s%s\n", f.Severity, mdCode(f.ID), mdText(f.Title), findingSite(f, mdCode))
+			fmt.Fprintf(&b, "- **%s** %s: %s%s\n", f.Severity, humanize.MarkdownCode(f.ID), humanize.MarkdownText(f.Title), findingSite(f, humanize.MarkdownCode))
 		}
 	}
 	if len(c.Decisions) > 0 {
 		b.WriteString("\n### Gates\n\n| result | gate | why |\n|:--|:--|:--|\n")
 		for _, d := range c.Decisions {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", outcomeMark(d.Outcome), mdCode(d.Gate), mdText(d.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", outcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), humanize.MarkdownText(d.Reason))
 		}
 	}
 	if len(c.Warnings) > 0 {
 		b.WriteString("\n### Warnings\n\n")
 		for _, wmsg := range c.Warnings {
-			fmt.Fprintf(&b, "- %s\n", mdText(wmsg))
+			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -417,22 +417,3 @@ func countGates(n int) string {
 
 // trimRight drops the padding at the end of every line.
 func trimRight(s string) string { return indent(s, "") }
-
-// mdText keeps text from breaking a Markdown table or turning into
-// formatting.
-func mdText(s string) string {
-	return strings.NewReplacer("|", `\|`, "*", `\*`, "`", "\\`", "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
-}
-
-// mdCode writes s as inline code.
-func mdCode(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
-}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"path/filepath"
 	"strings"
@@ -55,18 +56,18 @@ func repeatMarkdown(w io.Writer, r *result.Run) error {
 	}
 	b.WriteString("\n| window | status | |\n|:--|:--|:--|\n")
 	for _, win := range r.Repeat.Windows {
-		fmt.Fprintf(&b, "| [%s](%s/report.md) | %s | %s |\n", win.Path, win.Path, win.Status, mdText(win.Error))
+		fmt.Fprintf(&b, "| [%s](%s/report.md) | %s | %s |\n", win.Path, win.Path, win.Status, humanize.MarkdownText(win.Error))
 	}
 	if len(r.Findings) > 0 {
 		b.WriteString("\n## Findings in any window\n\n")
 		for _, f := range r.Findings {
-			fmt.Fprintf(&b, "- **%s** `%s`: %s%s\n", f.Severity, f.ID, mdText(f.Title), findingSite(f, mdCode))
+			fmt.Fprintf(&b, "- **%s** `%s`: %s%s\n", f.Severity, f.ID, humanize.MarkdownText(f.Title), findingSite(f, humanize.MarkdownCode))
 		}
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\n## Warnings\n\n")
 		for _, wmsg := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", mdText(wmsg))
+			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
