@@ -91,6 +91,7 @@ func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 		{"unknown flag", []string{"profile", live.URL, "--frobnicate"}, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"unknown example", []string{"demo", "--example", "nope"}, "leaky"},
+		{"compare flag after --", []string{"compare", "a", "--", "b", "--format", "json"}, "put flags before the runs"},
 		{"top of a missing file", []string{"top", filepath.Join(out, "missing.pb.gz")}, "no such file"},
 		{"top of garbage", []string{"top", garbage}, "not a pprof profile"},
 		{"top with unknown sample type", []string{"top", heap, "--sample", "bogus"}, "alloc_objects, alloc_space, inuse_objects, inuse_space"},

@@ -56,8 +56,9 @@ Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
 		Example: `  # before and after a fix
   heapscope compare heapscope-runs/svc-20260301T120000Z heapscope-runs/svc-20260301T121500Z
 
-  # three runs a side, a Markdown table for the pull request, and a gate
-  heapscope compare a1 a2 a3 -- b1 b2 b3 --format markdown --fail-on 'bytes_per_request>+5%'
+  # four runs a side (the fewest that can reach p < 0.05), a Markdown table
+  # for the pull request, and a gate; flags go before the runs
+  heapscope compare --format markdown --fail-on 'bytes_per_request>+5%' a1 a2 a3 a4 -- b1 b2 b3 b4
 
   # runs of profile --repeat 6, a one-file page with the differential flame graph
   heapscope compare before-run after-run -o compare.html
@@ -86,6 +87,11 @@ func splitSides(args []string, dash int) ([]string, []string, error) {
 	switch {
 	case dash >= 0:
 		before, after := args[:dash], args[dash:]
+		for _, a := range after {
+			if strings.HasPrefix(a, "-") {
+				return nil, nil, fmt.Errorf("%s after --: everything after -- is a run directory; put flags before the runs", a)
+			}
+		}
 		if len(before) == 0 || len(after) == 0 {
 			return nil, nil, fmt.Errorf("compare takes runs on both sides of --, such as a1 a2 -- b1 b2 (got %d before and %d after)", len(before), len(after))
 		}

@@ -32,8 +32,9 @@ func newDemoCmd(e *env) *cobra.Command {
 		Use:   "demo",
 		Short: "Profile a bundled example service under load",
 		Long: `demo starts one of heapscope's bundled example services on 127.0.0.1 as a
-child process, profiles it under load across many distinct keys, and prints
-the summary. It needs no network and no arguments.
+child process, warms it up with two seconds of load (--warmup), profiles it
+under the same load across many distinct keys, and prints the summary. It
+needs no network and no arguments.
 
 Examples: ` + strings.Join(examples.Names(), ", ") + `. leaky is a cache that
 never evicts; optimized its bounded LRU twin; kv-naive a key/value store
@@ -50,7 +51,10 @@ its sharded, allocation-free twin.`,
 	fs := cmd.Flags()
 	fs.StringVar(&example, "example", "leaky", "example service: "+strings.Join(examples.Names(), ", "))
 	_ = cmd.RegisterFlagCompletionFunc("example", cobra.FixedCompletions(examples.Names(), cobra.ShellCompDirectiveNoFileComp))
-	o.addWindowFlags(fs, 20*time.Second)
+	// The example starts empty: two seconds of load fill the optimized
+	// cache and open the connections before the window, as a service
+	// that has been running a while would be.
+	o.addWindowFlags(fs, 20*time.Second, 2*time.Second)
 	fs.StringVar(&o.load, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq}, {rand:N} and {pick:FILE} placeholders")
 	fs.Lookup("rate").DefValue = "500"
 	o.rate = 500

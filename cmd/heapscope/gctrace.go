@@ -118,34 +118,15 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 		if err := report.GCTracePlot(&buf, &s, filepath.Ext(o.plot) == ".html"); err != nil {
 			return fmt.Errorf("draw %s: %w", o.plot, err)
 		}
-		if err := writeFileAtomic(o.plot, buf.Bytes()); err != nil {
+		if err := writeAtomic(o.plot, func(w io.Writer) error {
+			_, err := w.Write(buf.Bytes())
+			return err
+		}); err != nil {
 			return err
 		}
+		fmt.Fprintf(e.stderr, "wrote %s\n", o.plot)
 	}
 	return report.GCTrace(e.stdout, &s, format)
-}
-
-// writeFileAtomic writes data to path through a temporary file in the
-// same directory, renamed into place, so that no half-written file is
-// left under the name.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
 }
 
 // gctraceStopDelay is how long an interrupted command has to exit before

@@ -201,7 +201,7 @@ Ctrl-C stops at once and prints the results so far (exit code 130).`,
       --body-file item.json --rate 1000 --requests 10000 --format json
 
   # requests from a vegeta targets file, over a 10s ramp to 2000/s
-  heapscope load --targets targets.txt --rate 2000 --ramp 10s --duration 1m`,
+  heapscope load http://127.0.0.1:8080 --targets targets.txt --rate 2000 --ramp 10s --duration 1m`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 || len(args) == 0 && o.targets == "" {
 				return fmt.Errorf("load takes URL (or --targets FILE) (got %d arguments); see heapscope load --help", len(args))

@@ -47,9 +47,9 @@ type profileOptions struct {
 
 // addWindowFlags registers the flags of the collection window and output,
 // shared by profile and demo.
-func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration time.Duration) {
+func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration, defaultWarmup time.Duration) {
 	fs.DurationVarP(&o.duration, "duration", "d", defaultDuration, "collection window; load runs for the same window")
-	fs.DurationVar(&o.warmup, "warmup", 0, "drive the load this long before the window opens, so caches and connections reach their steady size first")
+	fs.DurationVar(&o.warmup, "warmup", defaultWarmup, "drive the load this long before the window opens, so caches and connections reach their steady size first")
 	fs.IntVar(&o.snapshots, "snapshots", run.DefaultSnapshots, "heap snapshots over the window, start and end included")
 	fs.DurationVar(&o.interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
 	fs.StringSliceVar(&o.profiles, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
@@ -101,7 +101,7 @@ The run directory (result.json, report.md, the raw profiles) is written under
 		},
 	}
 	fs := cmd.Flags()
-	o.addWindowFlags(fs, run.DefaultDuration)
+	o.addWindowFlags(fs, run.DefaultDuration, 0)
 	fs.StringVar(&o.load, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq}, {rand:N} and {pick:FILE} placeholders)")
 	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on TARGET")
 	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request to TARGET (repeatable)")

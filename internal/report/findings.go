@@ -111,7 +111,7 @@ func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string
 		}
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(b, "  %d check%s could not run (the notes say why)\n", len(notes), plural(len(notes)))
+		fmt.Fprintf(b, "  %d note%s on what the checks saw or could not check\n", len(notes), plural(len(notes)))
 	}
 	if len(findings) > 0 || len(notes) > 0 {
 		where := "heapscope diagnose RUN_DIR"
@@ -197,7 +197,7 @@ func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []str
 		}
 	}
 	if len(notes) > 0 {
-		b.WriteString("Not checked:\n\n")
+		b.WriteString("Notes on the checks:\n\n")
 		for _, n := range notes {
 			fmt.Fprintf(b, "- %s\n", n)
 		}

@@ -189,9 +189,15 @@ func allocationLine(r *result.Run) string {
 	if ms.AllocatedBytes == 0 && ms.Mallocs == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s in %s objects (%s/s, %s objects/s, from MemStats)",
+	line := fmt.Sprintf("%s in %s objects (%s/s, %s objects/s, from MemStats)",
 		humanize.Bytes(float64(ms.AllocatedBytes)), humanize.Count(float64(ms.Mallocs)),
 		humanize.Bytes(ms.AllocatedBytesPerSecond), humanize.Count(ms.MallocsPerSecond))
+	// MemStats count everything the process allocated, heapscope's own
+	// profiling included; the profile-based figures leave that out.
+	if p := r.Window.ProfilerAllocatedBytes; p > 0 {
+		line += fmt.Sprintf("; %s of it answering heapscope's profile requests", humanize.Bytes(float64(p)))
+	}
+	return line
 }
 
 func perRequestLine(r *result.Run) string {
