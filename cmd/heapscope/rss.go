@@ -59,11 +59,11 @@ func newRSSCmd(e *env) *cobra.Command {
 process's RSS, PSS and swap, per kind of mapping — the Go heap arenas
 (which also hold goroutine stacks), the main [stack], other anonymous
 memory, reserved address space, the binary, shared libraries, other files —
-with size, Rss and Private_Dirty; the Go heap mappings' Rss against their
+with their count, size, Rss, PSS, Private_Dirty and swap; the Go heap mappings' Rss against their
 size; and the limit, usage, memory.stat and headroom of the process's own
 cgroup (v1, v2 or hybrid hosts).
 
-It puts the runtime's HeapSys, HeapInuse, HeapReleased and Sys beside the
+It puts the runtime's HeapSys, HeapInuse, HeapReleased, StackInuse and Sys beside the
 kernel's figures and explains the gap: heap pages committed but never
 touched, pages released but still resident, memory the runtime does not
 know of (cgo, C libraries, mmap). The runtime's figures come from

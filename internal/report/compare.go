@@ -360,8 +360,10 @@ func writeFindingChanges(b *strings.Builder, title string, fs []result.Finding, 
 	}
 }
 
+// findingSite names a finding's site after its title, unless the title
+// already does (diagnose's titles name function and file:line).
 func findingSite(f result.Finding, code func(string) string) string {
-	if f.Function == "" {
+	if f.Function == "" || strings.Contains(f.Title, humanize.Location(f.File, f.Line)) {
 		return ""
 	}
 	return " at " + code(humanize.ShortFunction(f.Function)) + " (" + humanize.Location(f.File, f.Line) + ")"

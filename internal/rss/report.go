@@ -250,8 +250,8 @@ func explain(r *Report, cl *Classification) []Explanation {
 			mib(h.RSSBytes), mib(h.SizeBytes), 100*h.RSSShare)})
 	case closeEnough(h.RSSBytes, rt.ArenaHeldBytes):
 		out = append(out, Explanation{ID: "heap-matches", Bytes: h.RSSBytes, Text: fmt.Sprintf(
-			"the Go heap arenas have %s resident, about what the runtime holds there (HeapSys − HeapReleased + StackInuse = %s): every page the runtime keeps has been touched",
-			mib(h.RSSBytes), mib(rt.ArenaHeldBytes))})
+			"the Go heap arenas have %s resident and the runtime holds %s there (HeapSys − HeapReleased + StackInuse): within %s of each other, so nearly every page the runtime keeps has been touched",
+			mib(h.RSSBytes), mib(rt.ArenaHeldBytes), mib(max(h.RSSBytes, rt.ArenaHeldBytes)-min(h.RSSBytes, rt.ArenaHeldBytes)))})
 	case h.RSSBytes < rt.ArenaHeldBytes:
 		d := rt.ArenaHeldBytes - h.RSSBytes
 		text := fmt.Sprintf(
