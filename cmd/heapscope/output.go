@@ -1,8 +1,12 @@
 package main
 
 import (
+	"net/http"
+
 	"encoding/json"
 	"fmt"
+	"github.com/heapscope/heapscope/internal/target"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"time"
@@ -118,4 +122,49 @@ func (p *stepProgress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// targetFlags say how to reach a service's pprof: its path, headers, TLS,
+// timeout and response-size limit. profile (and demo), trace and rss share
+// them.
+type targetFlags struct {
+	pprofPath string
+	headers   []string
+	caCert    string
+	insecure  bool
+	timeout   time.Duration
+	maxBody   int64
+}
+
+// register adds the flags to fs. what names the service in their help
+// ("TARGET", "--target"), timeoutUsage says what --timeout bounds, and
+// --max-body is registered only with a maxBodyUsage.
+func (f *targetFlags) register(fs *pflag.FlagSet, what, timeoutUsage string, defaultTimeout time.Duration, maxBodyUsage string) {
+	fs.StringVar(&f.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on "+what)
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header 'Name: value' sent with every request to "+what+" (repeatable)")
+	fs.StringVar(&f.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
+	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the target's TLS certificate")
+	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, timeoutUsage)
+	if maxBodyUsage != "" {
+		fs.Int64Var(&f.maxBody, "max-body", target.DefaultMaxBody, maxBodyUsage)
+	}
+}
+
+// options checks the flags and returns the client options for baseURL,
+// with the parsed headers.
+func (f *targetFlags) options(baseURL string) (target.Options, http.Header, error) {
+	header, err := parseHeaders(f.headers)
+	if err != nil {
+		return target.Options{}, nil, err
+	}
+	if f.timeout < 0 {
+		return target.Options{}, nil, fmt.Errorf("--timeout %s: give a positive duration", f.timeout)
+	}
+	if f.maxBody < 0 {
+		return target.Options{}, nil, fmt.Errorf("--max-body %d: give a positive size in bytes", f.maxBody)
+	}
+	return target.Options{
+		BaseURL: baseURL, PprofPath: f.pprofPath, Header: header,
+		CACertFile: f.caCert, Insecure: f.insecure, Timeout: f.timeout, MaxBody: f.maxBody,
+	}, header, nil
 }

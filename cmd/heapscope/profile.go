@@ -33,12 +33,7 @@ type profileOptions struct {
 	repeat    int
 
 	// reaching the target
-	pprofPath string
-	headers   []string
-	caCert    string
-	insecure  bool
-	timeout   time.Duration
-	maxBody   int64
+	targetFlags
 
 	// load
 	load string
@@ -103,12 +98,8 @@ The run directory (result.json, report.md, the raw profiles) is written under
 	fs := cmd.Flags()
 	o.addWindowFlags(fs, run.DefaultDuration, 0)
 	fs.StringVar(&o.load, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq}, {rand:N} and {pick:FILE} placeholders)")
-	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on TARGET")
-	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request to TARGET (repeatable)")
-	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
-	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the target's TLS certificate")
-	fs.DurationVar(&o.timeout, "timeout", target.DefaultTimeout, "timeout of each request to pprof, beyond a profile's own duration")
-	fs.Int64Var(&o.maxBody, "max-body", target.DefaultMaxBody, "largest response accepted from pprof, in bytes")
+	o.targetFlags.register(fs, "TARGET", "timeout of each request to pprof, beyond a profile's own duration", target.DefaultTimeout,
+		"largest response accepted from pprof, in bytes")
 	fs.IntVar(&o.pid, "pid", 0, "process id of the target, when it cannot be found from its port")
 	return cmd
 }
@@ -119,15 +110,12 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 	if err != nil {
 		return run.Config{}, "", err
 	}
-	header, err := parseHeaders(o.headers)
+	topts, header, err := o.targetFlags.options(baseURL)
 	if err != nil {
 		return run.Config{}, "", err
 	}
 	if fs.Changed("snapshots") && fs.Changed("interval") {
 		return run.Config{}, "", errors.New("--snapshots and --interval both set: give one")
-	}
-	if o.timeout < 0 {
-		return run.Config{}, "", fmt.Errorf("--timeout %s: give a positive duration", o.timeout)
 	}
 	if o.duration <= 0 {
 		return run.Config{}, "", fmt.Errorf("--duration %s: give a positive window such as 30s", o.duration)
@@ -135,17 +123,11 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 	if o.repeat < 1 {
 		return run.Config{}, "", fmt.Errorf("--repeat %d: give a number of windows ≥ 1", o.repeat)
 	}
-	if o.maxBody < 0 {
-		return run.Config{}, "", fmt.Errorf("--max-body %d: give a positive size in bytes", o.maxBody)
-	}
 	if _, err := target.ParseBaseURL(baseURL); err != nil {
 		return run.Config{}, "", err
 	}
 	cfg := run.Config{
-		Target: target.Options{
-			BaseURL: baseURL, PprofPath: o.pprofPath, Header: header,
-			CACertFile: o.caCert, Insecure: o.insecure, Timeout: o.timeout, MaxBody: o.maxBody,
-		},
+		Target:    topts,
 		Duration:  o.duration,
 		Snapshots: o.snapshots,
 		Interval:  o.interval,

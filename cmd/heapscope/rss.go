@@ -24,13 +24,9 @@ import (
 
 // rssOptions are the flags of rss.
 type rssOptions struct {
-	format    string
-	target    string
-	pprofPath string
-	headers   []string
-	caCert    string
-	insecure  bool
-	timeout   time.Duration
+	format string
+	target string
+	targetFlags
 	// noDiscover skips looking for pprof on the process's listening ports
 	// when no target is given.
 	noDiscover bool
@@ -85,11 +81,7 @@ Linux only. Reading another user's process needs its rights (or root).`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.format, "format", "text", "output: text or json")
 	fs.StringVar(&o.target, "target", "", "base URL of the process's pprof, for the runtime's MemStats (e.g. http://127.0.0.1:6060)")
-	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on --target")
-	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent to --target (repeatable)")
-	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
-	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the target's TLS certificate")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of the request to --target")
+	o.targetFlags.register(fs, "--target", "timeout of the request to --target", 10*time.Second, "")
 	fs.BoolVar(&o.noDiscover, "no-discover", false, "without --target, do not look for pprof on the process's listening ports")
 	return cmd
 }
@@ -106,16 +98,13 @@ func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
 	if err := rssSupported(); err != nil {
 		return err
 	}
-	header, err := parseHeaders(o.headers)
+	topts, header, err := o.targetFlags.options(o.target)
 	if err != nil {
 		return err
 	}
 	look := runtimeLookup{discover: !o.noDiscover, pprofPath: o.pprofPath, header: header}
 	if o.target != "" {
-		look.target, err = target.New(target.Options{
-			BaseURL: o.target, PprofPath: o.pprofPath, Header: header,
-			CACertFile: o.caCert, Insecure: o.insecure, Timeout: o.timeout,
-		})
+		look.target, err = target.New(topts)
 		if err != nil {
 			return err
 		}

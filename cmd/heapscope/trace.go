@@ -30,12 +30,7 @@ type traceOptions struct {
 	save     string
 	format   string
 
-	pprofPath string
-	headers   []string
-	caCert    string
-	insecure  bool
-	timeout   time.Duration
-	maxBody   int64
+	targetFlags
 }
 
 func newTraceCmd(e *env) *cobra.Command {
@@ -72,12 +67,8 @@ shaded, stop-the-world pauses marked beneath.`,
 	fs.StringVarP(&o.out, "output", "o", "", "also draw the timeline: .svg or .html")
 	fs.StringVar(&o.save, "save", "", "keep the trace captured from TARGET in this file")
 	fs.StringVar(&o.format, "format", "text", "output: text or json")
-	fs.StringVar(&o.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on TARGET")
-	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request to TARGET (repeatable)")
-	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
-	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the target's TLS certificate")
-	fs.DurationVar(&o.timeout, "timeout", target.DefaultTimeout, "timeout of the request beyond the trace's own duration")
-	fs.Int64Var(&o.maxBody, "max-body", target.DefaultMaxBody, "largest trace accepted from TARGET, in bytes")
+	o.targetFlags.register(fs, "TARGET", "timeout of the request beyond the trace's own duration", target.DefaultTimeout,
+		"largest trace accepted from TARGET, in bytes")
 	return cmd
 }
 
@@ -140,17 +131,11 @@ func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte
 	if o.duration < time.Second || o.duration%time.Second != 0 {
 		return nil, "", fmt.Errorf("--duration %s: the pprof endpoint takes whole seconds, at least 1s", o.duration)
 	}
-	if o.maxBody <= 0 {
-		return nil, "", fmt.Errorf("--max-body %d: give a positive size in bytes", o.maxBody)
-	}
-	header, err := parseHeaders(o.headers)
+	topts, _, err := o.targetFlags.options(arg)
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := target.New(target.Options{
-		BaseURL: arg, PprofPath: o.pprofPath, Header: header,
-		CACertFile: o.caCert, Insecure: o.insecure, Timeout: o.timeout, MaxBody: o.maxBody,
-	})
+	c, err := target.New(topts)
 	if err != nil {
 		return nil, "", err
 	}
