@@ -70,3 +70,29 @@ func TestView_IndexToPprofUI(t *testing.T) {
 	// pprof's style sheets draw icons from data: URLs.
 	w.check(t, srv.URL+"/", "data:")
 }
+
+// TestView_PagesUnderItsPolicy opens the run's own report and heapscope's
+// flame graph page through view, whose every response carries a
+// Content-Security-Policy: the pages draw, and the browser reports no
+// blocked script, style or image.
+func TestView_PagesUnderItsPolicy(t *testing.T) {
+	_, dir := profileExample(t, "leaky")
+	s, err := view.Open(dir, view.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	ctx := newBrowser(t)
+	w := watch(t, ctx)
+	do(t, ctx,
+		chromedp.Navigate(srv.URL+"/run/report.html"),
+		chromedp.WaitVisible(chromedp.CSS(`#heap-chart`)),
+	)
+	do(t, ctx,
+		chromedp.Navigate(srv.URL+"/flamegraph/allocs-delta"),
+		chromedp.Poll[chromedp.Void](`document.querySelector(".hsflame canvas") !== null`, chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	w.check(t, srv.URL+"/", "data:")
+}

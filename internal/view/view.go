@@ -16,8 +16,12 @@
 //	                         every sample type
 //
 // pprof's UI for a profile is built on its first request and kept. The
-// Server only reads files; the command decides where it listens
-// (127.0.0.1 only).
+// Server only reads files, and only regular files inside the run
+// directory (a symlink out of it is refused); the command decides where it
+// listens (127.0.0.1 only). Every route sits behind webguard.Handler: a
+// request must name the address the server listens on, cross-origin
+// requests that change state or embed its pages are refused, and every
+// response forbids framing and outside scripts.
 package view
 
 import (
@@ -38,6 +42,7 @@ import (
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/webguard"
 )
 
 // Options tune a Server.
@@ -70,7 +75,7 @@ type Server struct {
 	title    string
 	profiles []Profile
 	windows  []window
-	mux      *http.ServeMux
+	handler  http.Handler
 
 	mu   sync.Mutex
 	uis  map[string]http.Handler
@@ -128,7 +133,7 @@ func (s *Server) openRun(dir string) error {
 			if w.Status == result.StatusFailed {
 				continue
 			}
-			if !localPath(w.Path) {
+			if !localPath(w.Path) || !insideDir(dir, w.Path) {
 				return fmt.Errorf("open run %s: window path %q leaves the run directory", dir, w.Path)
 			}
 			wr, err := run.Read(filepath.Join(dir, filepath.FromSlash(w.Path)))
@@ -178,22 +183,23 @@ func (s *Server) Title() string { return s.title }
 func (s *Server) Profiles() []Profile { return s.profiles }
 
 // ServeHTTP serves the routes of the package doc.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 func (s *Server) routes() {
-	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /{$}", s.index)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.index)
 	if s.dir != "" {
-		s.mux.Handle("GET /run/", http.StripPrefix("/run/", http.FileServerFS(os.DirFS(s.dir))))
+		mux.Handle("GET /run/", http.StripPrefix("/run", webguard.Files(s.dir)))
 	}
-	s.mux.HandleFunc("/pprof/{name}/", s.pprof)
-	s.mux.HandleFunc("GET /pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/pprof/{name}/", s.pprof)
+	mux.HandleFunc("GET /pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
 	})
-	s.mux.HandleFunc("GET /flamegraph/{name}", s.flamegraph)
+	mux.HandleFunc("GET /flamegraph/{name}", s.flamegraph)
 	// No icon, and no 404 in the browser's console for the one browsers
 	// ask for.
-	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	s.handler = webguard.Handler(mux, webguard.Options{})
 }
 
 func (s *Server) find(name string) (Profile, bool) {
@@ -210,7 +216,11 @@ func (s *Server) load(p Profile) (*profile.Profile, error) {
 	if s.single != nil {
 		return s.single, nil
 	}
-	return readProfile(filepath.Join(s.dir, filepath.FromSlash(p.Path)), s.opts.MaxDecompressed)
+	data, err := webguard.ReadFile(s.dir, p.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile %s: %w", p.Path, err)
+	}
+	return parseProfile(p.Path, data, s.opts.MaxDecompressed)
 }
 
 func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
@@ -355,11 +365,27 @@ func readProfile(path string, maxDecompressed int64) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read profile: %w", err)
 	}
+	return parseProfile(path, data, maxDecompressed)
+}
+
+func parseProfile(path string, data []byte, maxDecompressed int64) (*profile.Profile, error) {
 	p, err := pprofx.Parse(data, maxDecompressed)
 	if err != nil {
 		return nil, fmt.Errorf("read profile %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// insideDir reports whether rel, a slash-separated path, is a directory
+// inside dir once symlinks are followed.
+func insideDir(dir, rel string) bool {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	st, err := root.Stat(rel)
+	return err == nil && st.IsDir()
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

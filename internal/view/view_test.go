@@ -1,6 +1,10 @@
 package view
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
@@ -59,10 +63,19 @@ type response struct {
 	body            string
 }
 
+// localRequest is a request as a Server listening on 127.0.0.1:7070
+// receives it: the Host names that address, and so does the connection's
+// local address, which net/http puts in the request's context.
+func localRequest(method, path string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, "http://127.0.0.1:7070"+path, body)
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}
+	return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+}
+
 func get(t *testing.T, h http.Handler, path string) response {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	h.ServeHTTP(rec, localRequest("GET", path, nil))
 	return response{code: rec.Code, ctype: rec.Header().Get("Content-Type"), location: rec.Header().Get("Location"), body: rec.Body.String()}
 }
 
@@ -171,7 +184,7 @@ func TestServer_PprofUIsConcurrently(t *testing.T) {
 		wg.Go(func() {
 			s := servers[i%2]
 			rec := httptest.NewRecorder()
-			s.ServeHTTP(rec, httptest.NewRequest("GET", "/pprof/"+s.Profiles()[0].Name+"/top", nil))
+			s.ServeHTTP(rec, localRequest("GET", "/pprof/"+s.Profiles()[0].Name+"/top", nil))
 			codes[i] = rec.Code
 		})
 	}
@@ -270,4 +283,93 @@ func TestServer_RepeatedRun(t *testing.T) {
 		t.Errorf("a window's report.html: %d", got.code)
 	}
 	runtime.KeepAlive(kept)
+}
+
+// TestServer_HostileRun serves a run directory someone else made, with
+// links planted in it, on a real 127.0.0.1 listener, and sends it what a
+// web page in the user's browser could: nothing outside the run comes
+// back, and requests of other origins are refused.
+func TestServer_HostileRun(t *testing.T) {
+	dir := runDir(t)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("SECRET"), 0o644)
+	// A profile outside the run, behind a link where the run keeps its
+	// goroutine profile: its download must not be served.
+	other, err := os.ReadFile(heapProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(outside, "other.pb.gz"), other, 0o644)
+	goroutine := filepath.Join(dir, "profiles", "goroutine.pb.gz")
+	os.Remove(goroutine)
+	for link, target := range map[string]string{
+		"passwd-link":              "/etc/passwd",
+		"dir-link":                 outside,
+		"profiles/goroutine.pb.gz": filepath.Join(outside, "other.pb.gz"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	tests := []struct {
+		name, method, path, host string
+		headers                  map[string]string
+		code                     int
+	}{
+		{"a symlink to /etc/passwd", "GET", "/run/passwd-link", "", nil, 404},
+		{"a symlink to a directory outside", "GET", "/run/dir-link/", "", nil, 404},
+		{"a file in a directory outside", "GET", "/run/dir-link/secret.txt", "", nil, 404},
+		{"a directory of the run: no listing", "GET", "/run/profiles/", "", nil, 404},
+		{"a profile linked from outside: download", "GET", "/pprof/goroutine/download", "", nil, 500},
+		{"a profile linked from outside: flame graph", "GET", "/flamegraph/goroutine", "", nil, 500},
+		{"the run's own report", "GET", "/run/report.html", "", nil, 200},
+		{"the index at localhost", "GET", "/", "localhost:" + port, nil, 200},
+		{"a rebound Host", "GET", "/run/report.html", "evil.example.com:" + port, nil, http.StatusMisdirectedRequest},
+		{"a rebound Host on pprof's UI", "GET", "/pprof/heap-000/top", "evil.example.com", nil, http.StatusMisdirectedRequest},
+		{"a cross-origin POST to pprof's settings", "POST", "/pprof/heap-000/saveconfig?config=x", "", map[string]string{"Origin": "http://evil.example.com", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"a cross-site fetch of an expensive page", "GET", "/pprof/heap-000/flamegraph", "", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.code {
+				t.Errorf("%s %s (Host %q): %d, want %d: %.200s", tt.method, tt.path, tt.host, resp.StatusCode, tt.code, body)
+			}
+			if strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "root:") || bytes.Equal(body, other) {
+				t.Errorf("%s %s served what lies outside the run: %.100q", tt.method, tt.path, body)
+			}
+			for name, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+				if got := resp.Header.Get(name); got != want {
+					t.Errorf("%s %s: %s = %q, want %q", tt.method, tt.path, name, got, want)
+				}
+			}
+			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+				t.Errorf("%s %s: Content-Security-Policy %q does not forbid framing", tt.method, tt.path, csp)
+			}
+		})
+	}
 }
