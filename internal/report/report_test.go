@@ -46,7 +46,7 @@ func leakyRun() *result.Run {
 			StatusCodes:    map[string]uint64{"200": 10000},
 			LatencySeconds: result.Latency{Min: 90e-6, Mean: 400e-6, P50: 310e-6, P90: 700e-6, P99: 2.1e-3, P999: 4e-3, Max: 6e-3},
 		},
-		PerRequest: &result.PerRequest{Requests: 10000, BytesPerRequest: 43100, ObjectsPerRequest: 118, MemStatsBytesPerRequest: 43200, MemStatsObjectsPerRequest: 120},
+		PerRequest: &result.PerRequest{Requests: 10000, BytesPerRequest: 43100, ObjectsPerRequest: 118, MemStatsBytesPerRequest: ptr(43200.0), MemStatsObjectsPerRequest: ptr(120.0)},
 		HeapGrowth: &result.HeapGrowth{
 			Snapshots: []result.HeapSnapshot{
 				{Time: start, OffsetSeconds: 0, InuseBytes: 12 << 20, InuseObjects: 90000, Profile: "profiles/heap-000.pb.gz"},
@@ -87,7 +87,7 @@ func remoteIdleRun() *result.Run {
 	r.Warnings = []string{"top cpu: no samples"}
 	r.Target = result.Target{URL: "https://svc.example:8443", PprofURL: "https://svc.example:8443/debug/pprof/"}
 	r.Load, r.PerRequest = nil, nil
-	r.RSS = result.RSS{Source: "unknown", Note: "RSS is unknown: the target is not on this machine and serves no process_resident_memory_bytes on /metrics"}
+	r.RSS = result.RSS{Source: "unknown", Note: "the target is not on this machine and serves no process_resident_memory_bytes on /metrics"}
 	r.MemStats.GCCycles, r.MemStats.GCForcedCycles, r.MemStats.GCPausesCovered = 0, 0, 0
 	r.MemStats.AllocatedBytes, r.MemStats.Mallocs = 0, 0
 	r.MemStats.GCCPUFractionScope = "lifetime"
@@ -219,3 +219,5 @@ func TestParseFormat(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

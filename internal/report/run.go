@@ -57,7 +57,11 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 		fmt.Fprintf(&b, "Heap in use (snapshots after forced GCs): %s\n", line)
 	}
 	if t := r.TopFor("inuse_space"); t != nil && len(t.Sites) > 0 {
-		fmt.Fprintf(&b, "Largest in use at the end (inuse_space):\n")
+		when := "at the end"
+		if _, ok := r.UnmeasuredReason(result.FigureHeapGrowth); ok {
+			when = "at the last snapshot collected"
+		}
+		fmt.Fprintf(&b, "Largest in use %s (inuse_space):\n", when)
 		b.WriteString(indent(sitesTable(*t, summarySites).Render(), "  "))
 	}
 	sections = append(sections, b.String())
@@ -145,7 +149,11 @@ func Markdown(w io.Writer, r *result.Run) error {
 		b.WriteString("\n")
 	}
 
-	b.WriteString("## MemStats at the window's end\n\n| field | value |\n|---|---:|\n")
+	memStatsAt := "end"
+	if _, ok := r.UnmeasuredReason(result.FigureWindowMemStats); ok {
+		memStatsAt = "start (its end was not collected)"
+	}
+	fmt.Fprintf(&b, "## MemStats at the window's %s\n\n| field | value |\n|---|---:|\n", memStatsAt)
 	ms := r.MemStats
 	for _, row := range []struct {
 		name string
@@ -203,11 +211,17 @@ func allocationLine(r *result.Run) string {
 func perRequestLine(r *result.Run) string {
 	p := r.PerRequest
 	if p == nil {
+		if why, ok := r.UnmeasuredReason(result.FigurePerRequest); ok {
+			return "not measured: " + why
+		}
 		return ""
 	}
-	return fmt.Sprintf("%s in %s objects over %s requests (profile; MemStats counts %s in %s objects)",
-		humanize.Bytes(p.BytesPerRequest), humanize.Count(p.ObjectsPerRequest), humanize.Count(float64(p.Requests)),
-		humanize.Bytes(p.MemStatsBytesPerRequest), humanize.Count(p.MemStatsObjectsPerRequest))
+	line := fmt.Sprintf("%s in %s objects over %s requests (profile",
+		humanize.Bytes(p.BytesPerRequest), humanize.Count(p.ObjectsPerRequest), humanize.Count(float64(p.Requests)))
+	if p.MemStatsBytesPerRequest != nil && p.MemStatsObjectsPerRequest != nil {
+		line += fmt.Sprintf("; MemStats counts %s in %s objects", humanize.Bytes(*p.MemStatsBytesPerRequest), humanize.Count(*p.MemStatsObjectsPerRequest))
+	}
+	return line + ")"
 }
 
 func growthLine(r *result.Run) string {
@@ -220,6 +234,9 @@ func growthLine(r *result.Run) string {
 		parts = append(parts, humanize.Bytes(float64(s.InuseBytes)))
 	}
 	line := strings.Join(parts, " → ")
+	if why, ok := r.UnmeasuredReason(result.FigureHeapGrowth); ok {
+		return line + "; growth not measured: " + why
+	}
 	if len(g.Snapshots) > 1 {
 		sign := "+"
 		if g.GrowthBytes < 0 {
@@ -232,6 +249,9 @@ func growthLine(r *result.Run) string {
 
 func gcLine(r *result.Run) string {
 	ms := r.MemStats
+	if why, ok := r.UnmeasuredReason(result.FigureWindowMemStats); ok {
+		return "unknown: " + why
+	}
 	if ms.GCCycles == 0 && ms.GCPausesCovered == 0 {
 		return fmt.Sprintf("no GC cycle measured over the window; GC CPU %s (%s)", humanize.Percent(ms.GCCPUFraction), ms.GCCPUFractionScope)
 	}

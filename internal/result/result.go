@@ -40,6 +40,10 @@ type Run struct {
 	Status        Status `json:"status"`
 	// Failures lists what could not be collected in a partial run.
 	Failures []Failure `json:"failures,omitempty"`
+	// Unmeasured lists the figures a partial run could not measure, and
+	// why: such a figure is absent (or, in MemStats, as of the window's
+	// start), never a zero standing in for a measurement.
+	Unmeasured []Unmeasured `json:"unmeasured,omitempty"`
 	// Warnings are problems that did not stop the run.
 	Warnings []string `json:"warnings,omitempty"`
 
@@ -74,6 +78,39 @@ type Run struct {
 type Failure struct {
 	Step  string `json:"step"`
 	Error string `json:"error"`
+}
+
+// Unmeasured names a figure a run could not measure and says why.
+type Unmeasured struct {
+	// Figure is one of the Figure… constants.
+	Figure string `json:"figure"`
+	Reason string `json:"reason"`
+}
+
+// The figures Unmeasured names.
+const (
+	// FigurePerRequest: per_request, which needs the window's allocation
+	// delta (its last heap snapshot).
+	FigurePerRequest = "per_request"
+	// FigureWindowMemStats: the window's allocation and GC figures, which
+	// need MemStats at its end; memstats is then as of its start.
+	FigureWindowMemStats = "window_memstats"
+	// FigureHeapGrowth: heap_growth, which needs the window's snapshots.
+	FigureHeapGrowth = "heap_growth"
+	// FigureRSS: rss of a local process that could not be read at the
+	// window's end.
+	FigureRSS = "rss"
+)
+
+// UnmeasuredReason says why figure was not measured, and whether it was
+// not.
+func (r *Run) UnmeasuredReason(figure string) (string, bool) {
+	for _, u := range r.Unmeasured {
+		if u.Figure == figure {
+			return u.Reason, true
+		}
+	}
+	return "", false
 }
 
 // Tool identifies the heapscope that wrote the run.
@@ -353,9 +390,10 @@ type PerRequest struct {
 	BytesPerRequest   float64 `json:"bytes"`
 	ObjectsPerRequest float64 `json:"objects"`
 	// MemStats figures count every allocation of the process, exactly,
-	// including what serving the profiles cost.
-	MemStatsBytesPerRequest   float64 `json:"memstats_bytes"`
-	MemStatsObjectsPerRequest float64 `json:"memstats_objects"`
+	// including what serving the profiles cost; absent when MemStats at
+	// the window's end were not collected.
+	MemStatsBytesPerRequest   *float64 `json:"memstats_bytes,omitempty"`
+	MemStatsObjectsPerRequest *float64 `json:"memstats_objects,omitempty"`
 }
 
 // HeapGrowth is in-use heap across the window's snapshots.

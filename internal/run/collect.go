@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -97,6 +98,8 @@ type processFacts struct {
 	cgroup                   *sysmem.Cgroup
 	metricsRSS               uint64
 	haveMetricsRSS, readProc bool
+	// endError says why /proc/PID could not be read at the window's end.
+	endError string
 	// mappings sums smaps by kind of mapping.
 	mappings []result.MappingKind
 }
@@ -435,6 +438,10 @@ func (c *collector) readProcEnd() {
 	st, err := p.Status(pid)
 	if err != nil {
 		c.fails.add("rss", err)
+		c.proc.endError = "it had exited"
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.proc.endError = err.Error()
+		}
 		return
 	}
 	c.proc.status = &st

@@ -27,6 +27,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
@@ -145,8 +146,8 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 		if pr.BytesPerRequest < 32<<10 || pr.BytesPerRequest > 256<<10 {
 			t.Errorf("bytes per request %.0f, want about 64 KiB", pr.BytesPerRequest)
 		}
-		if pr.MemStatsBytesPerRequest < 64<<10 {
-			t.Errorf("MemStats bytes per request %.0f, want at least 64 KiB", pr.MemStatsBytesPerRequest)
+		if pr.MemStatsBytesPerRequest == nil || *pr.MemStatsBytesPerRequest < 64<<10 {
+			t.Errorf("MemStats bytes per request %v, want at least 64 KiB", pr.MemStatsBytesPerRequest)
 		}
 	})
 	t.Run("load.json", func(t *testing.T) {
@@ -612,8 +613,9 @@ func TestProfile_RSSOfARemoteTarget(t *testing.T) {
 			if tt.wantSource == "metrics" && res.RSS.RSSBytes == 0 {
 				t.Error("rss from /metrics is 0")
 			}
-			if tt.wantSource == "unknown" && !strings.Contains(res.RSS.Note, "unknown") {
-				t.Errorf("note %q does not say RSS is unknown", res.RSS.Note)
+			// The report prints "RSS: unknown: " and the note, which says why.
+			if tt.wantSource == "unknown" && !strings.Contains(res.RSS.Note, "not on this machine") {
+				t.Errorf("note %q does not say why RSS is unknown", res.RSS.Note)
 			}
 			if res.MemStats.GCCPUFractionScope != "lifetime" {
 				t.Errorf("GC CPU scope %q, want lifetime without the process' uptime", res.MemStats.GCCPUFractionScope)
@@ -684,5 +686,56 @@ func TestProfile_SaysWhenTheWindowOverran(t *testing.T) {
 	}
 	if !found || res.Window.DurationSeconds < 1 {
 		t.Errorf("window %.3fs, warnings %q: want a window over 1s and a warning that it overran", res.Window.DurationSeconds, res.Warnings)
+	}
+}
+
+// TestProfile_LostTargetReportsOnlyWhatWasMeasured loses the target
+// after the window's first snapshot: what needed the later ones is absent
+// and says why, not shown as a zero.
+func TestProfile_LostTargetReportsOnlyWhatWasMeasured(t *testing.T) {
+	h := &hoard{}
+	srv := httptest.NewServer(pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
+	defer srv.Close()
+	time.AfterFunc(250*time.Millisecond, func() {
+		srv.CloseClientConnections()
+		srv.Listener.Close()
+	})
+	res, dir, err := Profile(t.Context(), Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: time.Second, OutDir: t.TempDir(),
+		Load: &load.Options{Targets: []load.Request{{Method: "GET", URL: srv.URL + "/work"}}, Rate: 200},
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusPartial {
+		t.Fatalf("status %s, want partial", res.Status)
+	}
+	if res.PerRequest != nil {
+		t.Errorf("per_request %+v without the window's closing snapshot", *res.PerRequest)
+	}
+	for _, figure := range []string{result.FigurePerRequest, result.FigureWindowMemStats, result.FigureHeapGrowth} {
+		if why, ok := res.UnmeasuredReason(figure); !ok || why == "" {
+			t.Errorf("unmeasured %+v: want %s with a reason", res.Unmeasured, figure)
+		}
+	}
+	var summary, md strings.Builder
+	if err := report.Summary(&summary, res, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Markdown(&md, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Per request: not measured: ", "GC: unknown: MemStats at the window's end were not collected", "growth not measured: only the heap snapshot at the window's start", "Largest in use at the last snapshot collected"} {
+		if !strings.Contains(summary.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary.String())
+		}
+	}
+	for _, unwanted := range []string{"Per request: 0 B", "MemStats counts 0 B", "no GC cycle measured", "per-request figures include"} {
+		if strings.Contains(summary.String(), unwanted) {
+			t.Errorf("summary shows %q as if measured:\n%s", unwanted, summary.String())
+		}
+	}
+	if !strings.Contains(md.String(), "## MemStats at the window's start (its end was not collected)") {
+		t.Errorf("report.md does not say its MemStats are the window's start:\n%s", md.String())
 	}
 }

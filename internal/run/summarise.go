@@ -10,6 +10,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/target"
@@ -128,6 +129,7 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 		res.Load.Series = nil // per-second figures go to load.json only
 		res.PerRequest = c.perRequest(delta)
 	}
+	res.Unmeasured = c.unmeasured(res, delta)
 	res.Files = result.RunDirectory{Report: reportFile, MemStats: memStatsFile}
 	if res.Load != nil {
 		res.Files.Load = loadFile
@@ -273,8 +275,11 @@ func (c *collector) rssSummary() result.RSS {
 		return result.RSS{Source: "metrics", RSSBytes: p.metricsRSS,
 			Note: "from the target's process_resident_memory_bytes; per-mapping figures need a local process"}
 	default:
+		if c.proc.readProc {
+			return result.RSS{Source: "unknown", Note: fmt.Sprintf("process %d could not be read at the window's end (%s)", c.proc.pid, c.proc.endError)}
+		}
 		return result.RSS{Source: "unknown",
-			Note: "RSS is unknown: the target is not on this machine and serves no process_resident_memory_bytes on /metrics"}
+			Note: "the target is not on this machine and serves no process_resident_memory_bytes on /metrics"}
 	}
 }
 
@@ -325,20 +330,51 @@ func (c *collector) perRequest(delta *profile.Profile) *result.PerRequest {
 	if n == 0 {
 		return nil
 	}
+	if delta == nil {
+		return nil // unmeasured: see unmeasured
+	}
 	if ok := c.load.SuccessRatio(); ok < minSuccessRatio {
 		c.warn("only %.0f%% of the requests succeeded (status below 400): the per-request figures include the failures' cost", 100*ok)
 	}
-	pr := &result.PerRequest{Requests: n}
-	if delta != nil {
-		space, objects := allocTotals(delta)
-		pr.BytesPerRequest = float64(space) / float64(n)
-		pr.ObjectsPerRequest = float64(objects) / float64(n)
+	space, objects := allocTotals(delta)
+	pr := &result.PerRequest{Requests: n,
+		BytesPerRequest:   float64(space) / float64(n),
+		ObjectsPerRequest: float64(objects) / float64(n),
 	}
 	if c.haveMemEnd {
-		pr.MemStatsBytesPerRequest = float64(c.memEnd.TotalAlloc-c.memStart.TotalAlloc) / float64(n)
-		pr.MemStatsObjectsPerRequest = float64(c.memEnd.Mallocs-c.memStart.Mallocs) / float64(n)
+		bytes := float64(c.memEnd.TotalAlloc-c.memStart.TotalAlloc) / float64(n)
+		objects := float64(c.memEnd.Mallocs-c.memStart.Mallocs) / float64(n)
+		pr.MemStatsBytesPerRequest, pr.MemStatsObjectsPerRequest = &bytes, &objects
 	}
 	return pr
+}
+
+// unmeasured says which figures of res a partial run lacks and why, so
+// that no report shows a zero for what was never measured.
+func (c *collector) unmeasured(res *result.Run, delta *profile.Profile) []result.Unmeasured {
+	var list []result.Unmeasured
+	add := func(figure, format string, args ...any) {
+		list = append(list, result.Unmeasured{Figure: figure, Reason: fmt.Sprintf(format, args...)})
+	}
+	planned := len(c.cfg.snapshotOffsets())
+	if got := len(c.snaps); got < planned && !c.interrupted {
+		if got == 1 {
+			add(result.FigureHeapGrowth, "only the heap snapshot at the window's start was collected (%d planned)", planned)
+		} else {
+			add(result.FigureHeapGrowth, "%d of %d heap snapshots were collected; the figures cover %s, not the whole window",
+				got, planned, humanize.Seconds(c.snaps[got-1].offset.Seconds()))
+		}
+	}
+	if c.load != nil && c.load.Completed > 0 && delta == nil {
+		add(result.FigurePerRequest, "the window's allocations need its closing heap snapshot, which was not collected")
+	}
+	if !c.haveMemEnd {
+		add(result.FigureWindowMemStats, "MemStats at the window's end were not collected: allocations and GC over the window are unknown, and the MemStats figures are as of its start")
+	}
+	if c.proc.readProc && c.proc.status == nil {
+		add(result.FigureRSS, "process %d could not be read at the window's end (%s)", c.proc.pid, c.proc.endError)
+	}
+	return list
 }
 
 func allocTotals(p *profile.Profile) (space, objects int64) {
