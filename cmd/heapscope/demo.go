@@ -18,10 +18,6 @@ import (
 	"github.com/heapscope/heapscope/examples"
 )
 
-// demoGODEBUG is the example's GODEBUG: one heap sample per 4 KiB
-// allocated on average instead of 512 KiB.
-const demoGODEBUG = "memprofilerate=4096"
-
 // demoStartTimeout bounds how long the example service may take to listen.
 const demoStartTimeout = 15 * time.Second
 
@@ -107,15 +103,9 @@ func startExample(ctx context.Context, name string) (*exampleProcess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start example: find heapscope's own executable: %w", err)
 	}
+	// The service starts as a user would start theirs: heap samples at
+	// the runtime's default rate, no GODEBUG of heapscope's.
 	cmd := exec.Command(self, serveExampleName, name, "--addr", "127.0.0.1:0")
-	// Finer heap samples than the default 512 KiB make a short window's
-	// profile sharper; the run records this GODEBUG with the target's
-	// environment.
-	godebug := demoGODEBUG
-	if prev := os.Getenv("GODEBUG"); prev != "" {
-		godebug = prev + "," + demoGODEBUG
-	}
-	cmd.Env = append(os.Environ(), "GODEBUG="+godebug)
 	cmd.Stdout = io.Discard
 	cmd.SysProcAttr = exampleProcAttr()
 	stderr, err := cmd.StderrPipe()

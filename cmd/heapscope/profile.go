@@ -32,6 +32,9 @@ type profileOptions struct {
 	format    string
 	repeat    int
 
+	untilConfident bool
+	maxDuration    time.Duration
+
 	// reaching the target
 	targetFlags
 
@@ -53,6 +56,8 @@ func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration, defa
 	fs.StringVar(&o.out, "out", run.DefaultOutDir, "directory where the run directory is created")
 	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
 	fs.IntVar(&o.repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
+	fs.BoolVar(&o.untilConfident, "until-confident", true, "while the live heap grows but the samples cannot yet place the growth, keep the window open (and the load running) a snapshot interval at a time")
+	fs.DurationVar(&o.maxDuration, "max-duration", 0, "longest window --until-confident keeps open (default 5 × --duration)")
 	o.loadFlags.register(fs, "load-timeout", 200)
 }
 
@@ -139,6 +144,12 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 		Version:   version,
 		Repeat:    o.repeat,
 		Warmup:    o.warmup,
+
+		UntilConfident: o.untilConfident && o.repeat == 1,
+		MaxDuration:    o.maxDuration,
+	}
+	if o.maxDuration < 0 || o.maxDuration > 0 && o.maxDuration < o.duration {
+		return run.Config{}, "", fmt.Errorf("--max-duration %s: give at least the --duration window, %s", o.maxDuration, o.duration)
 	}
 	lo, err := o.loadConfig(fs, baseURL, header)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/heapscope/heapscope/internal/humanize"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // series of one site or stack across snapshots.
@@ -20,38 +22,50 @@ type series struct {
 	ys    []float64
 }
 
-// heapSeries is check 1: inuse_space per site and per stack that grows
-// steadily across the heap snapshots.
-func (d *diagnosis) heapSeries() {
+// heapSites is inuse_space per site and per stack across a series of heap
+// snapshots.
+type heapSites struct {
+	// xs are the snapshots' times in minutes from the first.
+	xs     []float64
+	sites  map[site]*series
+	stacks map[string]*series
+	// samples counts, per site and snapshot, the samples behind its
+	// in-use bytes.
+	samples map[site][]float64
+	// period is the profiles' sampling period (MemProfileRate).
+	period int64
+}
+
+// heapSites reads the heap snapshots into series, or says in a note why
+// they are no series to check.
+func (d *diagnosis) heapSites() (heapSites, bool) {
 	heap := d.in.Heap
 	th := d.th.Leak
 	switch {
 	case len(heap) == 0:
-		return
+		return heapSites{}, false
 	case !d.oneProcess:
-		return // checkOneProcess said why
+		return heapSites{}, false // checkOneProcess said why
 	case len(heap) < th.MinSnapshots:
 		d.note("leak check: %d heap snapshot(s), it needs at least %d of one process (give --snapshots %d or more)", len(heap), th.MinSnapshots, th.MinSnapshots)
-		return
+		return heapSites{}, false
 	}
-	xs := make([]float64, len(heap))
+	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, stacks: map[string]*series{}, samples: map[site][]float64{}}
 	for i, h := range heap {
-		xs[i] = h.Time.Sub(heap[0].Time).Minutes()
+		hs.xs[i] = h.Time.Sub(heap[0].Time).Minutes()
 	}
-	if xs[len(xs)-1] <= 0 {
+	if hs.xs[len(hs.xs)-1] <= 0 {
 		d.note("leak check: the heap snapshots carry no times, so no rate can be measured")
-		return
+		return heapSites{}, false
 	}
-	sites := map[site]*series{}
-	stacks := map[string]*series{}
-	var period int64
 	for i, h := range heap {
 		vi := index(h.Profile, pprofx.InuseSpace)
 		if vi < 0 {
 			d.note("leak check: %s is not a heap profile (no inuse_space)", h.Name)
-			return
+			return heapSites{}, false
 		}
-		period = max(period, h.Profile.Period)
+		oi := index(h.Profile, pprofx.InuseObjects)
+		hs.period = max(hs.period, h.Profile.Period)
 		for _, s := range h.Profile.Sample {
 			v := s.Value[vi]
 			if v == 0 {
@@ -71,10 +85,32 @@ func (d *diagnosis) heapSeries() {
 				}
 			}
 			key := stackKey(fs)
-			point(sites, at, at, "", i, len(heap), v)
-			point(stacks, key, at, key, i, len(heap), v)
+			point(hs.sites, at, at, "", i, len(heap), v)
+			point(hs.stacks, key, at, key, i, len(heap), v)
+			if oi >= 0 {
+				if hs.samples[at] == nil {
+					hs.samples[at] = make([]float64, len(heap))
+				}
+				hs.samples[at][i] += rawSamples(s.Value[oi], v, h.Profile.Period)
+			}
 		}
 	}
+	return hs, true
+}
+
+// heapSeries is check 1: whether the heap grows steadily across the
+// snapshots, decided on the exact live heap when known (live.go), else on
+// the samples; and where, by site and stack.
+func (d *diagnosis) heapSeries() {
+	th := d.th.Leak
+	hs, ok := d.heapSites()
+	if !ok {
+		return
+	}
+	if d.liveHeap(hs) {
+		return
+	}
+	heap, xs, sites, stacks, period := d.in.Heap, hs.xs, hs.sites, hs.stacks, hs.period
 	minGrowth := max(th.MinGrowthBytes, 2*float64(period))
 
 	type leak struct {
@@ -164,8 +200,9 @@ func (d *diagnosis) heapSeries() {
 		if l.top != nil && strings.Contains(l.top.stack, "\n") {
 			fix += "; the growing stack is " + stackSummary(l.top.stack)
 		}
-		d.add(newFinding("leak.inuse-growth", sev, l.s.at, title, ev, fix, l.t.confidence()))
-		d.unboundedMap(l.s.at, l.t, sev)
+		f := newFinding("leak.inuse-growth", sev, l.s.at, title, ev, fix, l.t.confidence())
+		d.asMapLeak(&f, l.s.at)
+		d.add(f)
 	}
 }
 
@@ -237,7 +274,7 @@ func fromProfiler(fs []frame) bool {
 func fmtHours(h float64) string {
 	switch {
 	case h < 1:
-		return fmt.Sprintf("%.0f minutes", h*60)
+		return humanize.Seconds(math.Round(h*60) * 60)
 	case h < 48:
 		return fmt.Sprintf("%.1f hours", h)
 	default:
@@ -419,29 +456,45 @@ func blockedIn(stack string) string {
 	return "running or runnable"
 }
 
-// unboundedMap adds pattern.unbounded-map when a growing site's line is a
-// map insert: from the source line, or a runtime.mapassign frame under it
-// in the CPU profile.
-func (d *diagnosis) unboundedMap(at site, t trend, sev Severity) {
+// mapHolder says whether a growing site's line inserts into a map: from
+// the source line, or a runtime.mapassign frame under it in the CPU
+// profile. When it does, the leak finding at the site leads with the map
+// (one finding per cause): what it saw, the evidence to add, and how
+// sure it is, as a share of the growth's own confidence.
+func (d *diagnosis) mapHolder(at site) (how string, ev map[string]float64, sure float64, ok bool) {
 	src, haveSrc := d.sourceLine(at)
 	insert := haveSrc && mapInsertRE.MatchString(src)
 	cpu := d.cpuUnder(at, "runtime.mapassign")
 	if !insert && cpu == 0 {
-		return
+		return "", nil, 0, false
 	}
-	ev := map[string]float64{"slope_bytes_per_minute": t.slope, "r2": t.r2}
-	how := "a runtime.mapassign frame under it in the CPU profile"
-	conf := 0.6 * t.confidence()
+	ev = map[string]float64{}
+	how, sure = "a runtime.mapassign frame under the line in the CPU profile", 0.6
 	if insert {
-		how = "the line inserts into a map: " + strings.TrimSpace(src)
-		conf = t.confidence()
+		code, _, _ := strings.Cut(src, "//")
+		how, sure = "the line inserts into it: "+strings.TrimSpace(code), 1
 	}
 	if cpu > 0 {
 		ev["mapassign_cpu_seconds"] = cpu
 	}
-	title := fmt.Sprintf("a map that only grows at %s: %s", at.where(), how)
-	fix := "bound the map: evict least-recently-used entries (container/list + map for O(1) LRU), expire entries by age, cap the number of keys, or delete keys when their work ends; a map never shrinks its buckets, so rebuild it after a large purge"
-	d.add(newFinding("pattern.unbounded-map", sev, at, title, ev, fix, conf))
+	return how, ev, sure, true
+}
+
+// unboundedMapFix is the fix of a leak held by a map.
+const unboundedMapFix = "bound the map: evict least-recently-used entries (container/list + map for O(1) LRU), expire entries by age, cap the number of keys, or delete keys when their work ends; a map never shrinks its buckets, so rebuild it after a large purge"
+
+// asMapLeak names the map in a leak finding at a site whose line inserts
+// into one: the title leads with it, the fix is the map's. One finding
+// for the one cause, with the leak's id.
+func (d *diagnosis) asMapLeak(f *result.Finding, at site) {
+	how, ev, sure, ok := d.mapHolder(at)
+	if !ok {
+		return
+	}
+	f.Title = fmt.Sprintf("a map that only grows (%s): %s", how, f.Title)
+	maps.Copy(f.Evidence, ev)
+	f.Fix = unboundedMapFix
+	f.Confidence = math.Round(f.Confidence*sure*100) / 100
 }
 
 // mapInsertRE matches an assignment to an indexed expression: m[k] = v,

@@ -21,6 +21,18 @@ type Input struct {
 	// Heap holds heap profiles of one process, oldest first; three or
 	// more enable the leak check.
 	Heap []Profile
+	// Live is the exact live heap with each of Heap (MemStats HeapAlloc
+	// and HeapObjects read right after the snapshot's forced GC), when
+	// known for every one: it decides whether the heap grows, and the
+	// profiles say where.
+	Live []Live
+	// FirstUnderLoad is the index in Heap of the first snapshot taken
+	// under the load the window drives, when the window opened on a
+	// service not yet under it: growth before it is the service meeting
+	// the load (pools, caches, connections filling), and only the
+	// snapshots from it on tell a leak. 0 when every snapshot was taken
+	// under the same conditions.
+	FirstUnderLoad int
 	// Allocs is the window's allocation profile (alloc_* of the last heap
 	// snapshot minus the first). When nil, it is derived from the first
 	// and last of Heap.
@@ -41,6 +53,11 @@ type Input struct {
 	Escapes Escapes
 	// Thresholds, when nil, are DefaultThresholds().
 	Thresholds *Thresholds
+}
+
+// Live is the live heap after a forced GC, exactly.
+type Live struct {
+	Bytes, Objects uint64
 }
 
 // Profile is one parsed profile with its name (a file or a profile kind,

@@ -100,8 +100,17 @@ func (v verdict) String() string {
 }
 
 // classify says whether t is steady growth by the thresholds s, with at
-// least minGrowth from first to last point, and if not, what it is.
+// least minGrowth from first to last point, and if not, what it is. A
+// series that rises and falls back is a sawtooth when its range is at
+// least minGrowth and, for a site's own series (not a whole heap, where a
+// cache's churn is a small part), a fifth of its mean.
 func (s Series) classify(t trend, minGrowth float64) verdict {
+	return s.classifyShare(t, minGrowth, 0.2)
+}
+
+// classifyShare is classify with the least range of a sawtooth, as a
+// share of the series' mean, given.
+func (s Series) classifyShare(t trend, minGrowth, sawtoothShare float64) verdict {
 	switch {
 	case t.n < s.MinSnapshots:
 		return tooShort
@@ -110,7 +119,7 @@ func (s Series) classify(t trend, minGrowth float64) verdict {
 	case t.slope > 0 && t.growth >= minGrowth && t.lateSlope >= s.LateSlopeRatio*t.slope &&
 		t.rising >= s.MinRisingSteps && t.r2 >= s.MinR2:
 		return steady
-	case t.rising < s.MinRisingSteps && t.maxDrop >= t.span/2 && t.maxRise >= t.span/2 && t.span >= 0.2*math.Abs(t.mean):
+	case t.rising < s.MinRisingSteps && t.maxDrop >= t.span/2 && t.maxRise >= t.span/2 && t.span >= sawtoothShare*math.Abs(t.mean):
 		// Rises and falls back by half its range or more: a cache
 		// that evicts, a pool, batches.
 		return sawtooth

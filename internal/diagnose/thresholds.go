@@ -48,6 +48,13 @@ type LeakThresholds struct {
 	// count; a site must also grow by at least two heap sampling periods
 	// (MemProfileRate), below which its figure is sampling noise.
 	MinGrowthBytes float64 `yaml:"min_growth_bytes"`
+	// MinLiveGrowthBytes and MinLiveGrowthShare are the least rise of the
+	// exact live heap (HeapAlloc after each forced GC) across a window,
+	// in bytes and as a share of its first figure, for it to count as
+	// growth: below them it is what requests in flight hold at the moment
+	// of the snapshot.
+	MinLiveGrowthBytes float64 `yaml:"min_live_growth_bytes"`
+	MinLiveGrowthShare float64 `yaml:"min_live_growth_share"`
 	// SlopeBytesPerMinute rates the growth.
 	SlopeBytesPerMinute Levels `yaml:"slope_bytes_per_minute"`
 	// HighWithinHours and MediumWithinHours raise a finding when the
@@ -166,6 +173,10 @@ func DefaultThresholds() Thresholds {
 			Series: series,
 			// Below 16 KiB a site's growth is a few objects.
 			MinGrowthBytes: 16 * kib,
+			// What a few hundred requests in flight hold, and 5 % of the
+			// heap: growth below both is the moment's traffic.
+			MinLiveGrowthBytes: 256 * kib,
+			MinLiveGrowthShare: 0.05,
 			SlopeBytesPerMinute: Levels{
 				// Any steady growth above the noise floor is worth
 				// knowing.

@@ -29,6 +29,9 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
 	}
+	if why := r.Window.Extended; why != "" {
+		fmt.Fprintf(&b, "  window kept open: %s\n", why)
+	}
 	sections = append(sections, b.String())
 
 	// The verdict first: what is wrong, where, and what to do.
@@ -54,7 +57,7 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 
 	b.Reset()
 	if line := growthLine(r); line != "" {
-		fmt.Fprintf(&b, "Heap in use (snapshots after forced GCs): %s\n", line)
+		fmt.Fprintf(&b, "Heap across the snapshots (each after a forced GC): %s\n", line)
 	}
 	if t := r.TopFor("inuse_space"); t != nil && len(t.Sites) > 0 {
 		when := "at the end"
@@ -100,6 +103,9 @@ func Markdown(w io.Writer, r *result.Run) error {
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| status | %s |\n", r.Status)
 	fmt.Fprintf(&b, "| window | %s – %s (%s) |\n", r.Window.Start.Format("2006-01-02 15:04:05.000Z"), r.Window.End.Format("15:04:05.000Z"), humanize.Seconds(r.Window.DurationSeconds))
+	if why := r.Window.Extended; why != "" {
+		fmt.Fprintf(&b, "| window kept open | %s |\n", why)
+	}
 	if r.Target.PID > 0 {
 		fmt.Fprintf(&b, "| process | pid %d |\n", r.Target.PID)
 	}
@@ -229,22 +235,36 @@ func growthLine(r *result.Run) string {
 	if g == nil || len(g.Snapshots) == 0 {
 		return ""
 	}
-	parts := make([]string, 0, len(g.Snapshots))
+	sampled := make([]string, 0, len(g.Snapshots))
+	live := make([]string, 0, len(g.Snapshots))
 	for _, s := range g.Snapshots {
-		parts = append(parts, humanize.Bytes(float64(s.InuseBytes)))
+		sampled = append(sampled, humanize.Bytes(float64(s.InuseBytes)))
+		if s.LiveBytes > 0 {
+			live = append(live, humanize.Bytes(float64(s.LiveBytes)))
+		}
 	}
-	line := strings.Join(parts, " → ")
+	line := strings.Join(sampled, " → ")
 	if why, ok := r.UnmeasuredReason(result.FigureHeapGrowth); ok {
 		return line + "; growth not measured: " + why
 	}
-	if len(g.Snapshots) > 1 {
-		sign := "+"
-		if g.GrowthBytes < 0 {
-			sign = ""
-		}
-		line += fmt.Sprintf(" (%s%s, %s%s/min, R² %.2f)", sign, humanize.Bytes(float64(g.GrowthBytes)), sign, humanize.Bytes(g.SlopeBytesPerMinute), g.R2)
+	if len(g.Snapshots) < 2 {
+		return line
+	}
+	line = "sampled inuse_space " + line + fitWords(float64(g.GrowthBytes), g.SlopeBytesPerMinute, g.R2)
+	if l := g.Live; l != nil {
+		line = "live heap " + strings.Join(live, " → ") + fitWords(float64(l.GrowthBytes), l.SlopeBytesPerMinute, l.R2) +
+			" (exact: HeapAlloc after each forced GC); " + line
 	}
 	return line
+}
+
+// fitWords says how a series moved: " (+5.6 MiB, +11 MiB/min, R² 0.99)".
+func fitWords(growth, slope, r2 float64) string {
+	sign := "+"
+	if growth < 0 {
+		sign = ""
+	}
+	return fmt.Sprintf(" (%s%s, %s%s/min, R² %.2f)", sign, humanize.Bytes(growth), sign, humanize.Bytes(slope), r2)
 }
 
 func gcLine(r *result.Run) string {

@@ -158,6 +158,14 @@ type Window struct {
 	// profiles (top sites, per request, growth) leave it out; MemStats
 	// figures cannot.
 	ProfilerAllocatedBytes int64 `json:"profiler_allocated_bytes"`
+	// WarmupSeconds is how long the load ran before the window opened
+	// (profile --warmup); 0 when the window opened as the load began.
+	WarmupSeconds float64 `json:"warmup_seconds,omitempty"`
+	// ExtendedSeconds is how long the window stayed open past the one
+	// asked, and Extended why: the live heap grew and the samples could
+	// not yet place the growth (profile --until-confident).
+	ExtendedSeconds float64 `json:"extended_seconds,omitempty"`
+	Extended        string  `json:"extended,omitempty"`
 }
 
 // MemStats holds the runtime's own accounting: values at the window's end
@@ -405,6 +413,18 @@ type HeapGrowth struct {
 	R2                  float64 `json:"r2"`
 	// GrowthBytes is the last snapshot's inuse_space minus the first's.
 	GrowthBytes int64 `json:"growth_bytes"`
+	// Live fits the snapshots' LiveBytes, when every snapshot has it:
+	// the exact figures that decide whether the heap grows.
+	Live *LiveGrowth `json:"live,omitempty"`
+}
+
+// LiveGrowth is the least-squares line through the live heap (HeapAlloc
+// after each forced GC) across a run's snapshots.
+type LiveGrowth struct {
+	SlopeBytesPerMinute float64 `json:"slope_bytes_per_minute"`
+	R2                  float64 `json:"r2"`
+	// GrowthBytes is the last snapshot's live heap minus the first's.
+	GrowthBytes int64 `json:"growth_bytes"`
 }
 
 // HeapSnapshot is one heap profile's in-use totals, as of the GC heapscope
@@ -412,9 +432,20 @@ type HeapGrowth struct {
 type HeapSnapshot struct {
 	Time          time.Time `json:"time"`
 	OffsetSeconds float64   `json:"offset_seconds"`
-	InuseBytes    int64     `json:"inuse_bytes"`
-	InuseObjects  int64     `json:"inuse_objects"`
-	Profile       string    `json:"profile"`
+	// InuseBytes and InuseObjects sum the profile: sampled estimates.
+	InuseBytes   int64  `json:"inuse_bytes"`
+	InuseObjects int64  `json:"inuse_objects"`
+	Profile      string `json:"profile"`
+	// LiveBytes and LiveObjects are MemStats' HeapAlloc and HeapObjects
+	// read right after the snapshot's forced GC: the live heap, exactly
+	// (LiveBytes less what heapscope's own profiling held in the target
+	// then, a sampled figure: a CPU profile's buffers while one runs).
+	// Absent when that read failed.
+	LiveBytes   uint64 `json:"live_bytes,omitempty"`
+	LiveObjects uint64 `json:"live_objects,omitempty"`
+	// Goroutines counts the goroutines of the profile taken with the
+	// snapshot (exact), when it was fetched.
+	Goroutines int64 `json:"goroutines,omitempty"`
 }
 
 // TopTable is the heaviest sites of one sample type.

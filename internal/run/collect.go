@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
@@ -49,9 +51,14 @@ type collector struct {
 	cpu       []byte
 	extra     map[string][]byte
 	goroutine []byte
+	// extendedBy is how long the window stayed open past Duration (see
+	// extend), and extendedFrom what the samples placed when it began.
+	extendedBy   time.Duration
+	extendedFrom diagnose.Placement
+
 	// goroutineFailed says a goroutine profile of the series could not
-	// be fetched (warned about once).
-	goroutineFailed bool
+	// be fetched (warned about once); memFailed the same of MemStats.
+	goroutineFailed, memFailed bool
 
 	trace         []byte
 	traceTimeline *exectrace.Timeline
@@ -72,11 +79,19 @@ type snapshot struct {
 	// pprofx.WithoutProfiler); raw keeps everything, as fetched.
 	profile *profile.Profile
 	// profilerAlloc is alloc_space of the pprof handlers since the
-	// process started.
-	profilerAlloc int64
+	// process started; profilerInuse what they hold now, such as a CPU
+	// profile's buffers while one runs.
+	profilerAlloc, profilerInuse int64
 	// goroutines is the goroutine profile fetched right after the heap
 	// profile, for the goroutine leak check; nil when it failed.
 	goroutines *goroutineSnapshot
+	// mem is MemStats read right after the heap profile's forced GC:
+	// HeapAlloc and HeapObjects are then the live heap, exactly (plus
+	// what the target allocated in the few milliseconds between). nil
+	// when the read failed, memErr saying why.
+	mem    *gcstats.MemStats
+	memAt  time.Time
+	memErr error
 }
 
 // goroutineSnapshot is one goroutine profile (debug=0) of a series.
@@ -126,17 +141,18 @@ func (c *collector) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if snap.memErr != nil {
+		return snap.memErr
+	}
 	c.addGoroutines(ctx, &snap)
 	c.snaps = append(c.snaps, snap)
-	ms, at, err := c.memStats(ctx)
-	if err != nil {
-		return err
-	}
-	c.memStart, c.memStartAt = ms, at
+	c.memStart, c.memStartAt = *snap.mem, snap.memAt
 	return c.findProcess()
 }
 
-// snapshot fetches heap?gc=1 and checks it is a heap profile.
+// snapshot fetches heap?gc=1, checks it is a heap profile, and reads
+// MemStats right after it, while the heap is still the live heap the
+// forced GC left.
 func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapshot, error) {
 	at := c.cfg.now()
 	raw, err := c.cfg.fetcher.Profile(ctx, "heap", url.Values{"gc": {"1"}})
@@ -152,7 +168,14 @@ func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapsho
 	}
 	app, dropped := pprofx.WithoutProfiler(p)
 	si, _ := pprofx.SampleIndex(p, "alloc_space")
-	return snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si]}, nil
+	ii, _ := pprofx.SampleIndex(p, "inuse_space")
+	snap := snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si], profilerInuse: dropped[ii]}
+	if ms, msAt, err := c.memStats(ctx); err != nil {
+		snap.memErr = err
+	} else {
+		snap.mem, snap.memAt = &ms, msAt
+	}
+	return snap, nil
 }
 
 // addGoroutines fetches a goroutine profile (debug=0, pprof format) to go
@@ -292,15 +315,22 @@ func (c *collector) window(ctx context.Context) {
 
 	c.startTrace(ctx, wctx, &wg)
 
+	// The load stops with the window, which may outlast Duration.
+	lctx, stopLoad := context.WithCancel(wctx)
+	defer stopLoad()
 	if c.cfg.Load != nil {
 		wg.Go(func() {
-			res, err := load.Run(wctx, c.cfg.loadOptions(func(p load.Progress) {
+			res, err := load.Run(lctx, c.cfg.loadOptions(func(p load.Progress) {
 				c.sent.Store(p.Requests)
 				c.errored.Store(p.Errors)
 			}))
 			if err != nil {
 				c.fails.add("load", err)
 				return
+			}
+			if ctx.Err() == nil {
+				// Stopped by the run at the window's end, not by the user.
+				res.Interrupted = false
 			}
 			c.load = &res
 		})
@@ -315,6 +345,13 @@ func (c *collector) window(ctx context.Context) {
 	defer close(done)
 
 	c.takeSnapshots(wctx)
+	if c.cfg.UntilConfident {
+		// The load was asked for MaxDuration: it ends with the window.
+		if !c.interrupted {
+			c.extend(wctx)
+		}
+		stopLoad()
+	}
 	if c.interrupted {
 		stop()
 	}
@@ -366,15 +403,26 @@ func (c *collector) takeSnapshots(ctx context.Context) {
 		if err != nil {
 			c.fails.add(fmt.Sprintf("heap snapshot at %s", off.Round(time.Millisecond)), err)
 		} else {
+			if snap.memErr != nil && !last && !c.memFailed {
+				c.memFailed = true
+				c.warn("MemStats with the heap snapshot at +%s: %v; the live heap series has a gap", off.Round(time.Millisecond), snap.memErr)
+			}
 			c.addGoroutines(sctx, &snap)
 			c.snaps = append(c.snaps, snap)
 		}
 		if last {
-			ms, at, err := c.memStats(sctx)
+			ms, at, err := snap.mem, snap.memAt, snap.memErr
+			if snap.mem == nil && err == nil {
+				// The snapshot itself failed: MemStats alone may still
+				// come.
+				var m gcstats.MemStats
+				m, at, err = c.memStats(sctx)
+				ms = &m
+			}
 			if err != nil {
 				c.fails.add("memstats at end", err)
 			} else {
-				c.memEnd, c.memEndAt, c.haveMemEnd = ms, at, true
+				c.memEnd, c.memEndAt, c.haveMemEnd = *ms, at, true
 				if c.proc.readProc {
 					if up, err := c.cfg.proc.Uptime(c.proc.pid); err == nil {
 						c.proc.uptimeEnd = up
@@ -384,6 +432,64 @@ func (c *collector) takeSnapshots(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// extend keeps the window open while the exact live heap grows steadily
+// and the samples cannot yet place the growth: one more snapshot every
+// snapshot interval, until they can or MaxDuration has passed.
+func (c *collector) extend(ctx context.Context) {
+	offsets := c.cfg.snapshotOffsets()
+	step := offsets[len(offsets)-1] - offsets[len(offsets)-2]
+	for off := offsets[len(offsets)-1] + step; off <= c.cfg.MaxDuration; off += step {
+		pl := c.placement()
+		if !pl.Grows || pl.Placed {
+			return
+		}
+		if c.extendedBy == 0 {
+			c.extendedFrom = pl
+		}
+		if !c.waitUntil(ctx, c.startTime.Add(off)) {
+			return // the user stopped the run: the window ends here
+		}
+		snap, err := c.snapshot(ctx, off)
+		if err != nil || snap.mem == nil {
+			c.warn("extra heap snapshot at %s: %v; the window ends at the last one taken", off.Round(time.Millisecond), cmp.Or(err, snap.memErr))
+			return
+		}
+		c.addGoroutines(ctx, &snap)
+		c.snaps = append(c.snaps, snap)
+		c.memEnd, c.memEndAt, c.haveMemEnd = *snap.mem, snap.memAt, true
+		if c.proc.readProc {
+			if up, err := c.cfg.proc.Uptime(c.proc.pid); err == nil {
+				c.proc.uptimeEnd = up
+			}
+		}
+		c.extendedBy = off - offsets[len(offsets)-1]
+	}
+}
+
+// liveBytes is the service's live heap at the snapshot: HeapAlloc right
+// after the forced GC, less what heapscope's own profiling holds in the
+// target then (a CPU profile's buffers, while one runs), which would
+// otherwise come and go with the profile.
+func (s snapshot) liveBytes() uint64 {
+	if s.profilerInuse > 0 && uint64(s.profilerInuse) < s.mem.HeapAlloc {
+		return s.mem.HeapAlloc - uint64(s.profilerInuse)
+	}
+	return s.mem.HeapAlloc
+}
+
+// placement judges the snapshots so far as the leak check will.
+func (c *collector) placement() diagnose.Placement {
+	in := diagnose.Input{FirstUnderLoad: firstUnderLoad(c.cfg.Load != nil, c.cfg.Warmup.Seconds())}
+	for i, s := range c.snaps {
+		if s.mem == nil {
+			return diagnose.Placement{}
+		}
+		in.Heap = append(in.Heap, diagnose.Profile{Name: snapshotFile(i), Time: s.at, Profile: s.profile})
+		in.Live = append(in.Live, diagnose.Live{Bytes: s.liveBytes(), Objects: s.mem.HeapObjects})
+	}
+	return diagnose.Place(in)
 }
 
 // waitUntil sleeps until t and reports false when ctx ends first.

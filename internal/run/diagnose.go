@@ -46,6 +46,8 @@ func (c *collector) diagnose(res *result.Run, delta *profile.Profile) {
 			in.Contention = append(in.Contention, diagnose.Profile{Name: extraFile(name), Time: c.startTime, Profile: p})
 		}
 	}
+	in.Live = liveSeries(res, in.Heap)
+	in.FirstUnderLoad = firstUnderLoad(res.Load != nil, res.Window.WarmupSeconds)
 	if c.haveMemEnd {
 		ms := c.memEnd
 		in.MemStats = &ms
@@ -58,6 +60,39 @@ func (c *collector) diagnose(res *result.Run, delta *profile.Profile) {
 	rep := diagnose.Run(in)
 	res.Findings = rep.Findings
 	res.DiagnosisNotes = rep.Notes
+}
+
+// liveSeries returns the exact live heap the run read with each of heap,
+// its heap snapshots by file name, or nil when one lacks it (a run
+// recorded before heapscope read MemStats with every snapshot, or a read
+// that failed).
+func liveSeries(res *result.Run, heap []diagnose.Profile) []diagnose.Live {
+	if res.HeapGrowth == nil {
+		return nil
+	}
+	byFile := make(map[string]result.HeapSnapshot, len(res.HeapGrowth.Snapshots))
+	for _, s := range res.HeapGrowth.Snapshots {
+		byFile[s.Profile] = s
+	}
+	live := make([]diagnose.Live, 0, len(heap))
+	for _, h := range heap {
+		s, ok := byFile[h.Name]
+		if !ok || s.LiveBytes == 0 {
+			return nil
+		}
+		live = append(live, diagnose.Live{Bytes: s.LiveBytes, Objects: s.LiveObjects})
+	}
+	return live
+}
+
+// firstUnderLoad is the index of a run's first heap snapshot taken under
+// its load: the second when the window opened as the load began, else
+// the first.
+func firstUnderLoad(loaded bool, warmupSeconds float64) int {
+	if loaded && warmupSeconds == 0 {
+		return 1
+	}
+	return 0
 }
 
 // Diagnosis says how to diagnose a run directory again.
@@ -123,6 +158,8 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 		// A run recorded before goroutine series.
 		in.Goroutines = endGoroutines
 	}
+	in.Live = liveSeries(res, in.Heap)
+	in.FirstUnderLoad = firstUnderLoad(res.Load != nil, res.Window.WarmupSeconds)
 	if res.Files.MemStats != "" {
 		if ms, ok := endMemStats(filepath.Join(dir, res.Files.MemStats)); ok {
 			in.MemStats = &ms

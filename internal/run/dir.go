@@ -97,8 +97,23 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 	if c.trace != nil {
 		write(traceFile, c.trace)
 	}
-	records := []memStatsRecord{{Label: "start", Time: c.memStartAt.UTC(), MemStats: c.memStart}}
-	if c.haveMemEnd {
+	// Every MemStats read, one with each heap snapshot: the first is the
+	// window's start, the last (when read) its end.
+	var records []memStatsRecord
+	for i, s := range c.snaps {
+		if s.mem == nil {
+			continue
+		}
+		label := fmt.Sprintf("snapshot %03d", i)
+		switch {
+		case i == 0:
+			label = "start"
+		case i == len(c.snaps)-1 && c.haveMemEnd && s.memAt.Equal(c.memEndAt):
+			label = "end"
+		}
+		records = append(records, memStatsRecord{Label: label, Time: s.memAt.UTC(), MemStats: *s.mem})
+	}
+	if c.haveMemEnd && (len(records) == 0 || records[len(records)-1].Label != "end") {
 		records = append(records, memStatsRecord{Label: "end", Time: c.memEndAt.UTC(), MemStats: c.memEnd})
 	}
 	write(memStatsFile, mustJSON(records))

@@ -85,6 +85,12 @@ type Config struct {
 	// Repeat, when above 1, records that many consecutive windows under
 	// windows/NNN/ of one run directory (see ProfileRepeated).
 	Repeat int
+	// UntilConfident keeps the window open past Duration, a snapshot
+	// interval at a time and the load running, while the exact live heap
+	// grows steadily but the samples cannot yet place the growth (see
+	// diagnose.Place); MaxDuration bounds it (0: 5 × Duration).
+	UntilConfident bool
+	MaxDuration    time.Duration
 
 	// fetcher, now and proc replace the real service, clock and /proc in
 	// tests.
@@ -106,8 +112,13 @@ type Progress struct {
 
 // Defaults of a run.
 const (
-	DefaultDuration  = 30 * time.Second
-	DefaultSnapshots = 3
+	DefaultDuration = 30 * time.Second
+	// DefaultSnapshots: the window's start, then four under the load,
+	// enough to tell steady growth from warm-up and noise.
+	DefaultSnapshots = 5
+	// DefaultMaxDurationFactor bounds a window kept open until the
+	// samples place a growing heap: 5 × the window asked.
+	DefaultMaxDurationFactor = 5
 	// topSites is how many sites each top table keeps in result.json.
 	topSites = 20
 	// maxSnapshots bounds the heap snapshots of one window: each forces a
@@ -149,6 +160,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Snapshots == 0 {
 		c.Snapshots = DefaultSnapshots
+	}
+	if c.MaxDuration == 0 {
+		c.MaxDuration = DefaultMaxDurationFactor * c.Duration
+	}
+	if c.UntilConfident && c.MaxDuration < c.Duration {
+		return fmt.Errorf("max duration %s is shorter than the %s window", c.MaxDuration, c.Duration)
 	}
 	if c.Snapshots < 2 {
 		return fmt.Errorf("snapshots must be at least 2 (the window's start and end), not %d", c.Snapshots)
@@ -226,6 +243,10 @@ func (c *Config) warmUp(ctx context.Context) error {
 func (c *Config) loadOptions(progress func(load.Progress)) load.Options {
 	o := *c.Load
 	o.Duration, o.MaxRequests = c.Duration, 0
+	if c.UntilConfident {
+		// The window may stay open: the run stops the load when it ends.
+		o.Duration = c.MaxDuration
+	}
 	o.Series = true // for load.json
 	o.Progress = progress
 	return o

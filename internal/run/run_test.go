@@ -739,3 +739,46 @@ func TestProfile_LostTargetReportsOnlyWhatWasMeasured(t *testing.T) {
 		t.Errorf("report.md does not say its MemStats are the window's start:\n%s", md.String())
 	}
 }
+
+// TestProfile_UntilConfidentKeepsTheWindowOpen profiles a service whose
+// live heap grows fast while its heap profile samples so rarely that no
+// site can be placed: the window stays open, a snapshot interval at a
+// time under the same load, up to MaxDuration, and says why.
+func TestProfile_UntilConfidentKeepsTheWindowOpen(t *testing.T) {
+	// One sample per 256 MiB: the growth below is never placed.
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 256 << 20
+	h := &hoard{}
+	srv := serve(t, pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
+	res, _, err := Profile(t.Context(), Config{
+		Target: target.Options{BaseURL: srv.URL}, Duration: time.Second, Snapshots: 3, OutDir: t.TempDir(),
+		Load:           &load.Options{Targets: []load.Request{{Method: "GET", URL: srv.URL + "/work"}}, Rate: 100},
+		UntilConfident: true, MaxDuration: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusComplete {
+		t.Fatalf("status %s: %+v", res.Status, res.Failures)
+	}
+	if res.Window.ExtendedSeconds != 1 || !strings.Contains(res.Window.Extended, "the live heap grew") {
+		t.Errorf("window %+v: want it kept open 1s more, saying why", res.Window)
+	}
+	if n := len(res.HeapGrowth.Snapshots); n != 5 {
+		t.Errorf("%d snapshots, want 3 and one per 500ms interval up to 2s", n)
+	}
+	if res.Window.DurationSeconds < 1.9 || res.Load.DurationSeconds < 1.5 {
+		t.Errorf("window %.2fs, load %.2fs: want both to cover the 2s", res.Window.DurationSeconds, res.Load.DurationSeconds)
+	}
+	if res.Load.Interrupted {
+		t.Error("the load the run stopped at the window's end is marked interrupted")
+	}
+	var grows bool
+	for _, f := range res.Findings {
+		grows = grows || f.ID == "leak.live-growth" || f.ID == "leak.inuse-growth"
+	}
+	if !grows {
+		t.Errorf("no leak finding for a heap growing 6 MiB/s; notes %v", res.DiagnosisNotes)
+	}
+	runtime.KeepAlive(h)
+}

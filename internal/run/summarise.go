@@ -62,12 +62,18 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 		End:             end.UTC(),
 		DurationSeconds: end.Sub(first.at).Seconds(),
 		ForcedGCs:       len(c.snaps),
+		WarmupSeconds:   c.cfg.Warmup.Seconds(),
 	}
 	if len(c.snaps) > 1 {
 		res.Window.ProfilerAllocatedBytes = last.profilerAlloc - first.profilerAlloc
 	}
+	if c.extendedBy > 0 {
+		res.Window.ExtendedSeconds = c.extendedBy.Seconds()
+		res.Window.Extended = fmt.Sprintf("the live heap grew, and after %s no site held %d samples of that growth (the most: %s): the window stayed open %s more, under the same load",
+			c.cfg.Duration, diagnose.MinPlacingSamples, samplesPhrase(c.extendedFrom.Samples), c.extendedBy)
+	}
 	slack := max(time.Duration(overrunShare*float64(c.cfg.Duration)), overrunMin)
-	if took := end.Sub(first.at); !c.interrupted && took > c.cfg.Duration+slack {
+	if took := end.Sub(first.at); !c.interrupted && took > c.cfg.Duration+c.extendedBy+slack {
 		c.warn("the window ran %s, not the %s asked: the target was slow to answer the snapshots; rates are over the window as it ran",
 			took.Round(time.Millisecond), c.cfg.Duration)
 	}
@@ -289,12 +295,21 @@ func (c *collector) heapGrowth() *result.HeapGrowth {
 	xs := make([]float64, 0, len(c.snaps))
 	ys := make([]float64, 0, len(c.snaps))
 	t0 := c.snaps[0].at
+	live := make([]float64, 0, len(c.snaps))
 	for i, s := range c.snaps {
 		space, objects := inuseTotals(s.profile)
-		g.Snapshots = append(g.Snapshots, result.HeapSnapshot{
+		hs := result.HeapSnapshot{
 			Time: s.at.UTC(), OffsetSeconds: s.offset.Seconds(),
 			InuseBytes: space, InuseObjects: objects, Profile: snapshotFile(i),
-		})
+		}
+		if s.mem != nil {
+			hs.LiveBytes, hs.LiveObjects = s.liveBytes(), s.mem.HeapObjects
+			live = append(live, float64(hs.LiveBytes))
+		}
+		if g := s.goroutines; g != nil {
+			hs.Goroutines = goroutineCount(g.profile)
+		}
+		g.Snapshots = append(g.Snapshots, hs)
 		// When each snapshot was taken, not when it was due: a slow
 		// target shifts them.
 		xs = append(xs, s.at.Sub(t0).Minutes())
@@ -303,8 +318,34 @@ func (c *collector) heapGrowth() *result.HeapGrowth {
 	if n := len(g.Snapshots); n > 1 {
 		g.GrowthBytes = g.Snapshots[n-1].InuseBytes - g.Snapshots[0].InuseBytes
 		g.SlopeBytesPerMinute, g.R2 = diagnose.FitLine(xs, ys)
+		if len(live) == n {
+			l := &result.LiveGrowth{GrowthBytes: int64(live[n-1]) - int64(live[0])}
+			l.SlopeBytesPerMinute, l.R2 = diagnose.FitLine(xs, live)
+			g.Live = l
+		}
 	}
 	return g
+}
+
+func samplesPhrase(n float64) string {
+	switch {
+	case n < 0.5:
+		return "no sample"
+	case n < 1.5:
+		return "about 1"
+	}
+	return fmt.Sprintf("%.2g", n)
+}
+
+// goroutineCount is the number of goroutines a goroutine profile holds.
+func goroutineCount(p *profile.Profile) int64 {
+	var n int64
+	for _, s := range p.Sample {
+		if len(s.Value) > 0 {
+			n += s.Value[0]
+		}
+	}
+	return n
 }
 
 func inuseTotals(p *profile.Profile) (space, objects int64) {

@@ -1,0 +1,223 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// liveInput builds n snapshots a minute apart: the exact live heap of
+// each from live, and sampled in-use bytes per function from inuse, in
+// objects of 64 bytes sampled at period.
+func liveInput(n int, period int64, live func(i int) float64, inuse map[fn]func(i int) int64) Input {
+	var in Input
+	for i := range n {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		h := newHeap(at, period)
+		alloc := int64(i+1) * 10 << 20
+		h.sample([4]int64{alloc / 64, alloc, 0, 0}, httpRead)
+		for f, v := range inuse {
+			y := v(i)
+			h.sample([4]int64{y / 64, y, y / 64, y}, f, handler)
+		}
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		in.Live = append(in.Live, Live{Bytes: uint64(live(i)), Objects: uint64(live(i) / 64)})
+	}
+	return in
+}
+
+func TestRun_liveHeapDecides(t *testing.T) {
+	steady := func(i int) float64 { return 20*mib + float64(i)*mib }
+	tests := []struct {
+		name           string
+		in             Input
+		wantLeakAt     *fn    // a leak.inuse-growth at this site
+		wantUnplaced   bool   // a leak.live-growth
+		wantNoteSaying string // when no leak: a note containing this
+	}{
+		{
+			name: "a steady leak, placed by the samples",
+			in: liveInput(6, 512, steady, map[fn]func(int) int64{
+				cacheAdd: func(i int) int64 { return 4*mib + int64(i)*mib },
+				warm:     func(i int) int64 { return 2 * mib },
+			}),
+			wantLeakAt: &cacheAdd,
+		},
+		{
+			name: "warm-up: grows, then holds",
+			in: liveInput(6, 512, func(i int) float64 { return 20*mib + float64(min(i, 1))*4*mib + float64(i%2)*20e3 }, map[fn]func(int) int64{
+				warm: func(i int) int64 { return int64(min(i, 1)) * 4 * mib },
+			}),
+			wantNoteSaying: "warm-up",
+		},
+		{
+			name: "a cache that evicts: sawtooth",
+			in: liveInput(6, 512, func(i int) float64 { return 20*mib + float64(i%2)*3*mib }, map[fn]func(int) int64{
+				lruInsert: func(i int) int64 { return 2*mib + int64(i%2)*3*mib },
+			}),
+			wantNoteSaying: "sawtooth",
+		},
+		{
+			// The sampled figure of one site rises by chance; the exact
+			// heap does not: no leak.
+			name: "flat live heap, a site's samples drifting up",
+			in: liveInput(6, 512<<10, func(i int) float64 { return 20*mib + float64(i%3)*30e3 }, map[fn]func(int) int64{
+				cacheAdd: func(i int) int64 { return int64(i) * 512 << 10 },
+			}),
+			wantNoteSaying: "does not grow steadily",
+		},
+		{
+			name: "growth below the floor of traffic in flight",
+			in: liveInput(6, 512, func(i int) float64 { return 20*mib + float64(i)*30e3 }, map[fn]func(int) int64{
+				cacheAdd: func(i int) int64 { return 4*mib + int64(i)*30e3 },
+			}),
+			wantNoteSaying: "flat",
+		},
+		{
+			name: "a steady leak that no site's samples place",
+			in: liveInput(6, 512<<10, steady, map[fn]func(int) int64{
+				warm: func(i int) int64 { return 2 * mib },
+			}),
+			wantUnplaced: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Run(tt.in)
+			leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+			unplaced := findingsWith(rep.Findings, "leak.live-growth")
+			switch {
+			case tt.wantLeakAt != nil:
+				if len(leaks) != 1 || leaks[0].Function != tt.wantLeakAt.name || leaks[0].Line != tt.wantLeakAt.line {
+					t.Fatalf("leaks %+v, want one at %s; notes %v", leaks, tt.wantLeakAt.name, rep.Notes)
+				}
+				f := leaks[0]
+				if got := f.Evidence["live_slope_bytes_per_minute"]; math.Abs(got-mib) > 1 {
+					t.Errorf("live slope %.0f B/min, want the exact 1 MiB/min", got)
+				}
+				if f.Severity != "high" || !strings.Contains(f.Title, "exact") || !strings.Contains(f.Title, "±") {
+					t.Errorf("severity %s, title %q: want high, the exact slope and the site's share with its uncertainty", f.Severity, f.Title)
+				}
+			case tt.wantUnplaced:
+				if len(unplaced) != 1 || len(leaks) != 0 {
+					t.Fatalf("unplaced %+v, leaks %+v: want one leak.live-growth and no site", unplaced, leaks)
+				}
+				if fix := unplaced[0].Fix; !strings.Contains(fix, "GODEBUG=memprofilerate=") || !strings.Contains(fix, "--duration") {
+					t.Errorf("fix %q does not say what to run to place it", fix)
+				}
+			default:
+				if len(leaks)+len(unplaced) != 0 {
+					t.Fatalf("leak findings %+v %+v, want none", leaks, unplaced)
+				}
+				if !strings.Contains(strings.Join(rep.Notes, "\n"), tt.wantNoteSaying) {
+					t.Errorf("notes %q lack %q", rep.Notes, tt.wantNoteSaying)
+				}
+			}
+		})
+	}
+}
+
+// TestRun_liveHeapMeetingTheLoad: a window that opens as the load begins
+// grows at once (the service meeting the load) and then holds; that step
+// is named and is no leak.
+func TestRun_liveHeapMeetingTheLoad(t *testing.T) {
+	in := liveInput(5, 512, func(i int) float64 { return 2*mib + float64(min(i, 1))*4*mib + float64(i%2)*10e3 }, map[fn]func(int) int64{
+		warm: func(i int) int64 { return int64(min(i, 1)) * 4 * mib },
+	})
+	in.FirstUnderLoad = 1
+	rep := Run(in)
+	if leaks := findingsWith(rep.Findings, "leak.inuse-growth"); len(leaks) != 0 {
+		t.Fatalf("leaks %+v, want none", leaks)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	if !strings.Contains(notes, "grew by 4.0 MiB as the load began") {
+		t.Errorf("notes %q do not name the step as the load began", notes)
+	}
+	// The same series without knowing when the load began: its first
+	// step is most of the growth, and the shape is warm-up still.
+	in.FirstUnderLoad = 0
+	if leaks := findingsWith(Run(in).Findings, "leak.inuse-growth"); len(leaks) != 0 {
+		t.Errorf("leaks %+v without FirstUnderLoad, want none", leaks)
+	}
+}
+
+// TestRun_liveHeapFewSamples: at the default rate, a leak of a few MiB
+// moves its site by a few samples; the finding gives the estimate with
+// its uncertainty and says how to place it better, and a second site
+// with one sample is left to a note.
+func TestRun_liveHeapFewSamples(t *testing.T) {
+	const period = 512 << 10
+	// In 64-byte objects, 256 KiB a minute is about half a sample a
+	// minute: two samples over the series. The LRU gains one sample's
+	// worth at the end, by chance.
+	in := liveInput(5, period, func(i int) float64 { return 20*mib + float64(i)*mib }, map[fn]func(int) int64{
+		cacheAdd: func(i int) int64 { return int64(i) * 256 << 10 },
+		lruInsert: func(i int) int64 {
+			if i == 4 {
+				return 512 << 10
+			}
+			return 0
+		},
+	})
+	rep := Run(in)
+	leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+	if len(leaks) != 1 || leaks[0].Function != cacheAdd.name {
+		t.Fatalf("leaks %+v, want the cache alone; notes %v", leaks, rep.Notes)
+	}
+	f := leaks[0]
+	n := f.Evidence["site_samples"]
+	if n < 1 || n > 3 || f.Evidence["site_growth_uncertainty_bytes"] <= 0 {
+		t.Errorf("evidence %v: want the samples and the uncertainty", f.Evidence)
+	}
+	if want := f.Evidence["site_growth_bytes"] / math.Sqrt(n); math.Abs(f.Evidence["site_growth_uncertainty_bytes"]-want) > 1 {
+		t.Errorf("uncertainty %.0f, want growth/√n = %.0f", f.Evidence["site_growth_uncertainty_bytes"], want)
+	}
+	if !strings.Contains(f.Fix, "GODEBUG=memprofilerate=") {
+		t.Errorf("fix %q does not say how to place it surely", f.Fix)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "too few to place growth there") {
+		t.Errorf("notes %q do not account for the one-sample site", rep.Notes)
+	}
+}
+
+func TestPlace(t *testing.T) {
+	growing := func(i int) float64 { return 20*mib + float64(i)*mib }
+	tests := []struct {
+		name         string
+		in           Input
+		grows, place bool
+	}{
+		{"growth placed", liveInput(5, 512, growing, map[fn]func(int) int64{cacheAdd: func(i int) int64 { return int64(i) * mib }}), true, true},
+		{"growth not placed yet", liveInput(5, 512<<10, growing, nil), true, false},
+		{"no growth", liveInput(5, 512, func(i int) float64 { return 20 * mib }, nil), false, false},
+		{"no live figures", Input{Heap: heapSeriesOf(5, map[fn]func(int) int64{cacheAdd: func(i int) int64 { return int64(i) * mib }})}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Place(tt.in)
+			if got.Grows != tt.grows || got.Placed != tt.place {
+				t.Errorf("Place = %+v, want grows %v placed %v", got, tt.grows, tt.place)
+			}
+		})
+	}
+}
+
+func TestRateFor(t *testing.T) {
+	tests := []struct {
+		growth float64
+		period int64
+		want   int64
+	}{
+		{growth: 4 * mib, period: 512 << 10, want: 128 << 10},
+		{growth: 100 << 10, period: 512 << 10, want: 2048},
+		{growth: 1000, period: 512 << 10, want: 512},
+		{growth: 1 << 40, period: 512 << 10, want: 512 << 10},
+	}
+	for _, tt := range tests {
+		if got := rateFor(tt.growth, tt.period); got != tt.want {
+			t.Errorf("rateFor(%.0f, %d) = %d, want %d", tt.growth, tt.period, got, tt.want)
+		}
+	}
+}
