@@ -610,3 +610,31 @@ func closedAddress(t *testing.T) string {
 }
 
 func len64(s string) uint64 { return uint64(len(s)) }
+
+// TestRun_httpStop ends a run early through Options.Stop, as a caller
+// that decides the window's length as it goes does: the run ends as at
+// its Duration, the outstanding requests complete, nothing is an error
+// and the run is not interrupted.
+func TestRun_httpStop(t *testing.T) {
+	t.Parallel()
+	for _, model := range []Options{{Rate: 200}, {Connections: 4}} {
+		base := serve(t, jsonHandler)
+		stop := make(chan struct{})
+		opts := model
+		opts.Targets = []Request{{URL: base + "/"}}
+		opts.Duration, opts.Stop = time.Minute, stop
+		time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+		start := time.Now()
+		res, err := Run(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("rate %v connections %d: Run took %s after Stop at 300ms, want it to end then", model.Rate, model.Connections, took)
+		}
+		if res.Interrupted || res.Errors != 0 || res.Completed == 0 || res.Completed != res.Requests {
+			t.Errorf("rate %v connections %d: interrupted %v, %d requests, %d completed, %d errors %v: want every request completed, no error",
+				model.Rate, model.Connections, res.Interrupted, res.Requests, res.Completed, res.Errors, res.ErrorKinds)
+		}
+	}
+}

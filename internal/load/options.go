@@ -76,6 +76,11 @@ type Options struct {
 	// the run after that many requests. At least one of the two is set.
 	Duration    time.Duration
 	MaxRequests uint64
+	// Stop, when set and closed, ends the window early as Duration's end
+	// would: no new requests, the outstanding ones finish. A caller that
+	// decides the length as the run goes (profile --until-confident) sets
+	// Duration to the longest and closes Stop.
+	Stop <-chan struct{}
 
 	// Timeout bounds each request from its send to the end of its response
 	// body; 0 means DefaultTimeout.

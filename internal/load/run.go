@@ -149,6 +149,10 @@ func (r *runner) watch(finished <-chan struct{}) {
 		r.stopAt = time.Now()
 		r.windowEnded.Store(true)
 		close(r.stop)
+	case <-r.g.opts.Stop:
+		r.stopAt = time.Now()
+		r.windowEnded.Store(true)
+		close(r.stop)
 	case <-r.ctx.Done():
 		r.stopAt = time.Now()
 		r.interrupted.Store(true)

@@ -316,21 +316,20 @@ func (c *collector) window(ctx context.Context) {
 	c.startTrace(ctx, wctx, &wg)
 
 	// The load stops with the window, which may outlast Duration.
-	lctx, stopLoad := context.WithCancel(wctx)
+	endLoad := make(chan struct{})
+	stopLoad := sync.OnceFunc(func() { close(endLoad) })
 	defer stopLoad()
 	if c.cfg.Load != nil {
 		wg.Go(func() {
-			res, err := load.Run(lctx, c.cfg.loadOptions(func(p load.Progress) {
+			opts := c.cfg.loadOptions(func(p load.Progress) {
 				c.sent.Store(p.Requests)
 				c.errored.Store(p.Errors)
-			}))
+			})
+			opts.Stop = endLoad
+			res, err := load.Run(wctx, opts)
 			if err != nil {
 				c.fails.add("load", err)
 				return
-			}
-			if ctx.Err() == nil {
-				// Stopped by the run at the window's end, not by the user.
-				res.Interrupted = false
 			}
 			c.load = &res
 		})
