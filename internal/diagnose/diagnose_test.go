@@ -320,6 +320,16 @@ func TestRun_patternsNeedTheSourceOrAFrame(t *testing.T) {
 	if len(got) != 1 || got[0].Line != cacheAdd.line || math.Abs(got[0].Evidence["cpu_share"]-0.3) > 1e-9 {
 		t.Errorf("conversion findings %+v, want one at the cache line with 30%% of CPU", got)
 	}
+	// A conversion inside the standard library is nothing the service's
+	// author can change: no finding there.
+	readLine := fn{"net/textproto.(*Reader).ReadLine", "/go/src/net/textproto/reader.go", 45}
+	in.CPU = countProfile([]string{"samples", "cpu"}, t0, 10*time.Second, []countSample{
+		{values: []int64{30, 300e6}, stack: []fn{{"runtime.slicebytetostring", "/go/src/runtime/string.go", 100}, readLine, httpRead}},
+		{values: []int64{70, 700e6}, stack: []fn{httpRead}},
+	})
+	if got := findingsWith(Run(in).Findings, "pattern.string-bytes-conversion"); len(got) != 0 {
+		t.Errorf("conversion findings %+v inside net/textproto, want none", got)
+	}
 }
 
 func TestSort_severityThenConfidence(t *testing.T) {

@@ -132,7 +132,9 @@ func (d *diagnosis) patterns() {
 					{"runtime.stringtoslicebyte", patConversion},
 					{"runtime.slicebytetostring", patConversion},
 				} {
-					if at := callerOf(fs, c.fn); at.function != "" {
+					// Only a line of the service's own code: a conversion
+					// inside net/textproto is nothing its user can change.
+					if at := callerOf(fs, c.fn); at.function != "" && d.app.is(at.function) {
 						h := hit(c.p, at, c.fn+" under the line in the CPU profile")
 						h.cpuSeconds += float64(s.Value[vi]) / 1e9
 					}
