@@ -24,6 +24,7 @@ type diagnoseOptions struct {
 	failOn string
 	config string
 	source string
+	all    bool
 }
 
 func newDiagnoseCmd(e *env) *cobra.Command {
@@ -65,6 +66,7 @@ above is present.`,
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above is present: low, medium or high")
 	fs.StringVar(&o.config, "config", "", "YAML file of thresholds overriding the defaults")
 	fs.StringVar(&o.source, "source", "", "directory of the service's source, to read the lines findings point at")
+	fs.BoolVar(&o.all, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")
 	return cmd
 }
 
@@ -107,7 +109,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 		if len(args) > 1 {
 			return fmt.Errorf("diagnose takes one RUN_DIR, or profiles: %s is a directory", args[0])
 		}
-		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source})
+		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source, All: o.all})
 		if err != nil {
 			return err
 		}
@@ -117,6 +119,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return err
 		}
 		in.Thresholds = th
+		in.All = o.all
 		if o.source != "" {
 			in.Source = &run.SourceFiles{Dir: o.source}
 		} else {

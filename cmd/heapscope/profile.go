@@ -34,6 +34,7 @@ type profileOptions struct {
 
 	untilConfident bool
 	maxDuration    time.Duration
+	all            bool
 
 	// reaching the target
 	targetFlags
@@ -58,6 +59,7 @@ func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration, defa
 	fs.IntVar(&o.repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
 	fs.BoolVar(&o.untilConfident, "until-confident", true, "while the live heap grows but the samples cannot yet place the growth, keep the window open (and the load running) a snapshot interval at a time")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "longest window --until-confident keeps open (default 5 × --duration)")
+	fs.BoolVar(&o.all, "all", false, "keep the allocation hot spots too small to matter among the findings")
 	o.loadFlags.register(fs, "load-timeout", 200)
 }
 
@@ -147,6 +149,7 @@ func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, 
 
 		UntilConfident: o.untilConfident && o.repeat == 1,
 		MaxDuration:    o.maxDuration,
+		AllFindings:    o.all,
 	}
 	if o.maxDuration < 0 || o.maxDuration > 0 && o.maxDuration < o.duration {
 		return run.Config{}, "", fmt.Errorf("--max-duration %s: give at least the --duration window, %s", o.maxDuration, o.duration)

@@ -24,11 +24,19 @@ func Run(in Input) Report {
 	d.contention()
 	d.regressions()
 	d.attachEscapes()
+	d.findings = oneFindingPerCause(d.findings)
+	hidden := 0
+	if !in.All {
+		d.findings, hidden = hideSmallHotSpots(d.findings, d.th.HotSpot.MinSamples)
+		if hidden > 0 {
+			d.note("%d small allocation hot spot%s left out (fewer than %.0f samples, or below every low threshold): --all shows them", hidden, plural(hidden), d.th.HotSpot.MinSamples)
+		}
+	}
 	Sort(d.findings)
 	if d.findings == nil {
 		d.findings = []result.Finding{}
 	}
-	return Report{Findings: d.findings, Notes: d.notes}
+	return Report{Findings: d.findings, Notes: d.notes, HiddenHotSpots: hidden}
 }
 
 // diagnosis is one Run: its input, the figures derived once for every

@@ -195,6 +195,7 @@ func TestRun_hotSpotSeverityIsAbsolute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := allocRun(10, 1000, tt.sites)
 			in.Run.MemStats.GCCPUFraction = 0.001
+			in.All = true // info hot spots too
 			var got *result.Finding
 			for _, f := range Run(in).Findings {
 				if f.ID == "alloc.hot-spot" && f.Function == tt.at.name {

@@ -3,8 +3,10 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
+	"math"
 	"slices"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/pprofx"
@@ -15,7 +17,8 @@ import (
 type appSite struct {
 	at             site
 	bytes, objects float64
-	samples        int
+	// samples estimates the samples behind the figures (see rawSamples).
+	samples float64
 }
 
 // cost is what an allocation site costs, in absolute terms.
@@ -135,7 +138,7 @@ func (d *diagnosis) appSites() []appSite {
 		}
 		a.bytes += float64(s.Value[bi])
 		a.objects += float64(s.Value[oi])
-		a.samples++
+		a.samples += rawSamples(s.Value[oi], s.Value[bi], p.Period)
 	}
 	out := make([]appSite, 0, len(m))
 	for _, a := range m {
@@ -178,7 +181,7 @@ func (d *diagnosis) hotSpots() {
 	for _, a := range picked {
 		c := d.costOf(a.bytes, a.objects)
 		sev := d.severity(c)
-		ev := c.evidence(map[string]float64{"samples": float64(a.samples)})
+		ev := c.evidence(map[string]float64{"samples": math.Round(a.samples*10) / 10})
 		title := fmt.Sprintf("allocation hot spot at %s: %s", a.at.where(), c.describe())
 		fix := "allocate less here: reuse buffers (keep one per worker, or a sync.Pool), preallocate slices and maps to their final size, keep values on the stack (no pointer returned or stored), and avoid string↔[]byte conversions"
 		if src, ok := d.sourceLine(a.at); ok {
@@ -188,7 +191,7 @@ func (d *diagnosis) hotSpots() {
 			sev = Info
 		}
 		// Sampled: each sample stands for about MemProfileRate bytes.
-		conf := min(1, float64(a.samples)/20)
+		conf := min(1, a.samples/20)
 		d.add(newFinding("alloc.hot-spot", sev, a.at, title, ev, fix, conf))
 	}
 }

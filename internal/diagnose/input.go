@@ -53,6 +53,9 @@ type Input struct {
 	Escapes Escapes
 	// Thresholds, when nil, are DefaultThresholds().
 	Thresholds *Thresholds
+	// All keeps the hot spots too small to matter, which Run otherwise
+	// counts in Report.HiddenHotSpots.
+	All bool
 }
 
 // Live is the live heap after a forced GC, exactly.
@@ -87,6 +90,9 @@ type Report struct {
 	// Notes say what could not be checked and why, and doubts about the
 	// input (snapshots that cannot come from one process).
 	Notes []string
+	// HiddenHotSpots counts the allocation hot spots left out as too
+	// small to matter (Input.All keeps them).
+	HiddenHotSpots int
 }
 
 // frame is one source line of a stack.

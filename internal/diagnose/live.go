@@ -66,7 +66,7 @@ func (d *diagnosis) analyseLive(hs heapSites) (liveAnalysis, bool) {
 	xs, ys := hs.xs[a.from:], a.ys[a.from:]
 	a.t = fitTrend(xs, ys)
 	a.floor = max(th.MinLiveGrowthBytes, th.MinLiveGrowthShare*ys[0])
-	a.v = th.classifyShare(a.t, a.floor, 0)
+	a.v = th.classifyLive(a.t, xs, a.floor)
 	if a.v != steady {
 		return a, true
 	}
@@ -90,6 +90,34 @@ func (d *diagnosis) analyseLive(hs heapSites) (liveAnalysis, bool) {
 		return cmp.Compare(x.s.at.where(), y.s.at.where())
 	})
 	return a, true
+}
+
+// classifyLive says what a live heap series is. Unlike a site's sampled
+// series, the whole heap of a leaking service often grows more slowly as
+// the window goes on (fewer new keys, a map between doublings) without
+// ever stopping: growth is steady while the series' later half still
+// rises by half the floor or more, and warm-up is growth that stopped.
+func (th LeakThresholds) classifyLive(t trend, xs []float64, floor float64) verdict {
+	h := len(xs) / 2
+	late := t.lateSlope * (xs[len(xs)-1] - xs[h])
+	switch {
+	case t.n < th.MinSnapshots:
+		return tooShort
+	case t.span < floor:
+		return flat
+	case t.rising < th.MinRisingSteps && t.maxDrop >= t.span/2 && t.maxRise >= t.span/2:
+		// Rises and falls back by half its range or more: a cache
+		// that evicts, a pool, batches.
+		return sawtooth
+	case t.growth >= floor && late < floor/2:
+		return warmUp
+	case t.slope > 0 && t.growth >= floor && t.rising >= th.MinRisingSteps && t.r2 >= th.MinR2:
+		return steady
+	case t.r2 < th.MinR2:
+		return noise
+	default:
+		return flat
+	}
 }
 
 // MinPlacingSamples is how many samples of growth place a leak at a site:

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/heapscope/heapscope/internal/humanize"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,7 +44,7 @@ type patternHit struct {
 	at             site
 	bytes, objects float64
 	cpuSeconds     float64
-	samples        int
+	samples        float64 // estimated, see rawSamples
 	how            string
 	objectSize     float64
 }
@@ -72,7 +73,7 @@ func (d *diagnosis) patterns() {
 			count := func(h *patternHit) {
 				h.bytes += b
 				h.objects += o
-				h.samples++
+				h.samples += rawSamples(s.Value[oi], s.Value[bi], p.Period)
 			}
 			if at, ok := callerOutside(fs, isCompressorCtor, "compress/"); ok {
 				count(hit(patCompressor, at, "a compressor constructor in the allocation stack"))
@@ -175,7 +176,7 @@ func (d *diagnosis) patterns() {
 		if cpuShare >= th.MinShare {
 			sev = max(sev, Low)
 		}
-		ev := c.evidence(map[string]float64{"samples": float64(h.samples)})
+		ev := c.evidence(map[string]float64{"samples": math.Round(h.samples*10) / 10})
 		if h.cpuSeconds > 0 {
 			ev["cpu_seconds"] = h.cpuSeconds
 			ev["cpu_share"] = cpuShare

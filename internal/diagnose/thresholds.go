@@ -84,6 +84,9 @@ type HotSpotThresholds struct {
 	// objects for a site to be listed at all; its severity comes from
 	// the absolute figures below, never from the share.
 	MinShare float64 `yaml:"min_share"`
+	// MinSamples is the least number of samples behind a hot spot
+	// shown by default: below it the site's share is chance.
+	MinSamples float64 `yaml:"min_samples"`
 	// BytesPerSecond, ObjectsPerSecond and GCCores (the site's estimated
 	// GC cost in cores) rate a site; the highest level wins.
 	BytesPerSecond   Levels `yaml:"bytes_per_second"`
@@ -209,6 +212,8 @@ func DefaultThresholds() Thresholds {
 			// Sites under 2 % of the window's allocations are left to
 			// the top tables.
 			MinShare: 0.02,
+			// 4 samples put a share within about ±50 %.
+			MinSamples: 4,
 			// 1 MiB/s makes a GC cycle every few seconds on a small heap;
 			// 16 MiB/s several a second; 128 MiB/s keeps a core busy
 			// allocating and collecting.

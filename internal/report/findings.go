@@ -55,7 +55,7 @@ const briefInfo = 3
 // high ones with their fix, low ones by title, info ones counted (or a few
 // listed when nothing is more severe). Evidence, every fix and the notes
 // are in report.md and in "heapscope diagnose".
-func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string, dir string) {
+func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string, hidden int, dir string) {
 	if len(findings) == 0 {
 		b.WriteString("Findings: none\n")
 	} else {
@@ -109,6 +109,9 @@ func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string
 			}
 			fmt.Fprintf(b, "  %-6s %s\n", "INFO", f.Title)
 		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(b, "  and %d small hot spot%s: --all\n", hidden, plural(hidden))
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(b, "  %d note%s on what the checks saw or could not check\n", len(notes), plural(len(notes)))

@@ -122,6 +122,7 @@ func diagnosedRun() *result.Run {
 		{ID: "rss.breakdown", Severity: "info", Title: "RSS 71 MiB (proc)", Evidence: map[string]float64{}, Confidence: 0.8},
 	}
 	r.DiagnosisNotes = []string{"goroutine leak check: 1 goroutine profile(s), it needs at least 3 of one process"}
+	r.HiddenHotSpots = 9
 	r.Window.ProfilerAllocatedBytes = 30 << 20
 	return r
 }

@@ -36,7 +36,7 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 
 	// The verdict first: what is wrong, where, and what to do.
 	b.Reset()
-	findingsBrief(&b, r.Findings, r.DiagnosisNotes, dir)
+	findingsBrief(&b, r.Findings, r.DiagnosisNotes, r.HiddenHotSpots, dir)
 	sections = append(sections, b.String())
 
 	b.Reset()

@@ -68,6 +68,10 @@ type Run struct {
 	// few snapshots, a missing profile), so that no finding is mistaken
 	// for a clean bill of health.
 	DiagnosisNotes []string `json:"diagnosis_notes,omitempty"`
+	// HiddenHotSpots counts the allocation hot spots too small to matter
+	// (few samples, or below every low threshold), left out of Findings
+	// unless asked for (--all).
+	HiddenHotSpots int `json:"hidden_hot_spots,omitempty"`
 
 	// Trace is the GC timeline of the execution trace, when the run
 	// captured one (profile --trace).

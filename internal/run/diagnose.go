@@ -57,9 +57,11 @@ func (c *collector) diagnose(res *result.Run, delta *profile.Profile) {
 		// machine's, unless it was built with -trimpath.
 		in.Source = &SourceFiles{}
 	}
+	in.All = c.cfg.AllFindings
 	rep := diagnose.Run(in)
 	res.Findings = rep.Findings
 	res.DiagnosisNotes = rep.Notes
+	res.HiddenHotSpots = rep.HiddenHotSpots
 }
 
 // liveSeries returns the exact live heap the run read with each of heap,
@@ -104,6 +106,8 @@ type Diagnosis struct {
 	SourceDir string
 	// Escapes explains allocations from the compiler's escape analysis.
 	Escapes diagnose.Escapes
+	// All keeps the small hot spots (diagnose.Input.All).
+	All bool
 }
 
 // DiagnoseDir reads a run directory and diagnoses it again: its
@@ -114,7 +118,7 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 	if err != nil {
 		return nil, diagnose.Report{}, err
 	}
-	in := diagnose.Input{Run: res, Thresholds: opts.Thresholds, Escapes: opts.Escapes}
+	in := diagnose.Input{Run: res, Thresholds: opts.Thresholds, Escapes: opts.Escapes, All: opts.All}
 	read := func(rel string) (*profile.Profile, error) {
 		data, err := os.ReadFile(filepath.Join(dir, rel))
 		if err != nil {

@@ -91,6 +91,9 @@ type Config struct {
 	// diagnose.Place); MaxDuration bounds it (0: 5 × Duration).
 	UntilConfident bool
 	MaxDuration    time.Duration
+	// AllFindings keeps the allocation hot spots too small to matter,
+	// which the diagnosis otherwise only counts.
+	AllFindings bool
 
 	// fetcher, now and proc replace the real service, clock and /proc in
 	// tests.
