@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
 )
@@ -40,6 +42,34 @@ func pprofServer(t *testing.T, override map[string]http.HandlerFunc) *httptest.S
 func heapProfileFile(t *testing.T) string {
 	t.Helper()
 	return writeProfileFile(t, "heap")
+}
+
+// overflowingProfile writes a valid heap profile whose two samples of
+// MaxInt64 bytes add up beyond an int64, and returns its path.
+func overflowingProfile(t *testing.T) string {
+	t.Helper()
+	fn := &profile.Function{ID: 1, Name: "main.big", Filename: "big.go"}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}},
+		PeriodType: &profile.ValueType{Type: "space", Unit: "bytes"},
+		Period:     512 << 10,
+		Function:   []*profile.Function{fn},
+	}
+	for i := range 2 {
+		loc := &profile.Location{ID: uint64(i + 1), Address: uint64(0x1000 + i), Line: []profile.Line{{Function: fn, Line: int64(i + 1)}}}
+		p.Location = append(p.Location, loc)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{1, math.MaxInt64}})
+	}
+	path := filepath.Join(t.TempDir(), "overflow.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // goneProcessPID returns the pid of a process that has exited.
@@ -94,6 +124,9 @@ func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 		{"compare flag after --", []string{"compare", "a", "--", "b", "--format", "json"}, "put flags before the runs"},
 		{"top of a missing file", []string{"top", filepath.Join(out, "missing.pb.gz")}, "no such file"},
 		{"top of garbage", []string{"top", garbage}, "not a pprof profile"},
+		{"top of a directory", []string{"top", t.TempDir()}, "is a directory: give a profile file"},
+		{"top of totals beyond int64", []string{"top", overflowingProfile(t)}, "beyond the range of int64"},
+		{"diagnose of totals beyond int64", []string{"diagnose", overflowingProfile(t)}, "beyond the range of int64"},
 		{"top with unknown sample type", []string{"top", heap, "--sample", "bogus"}, "alloc_objects, alloc_space, inuse_objects, inuse_space"},
 		{"top with negative n", []string{"top", heap, "-n", "-1"}, "-n"},
 	}

@@ -217,7 +217,9 @@ func TestFlame_BadInput(t *testing.T) {
 		wantErr string
 	}{
 		{name: "not a profile", args: []string{"flame", garbage, "-o", out}, wantErr: "not a pprof profile"},
-		{name: "missing file", args: []string{"flame", filepath.Join(dir, "nope.pb.gz"), "-o", out}, wantErr: "open profile"},
+		{name: "missing file", args: []string{"flame", filepath.Join(dir, "nope.pb.gz"), "-o", out}, wantErr: "no such file"},
+		{name: "a directory", args: []string{"flame", dir, "-o", out}, wantErr: "is a directory: give a profile file"},
+		{name: "totals beyond int64", args: []string{"flame", overflowingProfile(t), "-o", out}, wantErr: "beyond the range of int64"},
 		{name: "empty profile", args: []string{"flame", empty, "-o", out}, wantErr: "is empty: it has no samples"},
 		{name: "unknown sample type", args: []string{"flame", heap, "--sample", "cpu", "-o", out}, wantErr: `sample type "cpu" not in profile; it has alloc_objects, alloc_space, inuse_objects, inuse_space`},
 		{name: "base of another kind", args: []string{"flame", heap, "--base", goroutine, "-o", out}, wantErr: "is of another kind"},

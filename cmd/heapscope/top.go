@@ -72,9 +72,12 @@ func readStacks(e *env, path string) (*pprofx.Stacks, error) {
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("open profile: %w", err)
+			return nil, fmt.Errorf("read profile: %w", err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, fmt.Errorf("read profile %s: is a directory: give a profile file (.pb.gz) in it", path)
+		}
 		r = f
 	}
 	s, err := pprofx.ReadStacks(r, pprofx.ReadOptions{})

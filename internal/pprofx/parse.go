@@ -38,7 +38,8 @@ func (e *TooLargeError) Error() string {
 // ≤ 0 means DefaultMaxDecompressed); beyond it Parse returns a
 // *TooLargeError. Input that is not a profile gives an error wrapping
 // ErrNotProfile with a short reason; gzip input cut short gives an error
-// saying the stream is truncated. The legacy text formats that
+// saying the stream is truncated; a profile whose values add up beyond
+// an int64 gives ErrOverflow. The legacy text formats that
 // profile.ParseData understands are accepted as well.
 //
 // Parse does not recover from panics: FuzzParse has not found an input
@@ -67,6 +68,9 @@ func Parse(data []byte, maxDecompressed int64) (*profile.Profile, error) {
 	p, err := profile.ParseData(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotProfile, reason(data, err))
+	}
+	if err := checkMagnitudes(p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

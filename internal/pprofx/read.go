@@ -32,7 +32,7 @@ type ReadOptions struct {
 // counts apply, and input that is not a protobuf (the legacy text
 // formats) is handed to Parse when the decoder stops within its first
 // megabytes. Errors are those of Parse: ErrNotProfile with a reason,
-// *TooLargeError, or a truncated gzip stream.
+// *TooLargeError, a truncated gzip stream, or ErrOverflow.
 //
 // Gzip decompression runs in a goroutine of its own, overlapping the
 // decoding; it has ended when ReadStacks returns.
@@ -572,6 +572,9 @@ func (d *streamDecoder) sample(p []byte) error {
 		return formatErr("malformed profile: samples have %d and %d values", d.nt, len(d.vals))
 	}
 	if err := d.agg.add(d.stack, d.vals); err != nil {
+		if errors.Is(err, ErrOverflow) {
+			return err // a valid profile, refused for what it says
+		}
 		return &formatError{err: err}
 	}
 	return nil

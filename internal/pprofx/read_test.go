@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -374,6 +375,9 @@ func TestReadStacks_Errors(t *testing.T) {
 		{name: "location id 0", data: zeroLoc, notProf: true},
 		{name: "string index out of range", data: badString, notProf: true},
 		{name: "line of an unknown function", data: badFunction, notProf: true},
+		{name: "totals beyond int64", data: overflowing(t, math.MaxInt64, math.MaxInt64), wantErr: "beyond the range of int64"},
+		{name: "one value of MinInt64", data: overflowing(t, math.MinInt64), wantErr: "beyond the range of int64"},
+		{name: "magnitudes beyond int64 that would cancel out", data: overflowing(t, math.MaxInt64, -math.MaxInt64), wantErr: "beyond the range of int64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -415,6 +419,8 @@ func FuzzReadStacks(f *testing.F) {
 	f.Add(gunzipBytes(f, tc.Bytes()))
 	f.Add([]byte("heap profile: 1: 16 [1: 16] @ heap/1048576\n1: 16 [1: 16] @ 0x1 0x2\n"))
 	f.Add([]byte("--- contention:\ncycles/second=2000000000\n1000 10 @ 0x1 0x2\n"))
+	f.Add(overflowing(f, math.MaxInt64/2, math.MaxInt64/2, 1))
+	f.Add(overflowing(f, math.MaxInt64/2, math.MaxInt64/2+1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 4 << 20
 		p, perr := Parse(data, limit)
@@ -438,7 +444,57 @@ func FuzzReadStacks(f *testing.F) {
 		if dumpStacks(s) != dumpStacks(want) {
 			t.Fatalf("ReadStacks differs from StacksOf(Parse)")
 		}
+		checkNoNegativeTotals(t, s)
 	})
+}
+
+// checkNoNegativeTotals fails when a profile of non-negative values gets
+// a negative total, flat or cumulative value from Top, or a value above
+// its total: what a sum that wrapped around would print.
+func checkNoNegativeTotals(t *testing.T, s *Stacks) {
+	t.Helper()
+	for i := range s.Len() {
+		for _, v := range s.Values(i) {
+			if v < 0 {
+				return // a difference profile: negative values are its data
+			}
+		}
+	}
+	for _, st := range s.SampleTypes {
+		tab, err := s.Top(TopOptions{Sample: st.Type})
+		if err != nil {
+			t.Fatalf("Top(%s): %v", st.Type, err)
+		}
+		if tab.Total < 0 {
+			t.Fatalf("Top(%s): total %d of non-negative values", st.Type, tab.Total)
+		}
+		for _, site := range tab.Sites {
+			if site.Flat < 0 || site.Cum < 0 || site.Flat > tab.Total || site.Cum > tab.Total {
+				t.Fatalf("Top(%s): site %s flat %d cum %d outside [0, total %d]", st.Type, site.Function, site.Flat, site.Cum, tab.Total)
+			}
+		}
+	}
+}
+
+// overflowing encodes a profile of one sample type with one sample per
+// value, each at a stack of its own.
+func overflowing(t testing.TB, values ...int64) []byte {
+	t.Helper()
+	fn := &profile.Function{ID: 1, Name: "main.big", Filename: "big.go"}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}},
+		Function:   []*profile.Function{fn},
+	}
+	for i, v := range values {
+		loc := &profile.Location{ID: uint64(i + 1), Address: uint64(0x1000 + i), Line: []profile.Line{{Function: fn, Line: int64(i + 1)}}}
+		p.Location = append(p.Location, loc)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{v}})
+	}
+	var buf bytes.Buffer
+	if err := p.WriteUncompressed(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func BenchmarkReadStacks(b *testing.B) {

@@ -3,6 +3,7 @@ package pprofx
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -199,12 +200,52 @@ func StacksOf(p *profile.Profile) (*Stacks, error) {
 	return s, nil
 }
 
+// ErrOverflow is wrapped by the errors of Parse, ReadStacks and StacksOf
+// for a profile whose sample values add up beyond what an int64 holds:
+// its totals cannot be represented, and summing them anyway would wrap
+// around to nonsense such as a negative total.
+var ErrOverflow = errors.New("sample values add up beyond the range of int64, so the profile's totals cannot be represented")
+
+// addMagnitude adds |v| to *m and reports whether the sum still fits in
+// an int64 (*m is left unchanged when it does not).
+func addMagnitude(m *int64, v int64) bool {
+	if v < 0 {
+		if v == math.MinInt64 {
+			return false
+		}
+		v = -v
+	}
+	if *m > math.MaxInt64-v {
+		return false
+	}
+	*m += v
+	return true
+}
+
+// checkMagnitudes reports ErrOverflow when the absolute sample values of
+// p add up beyond an int64 for some sample type.
+func checkMagnitudes(p *profile.Profile) error {
+	mags := make([]int64, len(p.SampleType))
+	for _, s := range p.Sample {
+		for i, v := range s.Value {
+			if i < len(mags) && !addMagnitude(&mags[i], v) {
+				return fmt.Errorf("%w (sample type %d)", ErrOverflow, i+1)
+			}
+		}
+	}
+	return nil
+}
+
 // aggregator collects samples into distinct stacks.
 type aggregator struct {
 	nt     int
 	store  stackStore
 	values records[int64]
 	total  []int64
+	// magnitude is the sum of the absolute values per sample type: while
+	// it fits in an int64, so does every sum of any subset of the values
+	// (a stack's, a function's, the total), whatever their signs.
+	magnitude []int64
 	// table is an open-addressing hash set of stack indices + 1.
 	table []uint32
 	// hashes[i] is the hash of stack i, kept to grow the table without
@@ -218,12 +259,13 @@ func newAggregator(nt, sizeHint int) *aggregator {
 		size *= 2
 	}
 	return &aggregator{
-		nt:     nt,
-		total:  make([]int64, nt),
-		table:  make([]uint32, size),
-		values: records[int64]{width: nt},
-		hashes: records[uint64]{width: 1},
-		store:  stackStore{refs: records[stackRef]{width: 1}},
+		nt:        nt,
+		total:     make([]int64, nt),
+		magnitude: make([]int64, nt),
+		table:     make([]uint32, size),
+		values:    records[int64]{width: nt},
+		hashes:    records[uint64]{width: 1},
+		store:     stackStore{refs: records[stackRef]{width: 1}},
 	}
 }
 
@@ -245,6 +287,9 @@ const maxStacks = 1 << 31
 // add adds a sample's values to its stack.
 func (a *aggregator) add(stack []int32, values []int64) error {
 	for i, v := range values {
+		if !addMagnitude(&a.magnitude[i], v) {
+			return fmt.Errorf("%w (sample type %d)", ErrOverflow, i+1)
+		}
 		a.total[i] += v
 	}
 	h := hashStack(stack)
