@@ -189,7 +189,8 @@ HTTP/1.1 by default; https URLs speak HTTP/2 when the server offers it;
 --http2 forces HTTP/2 (h2c for http URLs), --http1 forces HTTP/1.1.
 
 Progress goes to stderr when it is a terminal (--progress forces it).
-Ctrl-C stops at once and prints the results so far (exit code 130).`,
+Ctrl-C stops at once and prints the results so far (exit code 130). A run in
+which no request succeeded exits 3, after its report.`,
 		Example: `  # open model: 500 requests/s for 30s across 100000 distinct ids
   heapscope load 'http://127.0.0.1:8080/process?id=user-{rand:100000}' --rate 500 --duration 30s
 
@@ -285,7 +286,18 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 	if res.Interrupted {
 		return &codeError{code: exitInterrupted, err: fmt.Errorf("interrupted after %s: the results above are those so far", res.Duration.Round(time.Millisecond))}
 	}
+	if res.SuccessRatio() == 0 {
+		return &codeError{code: exitPartial, err: noSuccess(&res)}
+	}
 	return nil
+}
+
+// noSuccess says why a load run in which no request succeeded failed.
+func noSuccess(res *load.Result) error {
+	if res.Requests == 0 {
+		return errors.New("no request was sent")
+	}
+	return fmt.Errorf("none of the %d requests succeeded (%s)", res.Requests, countsLine(res.Summary().ErrorKinds, " "))
 }
 
 // origin returns scheme://host of a URL, or "" when it has none.
@@ -440,7 +452,9 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	}
 	sum.AppendRow(table.Row{"rate", rate})
 	if l.Model == string(load.ModelOpen) {
-		sum.AppendRow(table.Row{"concurrency", fmt.Sprintf("%d connections, at most %d requests in flight (bound %d)", l.Connections, l.PeakInFlight, l.MaxInFlight)})
+		sum.AppendRow(table.Row{"concurrency", fmt.Sprintf("%s, at most %d requests in flight (bound %d)", workersLine(l), l.PeakInFlight, l.MaxInFlight)})
+	} else if l.Opened > uint64(l.Connections) {
+		sum.AppendRow(table.Row{"connections", workersLine(l)})
 	}
 	sum.AppendRow(table.Row{"throughput", fmt.Sprintf("%s/s in, %s/s out", humanize.Bytes(l.BytesInPerSecond), humanize.Bytes(l.BytesOutPerSecond))})
 	sum.AppendRow(table.Row{"success", fmt.Sprintf("%.2f %%", 100*l.SuccessRatio)})
@@ -453,6 +467,13 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	if lag := l.Lag; lag != nil {
 		var sched string
 		switch {
+		case lag.HeldBack == string(load.HeldByMaxInFlight):
+			sched = fmt.Sprintf("HELD BACK by --max-in-flight %d: the service did not answer fast enough to free a slot; %.1f/s sent of %s/s asked",
+				l.MaxInFlight, l.AchievedRate, trimFloat(l.RequestedRate))
+			if l.Dropped > 0 {
+				sched += fmt.Sprintf(", %d requests dropped", l.Dropped)
+			}
+			sched += fmt.Sprintf(", lag p99 %s, max %s; latency counts the wait", humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		case l.Dropped > 0:
 			sched = fmt.Sprintf("FELL BEHIND: %.1f/s sent of %s/s asked, %d requests dropped, lag p99 %s, max %s; latency counts the lag",
 				l.AchievedRate, trimFloat(l.RequestedRate), l.Dropped, humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
@@ -492,6 +513,24 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 		tables = append(tables, ser)
 	}
 	return tables
+}
+
+// workersLine says how many connections carried the load: the open
+// model's workers (or the closed model's connections), and how many
+// connections they had to open when the server closed them.
+func workersLine(l *result.Load) string {
+	if l.Opened <= uint64(l.Connections) {
+		return fmt.Sprintf("%d connections", l.Connections)
+	}
+	who := "workers"
+	if l.Model != string(load.ModelOpen) {
+		who = "senders"
+	}
+	why := "reopened after the server closed them or a request timed out"
+	if l.NoKeepAlive {
+		why = "--no-keepalive"
+	}
+	return fmt.Sprintf("%d %s over %d connections (%s)", l.Connections, who, l.Opened, why)
 }
 
 func newLoadTable() table.Writer {

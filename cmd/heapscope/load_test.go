@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -239,6 +240,38 @@ func TestLoad_InterruptPrintsResultsSoFar(t *testing.T) {
 	}
 }
 
+// TestLoad_StalledServiceEndsOnTimeAndExits3 loads a service that
+// answers nothing: the run ends about EndGrace after its window although
+// the timeout is longer, the latency shows the wait, and no success is
+// exit 3.
+func TestLoad_StalledServiceEndsOnTimeAndExits3(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	start := time.Now()
+	got := heapscope(t, "load", srv.URL+"/", "--rate", "50", "--duration", "1s", "--timeout", "10s", "--format", "json")
+	took := time.Since(start)
+	if got.code != exitPartial || !strings.Contains(got.stderr, "none of the") || !strings.Contains(got.stderr, "unfinished") {
+		t.Fatalf("exit %d, stderr %q: want exit 3 saying no request succeeded", got.code, got.stderr)
+	}
+	if limit := time.Second + load.EndGrace + time.Second; took > limit {
+		t.Errorf("load took %s with a 1s window, want at most %s", took, limit)
+	}
+	var l result.Load
+	if err := json.Unmarshal([]byte(got.stdout), &l); err != nil {
+		t.Fatalf("stdout is not load JSON: %v\n%s", err, got.stdout)
+	}
+	if l.Requests == 0 || l.LatencySeconds.Min < load.EndGrace.Seconds() || l.LatencySeconds.P50 < load.EndGrace.Seconds() {
+		t.Errorf("%d requests, latency %+v: want every request's wait, at least %s, in the latency", l.Requests, l.LatencySeconds, load.EndGrace)
+	}
+}
+
 func TestPrintLoad_golden(t *testing.T) {
 	open := &result.Load{
 		Model: "open", Protocol: "HTTP/1.1", Method: "GET", URL: "http://127.0.0.1:8080/items/{rand:1000}",
@@ -254,6 +287,11 @@ func TestPrintLoad_golden(t *testing.T) {
 	behind := *open
 	behind.Lag = &result.LoadLag{MeanSeconds: 0.2, P99Seconds: 0.9, MaxSeconds: 1.2, FellBehind: true}
 	behind.Dropped, behind.AchievedRate, behind.RampSeconds = 3000, 4200, 0
+	held := *open
+	held.Lag = &result.LoadLag{MeanSeconds: 1.2, P99Seconds: 3.6, MaxSeconds: 3.6, FellBehind: true, HeldBack: "max_in_flight"}
+	held.MaxInFlight, held.PeakInFlight, held.Connections, held.Opened = 20, 20, 20, 59
+	held.Requests, held.Completed, held.Errors, held.Dropped, held.AchievedRate, held.SuccessRatio = 60, 0, 60, 440, 12, 0
+	held.StatusCodes, held.ErrorKinds = nil, map[string]uint64{"timeout": 40, "unfinished": 20}
 	late := *open
 	late.Lag = &result.LoadLag{MeanSeconds: 0.001, P99Seconds: 0.014, MaxSeconds: 0.025, FellBehind: true}
 	closed := &result.Load{
@@ -276,6 +314,7 @@ func TestPrintLoad_golden(t *testing.T) {
 		{"open.txt", open, report.FormatText},
 		{"open-behind.txt", &behind, report.FormatText},
 		{"open-late.txt", &late, report.FormatText},
+		{"open-held.txt", &held, report.FormatText},
 		{"closed-series.txt", closed, report.FormatText},
 		{"closed-series.md", closed, report.FormatMarkdown},
 	}

@@ -30,6 +30,8 @@ type client interface {
 	abort()
 	// bytes returns the bytes read and written so far.
 	bytes() (in, out uint64)
+	// opened returns the number of connections opened so far.
+	opened() uint64
 	// close releases the connections.
 	close()
 }
@@ -197,6 +199,8 @@ func (c *httpClient) session() session {
 func (c *httpClient) abort() { c.conns.abort() }
 
 func (c *httpClient) bytes() (in, out uint64) { return c.conns.in.Load(), c.conns.out.Load() }
+
+func (c *httpClient) opened() uint64 { return c.conns.opened.Load() }
 
 func (c *httpClient) close() {
 	if c.tr != nil {
@@ -427,7 +431,7 @@ func (s *stdSession) send(ctx context.Context, t *target, url []byte, sent time.
 // connSet tracks a run's connections: it counts their bytes and closes them
 // all when the run is interrupted.
 type connSet struct {
-	in, out atomic.Uint64
+	in, out, opened atomic.Uint64
 
 	mu      sync.Mutex
 	conns   map[*countedConn]struct{}
@@ -443,6 +447,7 @@ func (s *connSet) track(conn net.Conn) (*countedConn, error) {
 		return nil, errAborted
 	}
 	s.conns[c] = struct{}{}
+	s.opened.Add(1)
 	return c, nil
 }
 

@@ -38,6 +38,10 @@ const (
 	// ErrorKindCanceled: the run was stopped (its context ended) while the
 	// request was outstanding.
 	ErrorKindCanceled = "canceled"
+	// ErrorKindUnfinished: the request was still outstanding EndGrace
+	// after the window's end, and was cancelled so that the run ends on
+	// time.
+	ErrorKindUnfinished = "unfinished"
 	// ErrorKindOther: any other transport failure.
 	ErrorKindOther = "other"
 )
@@ -57,6 +61,7 @@ const (
 	kindTooLarge
 	kindInvalid
 	kindCanceled
+	kindUnfinished
 	kindOther
 	kindStatus4xx
 	kindStatus5xx
@@ -64,18 +69,32 @@ const (
 )
 
 var kindNames = [numKinds]string{
-	kindTimeout:   ErrorKindTimeout,
-	kindRefused:   ErrorKindConnectionRefused,
-	kindReset:     ErrorKindConnectionReset,
-	kindClosed:    ErrorKindConnectionClosed,
-	kindDNS:       ErrorKindDNS,
-	kindTLS:       ErrorKindTLS,
-	kindTooLarge:  ErrorKindBodyTooLarge,
-	kindInvalid:   ErrorKindInvalidResponse,
-	kindCanceled:  ErrorKindCanceled,
-	kindOther:     ErrorKindOther,
-	kindStatus4xx: "status_4xx",
-	kindStatus5xx: "status_5xx",
+	kindTimeout:    ErrorKindTimeout,
+	kindRefused:    ErrorKindConnectionRefused,
+	kindReset:      ErrorKindConnectionReset,
+	kindClosed:     ErrorKindConnectionClosed,
+	kindDNS:        ErrorKindDNS,
+	kindTLS:        ErrorKindTLS,
+	kindTooLarge:   ErrorKindBodyTooLarge,
+	kindInvalid:    ErrorKindInvalidResponse,
+	kindCanceled:   ErrorKindCanceled,
+	kindUnfinished: ErrorKindUnfinished,
+	kindOther:      ErrorKindOther,
+	kindStatus4xx:  "status_4xx",
+	kindStatus5xx:  "status_5xx",
+}
+
+// hasLatency reports whether a request that ended with this kind counts in
+// the latency figures: it got a response (whatever its status), or it
+// waited for one until it was given up (timeout, unfinished), so a service
+// that answers nothing shows as slow rather than not at all. Requests that
+// failed fast (refused, reset) say nothing of the service's speed.
+func (k errorKind) hasLatency() bool {
+	switch k {
+	case kindNone, kindStatus4xx, kindStatus5xx, kindTimeout, kindUnfinished:
+		return true
+	}
+	return false
 }
 
 // classify returns the kind of a transport failure. A failure after the

@@ -463,10 +463,71 @@ func TestRun_httpStalledServer(t *testing.T) {
 		t.Errorf("requests %d, dropped %d, behind %v, max lag %s: want at most %d sent, the rest of 1200 dropped, behind by 200ms or more",
 			res.Requests, res.Dropped, res.Behind, res.Lag.Max, 3*maxInFlight)
 	}
+	// The bound held the rate back, not the generator; and requests that
+	// timed out waited at least the timeout.
+	if res.HeldBack != HeldByMaxInFlight || res.AtBound == 0 {
+		t.Errorf("held back by %q (%d requests at the bound), want %q", res.HeldBack, res.AtBound, HeldByMaxInFlight)
+	}
+	if res.Latency.Min < 250*time.Millisecond || res.Latency.P50 < 250*time.Millisecond {
+		t.Errorf("latency %+v of requests that all timed out after 250ms: want every figure at least 250ms", res.Latency)
+	}
 	// The server's handlers and connections are goroutines of this
 	// process too: two per request outstanding, beside the workers.
 	if limit := int64(before + 4*maxInFlight + 20); peakGoroutines.Load() > limit {
 		t.Errorf("%d goroutines during the run, want at most %d", peakGoroutines.Load(), limit)
+	}
+}
+
+// TestRun_httpStalledServerEndsOnTime runs both models against a server
+// that never answers, with the default 10s timeout: the run still ends
+// EndGrace after its window, the outstanding requests counted as
+// unfinished, at the time they waited, in the latency.
+func TestRun_httpStalledServerEndsOnTime(t *testing.T) {
+	t.Parallel()
+	base := serveStalled(t, "")
+	const window = 500 * time.Millisecond
+	for _, opts := range []Options{
+		{Targets: []Request{{URL: base + "/open"}}, Rate: 40, Duration: window},
+		{Targets: []Request{{URL: base + "/closed"}}, Connections: 4, Duration: window},
+	} {
+		t.Run(string(opts.Model()), func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			res, err := Run(t.Context(), opts)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if limit := window + EndGrace + 500*time.Millisecond; took > limit || res.Elapsed > limit {
+				t.Errorf("run took %s (elapsed %s), want at most %s (window + EndGrace + slack)", took, res.Elapsed, limit)
+			}
+			if res.Requests == 0 || res.Completed != 0 || res.ErrorKinds[ErrorKindUnfinished] != res.Requests || res.Errors != res.Requests {
+				t.Errorf("requests %d, completed %d, error kinds %v: want every request unfinished", res.Requests, res.Completed, res.ErrorKinds)
+			}
+			if res.Latency.Min < EndGrace || res.Latency.Max < window+EndGrace-50*time.Millisecond {
+				t.Errorf("latency %+v: want the unfinished requests counted at how long they waited (at least EndGrace)", res.Latency)
+			}
+			if res.Behind || res.HeldBack != "" {
+				t.Errorf("behind %v, held back by %q: the schedule was kept", res.Behind, res.HeldBack)
+			}
+		})
+	}
+}
+
+// TestRun_httpServerClosesEveryConnection counts the connections a server
+// that closes each one after its response makes the load open.
+func TestRun_httpServerClosesEveryConnection(t *testing.T) {
+	t.Parallel()
+	base := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	})
+	res, err := Run(t.Context(), Options{Targets: []Request{{URL: base}}, Rate: 200, MaxRequests: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 60 || res.Opened < 60 || uint64(res.Connections) >= res.Opened {
+		t.Errorf("completed %d over %d workers and %d connections opened: want 60 connections for 60 requests", res.Completed, res.Connections, res.Opened)
 	}
 }
 

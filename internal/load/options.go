@@ -21,6 +21,12 @@ const (
 // than this after their intended time (Result.Behind).
 const BehindLag = 10 * time.Millisecond
 
+// EndGrace is how long the requests still outstanding at the window's end
+// may take to finish: after it they are cancelled and counted as
+// ErrorKindUnfinished, so that a run ends within Duration plus EndGrace
+// whatever the service does.
+const EndGrace = time.Second
+
 // Model is a load model.
 type Model string
 

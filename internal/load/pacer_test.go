@@ -33,6 +33,7 @@ func newFakeClient(handle func(ctx context.Context, url string) (int, error)) *f
 func (c *fakeClient) check(context.Context) error { return nil }
 func (c *fakeClient) abort()                      {}
 func (c *fakeClient) bytes() (in, out uint64)     { return 0, 0 }
+func (c *fakeClient) opened() uint64              { return 0 }
 func (c *fakeClient) close()                      {}
 
 func (c *fakeClient) session() session {

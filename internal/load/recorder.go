@@ -92,6 +92,7 @@ type recorder struct {
 
 	mu                 sync.Mutex
 	done, errs, ok     uint64
+	completed          uint64
 	status             [1000]uint64 // by code; codes are three digits
 	kinds              [numKinds]uint64
 	latency, lag       *durations
@@ -138,8 +139,11 @@ func (r *recorder) record(due, sent, end time.Time, status int, h2 bool, kind er
 	r.done++
 	r.lag.record(lag)
 	r.lagSinceProgress = max(r.lagSinceProgress, lag)
-	if kind == kindNone {
+	if kind.hasLatency() {
 		r.latency.record(latency)
+	}
+	if kind == kindNone {
+		r.completed++
 		if uint(status) < uint(len(r.status)) {
 			r.status[status]++
 		}
@@ -176,7 +180,7 @@ func (r *recorder) recordSecond(sent, end time.Time, latency, lag time.Duration,
 	if kind != kindNone {
 		sec.Errors++
 	}
-	if kind == kindNone || kind == kindStatus4xx || kind == kindStatus5xx {
+	if kind.hasLatency() {
 		// Completions usually come in time order; one that ended a hair
 		// before a later one took the lock goes into the open second.
 		if e > r.cur {
@@ -225,7 +229,7 @@ func (r *recorder) fill(res *Result) {
 	defer r.mu.Unlock()
 	res.Requests = r.done
 	res.Errors = r.errs
-	res.Completed = r.latency.n
+	res.Completed = r.completed
 	res.Latency = r.latency.summary()
 	res.Lag = LagSummary{Mean: r.lag.mean(), P99: r.lag.quantile(0.99), Max: r.lag.max}
 	res.PeakInFlight = int(r.maxFlight.Load())

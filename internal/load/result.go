@@ -36,6 +36,12 @@ type Result struct {
 	MaxInFlight  int
 	PeakInFlight int
 	NoKeepAlive  bool
+	// Opened counts the connections opened during the run: more than
+	// Connections when the server closed them (or NoKeepAlive).
+	Opened uint64
+	// AtBound counts the open model's requests that fell due while
+	// MaxInFlight requests were outstanding, and waited for one to end.
+	AtBound uint64
 
 	// Requests is the number of requests sent.
 	Requests uint64
@@ -65,25 +71,42 @@ type Result struct {
 	// transport failures, or "status_4xx", "status_5xx" for responses with
 	// a status of 400 or more.
 	ErrorKinds map[string]uint64
-	// Latency summarises the latency of completed responses, from each
-	// request's intended send time to the end of its response body. In the
-	// open model the intended time is the schedule's, so a stalled server
-	// or a generator that fell behind shows in the latency instead of
-	// hiding behind fewer requests (no coordinated omission). In the closed
-	// model it is the send time.
+	// Latency summarises how long requests waited for their response:
+	// completed ones until the end of the body, and those that timed out
+	// or were still outstanding at the end (ErrorKindUnfinished) until
+	// they were given up, so a service that answers nothing shows as
+	// slow, never as 0. It counts from each request's intended send time:
+	// in the open model the schedule's, so a stalled server or a generator
+	// that fell behind shows in the latency instead of hiding behind fewer
+	// requests (no coordinated omission); in the closed model the send
+	// time.
 	Latency LatencySummary
 	// Lag summarises how late requests were sent after their intended
 	// time: the generator's own delay (open model; zero in the closed one).
 	Lag LagSummary
-	// Behind reports that the open model's generator fell behind its
-	// schedule: it dropped requests, or 1 % of them or more left BehindLag
-	// or later.
-	Behind bool
+	// Behind reports that the open model fell behind its schedule: it
+	// dropped requests, or 1 % of them or more left BehindLag or later.
+	// HeldBack says what held it back.
+	Behind   bool
+	HeldBack HeldBy
 	// Interrupted reports that the run's context ended before the run did.
 	Interrupted bool
 	// Series holds per-second figures when Options.Series is set.
 	Series []Second
 }
+
+// HeldBy names what held the open model back from its schedule.
+type HeldBy string
+
+// What can hold the open model back.
+const (
+	// HeldByMaxInFlight: requests fell due while MaxInFlight were
+	// outstanding; the service did not answer fast enough to free a slot.
+	HeldByMaxInFlight HeldBy = "max_in_flight"
+	// HeldByGenerator: the generator itself (its pacer, or the machine it
+	// runs on) could not send on time.
+	HeldByGenerator HeldBy = "generator"
+)
 
 // LatencySummary is a distribution of durations. Min, Mean and Max are
 // exact; the percentiles are within HistogramMaxRelativeError.
@@ -130,6 +153,7 @@ func (r *Result) Summary() *result.Load {
 		Connections:     r.Connections,
 		MaxInFlight:     r.MaxInFlight,
 		PeakInFlight:    r.PeakInFlight,
+		Opened:          r.Opened,
 		NoKeepAlive:     r.NoKeepAlive,
 		DurationSeconds: r.Duration.Seconds(),
 		ElapsedSeconds:  r.Elapsed.Seconds(),
@@ -163,7 +187,7 @@ func (r *Result) Summary() *result.Load {
 	if r.Model == ModelOpen {
 		l.Lag = &result.LoadLag{
 			MeanSeconds: r.Lag.Mean.Seconds(), P99Seconds: r.Lag.P99.Seconds(), MaxSeconds: r.Lag.Max.Seconds(),
-			FellBehind: r.Behind,
+			FellBehind: r.Behind, HeldBack: string(r.HeldBack),
 		}
 	}
 	for i, s := range r.Series {

@@ -62,8 +62,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 // Run sends the load and returns what happened. It first checks that every
 // target's address accepts connections; an unreachable one is its only
 // error. Then it runs until Duration has elapsed or MaxRequests were sent,
-// and the outstanding requests have completed or timed out. A target that
-// fails during the run shows in the Result's errors.
+// and the outstanding requests have completed or timed out; with a
+// Duration, those still outstanding EndGrace after its end are cancelled
+// (ErrorKindUnfinished), so a stalled service cannot hold the run past
+// Duration plus EndGrace. A target that fails during the run shows in the
+// Result's errors.
 //
 // When ctx ends, Run stops sending at once, fails the outstanding requests
 // (ErrorKindCanceled) and returns the results so far with Interrupted set
@@ -76,7 +79,7 @@ func (g *Generator) Run(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("load %s: %w", opts.Targets[0].URL, err)
 	}
 
-	r := &runner{g: g, ctx: ctx, cl: cl, stop: make(chan struct{}), paceStop: make(chan struct{})}
+	r := &runner{g: g, ctx: ctx, cl: cl, stop: make(chan struct{}), paceStop: make(chan struct{}), openedBefore: cl.opened()}
 	ready := r.warmWorkers()
 	start := time.Now()
 	r.start, r.rec = start, newRecorder(start, opts.Series)
@@ -122,16 +125,24 @@ type runner struct {
 	stopAt         time.Time // when stop was closed
 	windowEnded    atomic.Bool
 	interrupted    atomic.Bool
-	dropped        uint64
-	sendEnd        time.Time // open model: the end of the schedule that ran
-	started        int       // open model: the workers started
+	// cut is set when the requests outstanding EndGrace after the window's
+	// end were cancelled.
+	cut          atomic.Bool
+	openedBefore uint64 // connections the reachability check opened
+	dropped      uint64
+	// atBound counts the open model's requests that fell due while
+	// MaxInFlight requests were outstanding and had to wait for one.
+	atBound uint64
+	sendEnd time.Time // open model: the end of the schedule that ran
+	started int       // open model: the workers started
 }
 
 // watch closes stop at the end of the window or when ctx ends, and aborts
-// the outstanding requests when ctx ends before the run has finished. It
-// closes paceStop with stop, except at the end of the window, when the open
-// model's pacer gets BehindLag more to send the requests due in the window
-// that wait for a worker: those are late, not dropped.
+// the outstanding requests when ctx ends before the run has finished, or
+// EndGrace after the window's end. It closes paceStop with stop, except at
+// the end of the window, when the open model's pacer gets BehindLag more
+// to send the requests due in the window that wait for a worker: those are
+// late, not dropped.
 func (r *runner) watch(finished <-chan struct{}) {
 	var window <-chan time.Time
 	if d := r.g.opts.Duration; d > 0 {
@@ -163,6 +174,8 @@ func (r *runner) watch(finished <-chan struct{}) {
 	}
 	grace := time.NewTimer(BehindLag)
 	defer grace.Stop()
+	end := time.NewTimer(EndGrace)
+	defer end.Stop()
 	pacing := true
 	for {
 		select {
@@ -174,6 +187,9 @@ func (r *runner) watch(finished <-chan struct{}) {
 		case <-grace.C:
 			close(r.paceStop)
 			pacing = false
+		case <-end.C:
+			r.cut.Store(true)
+			r.cl.abort()
 		case <-r.ctx.Done():
 			r.interrupted.Store(true)
 			if pacing {
@@ -249,6 +265,9 @@ func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.T
 	kind := kindNone
 	if err != nil {
 		kind = classify(r.ctx, err)
+		if kind != kindTimeout && kind != kindCanceled && r.cut.Load() {
+			kind = kindUnfinished
+		}
 	}
 	r.rec.record(due, sent, end, status, h2, kind)
 	return kind, end
@@ -392,6 +411,8 @@ loop:
 			if len(started) < opts.MaxInFlight {
 				spawn.Reset(spawnAfter)
 				spawnC = spawn.C
+			} else {
+				r.atBound++
 			}
 			for w == nil {
 				select {
@@ -470,8 +491,10 @@ func (g *Generator) result(r *runner, end time.Time) Result {
 	r.rec.fill(&res)
 	if res.Model == ModelOpen {
 		res.Connections = r.started
+		res.AtBound = r.atBound
 	}
 	res.BytesIn, res.BytesOut = r.cl.bytes()
+	res.Opened = r.cl.opened() - r.openedBefore
 	switch {
 	case res.Interrupted:
 		// The workers can see ctx end before watch does: the run sent
@@ -489,6 +512,11 @@ func (g *Generator) result(r *runner, end time.Time) Result {
 	}
 	if res.Model == ModelOpen {
 		res.Behind = res.Dropped > 0 || res.Lag.P99 >= BehindLag
+		if res.Behind && res.AtBound > 0 {
+			res.HeldBack = HeldByMaxInFlight
+		} else if res.Behind {
+			res.HeldBack = HeldByGenerator
+		}
 	}
 	return res
 }

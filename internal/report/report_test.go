@@ -222,3 +222,45 @@ func TestParseFormat(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestLoadLine_CountsWhatWasSent(t *testing.T) {
+	tests := []struct {
+		name string
+		load result.Load
+		want []string
+		not  []string
+	}{
+		{
+			name: "all answered",
+			load: result.Load{Method: "GET", URL: "http://127.0.0.1:1/", Model: "open", RequestedRate: 500, AchievedRate: 500, Requests: 1000, Completed: 1000},
+			want: []string{"1000 requests sent at 500.0/s (asked 500.0/s), 0 errors"},
+			not:  []string{"answered"},
+		},
+		{
+			name: "target lost halfway",
+			load: result.Load{Method: "GET", URL: "http://127.0.0.1:1/", Model: "open", RequestedRate: 500, AchievedRate: 500, Requests: 1000, Completed: 498, Errors: 502},
+			want: []string{"1000 requests sent", "498 answered, 502 errors"},
+		},
+		{
+			name: "held back by the bound",
+			load: result.Load{Method: "GET", URL: "http://127.0.0.1:1/", Model: "open", RequestedRate: 100, AchievedRate: 4, Requests: 20, Errors: 20,
+				Dropped: 480, MaxInFlight: 20, Lag: &result.LoadLag{FellBehind: true, HeldBack: "max_in_flight"}},
+			want: []string{"20 requests sent", "0 answered, 20 errors", "480 not sent (20 in flight, the bound)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := loadLine(&result.Run{Load: &tt.load})
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("load line %q does not say %q", got, w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("load line %q says %q", got, n)
+				}
+			}
+		})
+	}
+}

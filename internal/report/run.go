@@ -322,10 +322,17 @@ func loadLine(r *result.Run) string {
 	if l.Model == "closed" {
 		model = fmt.Sprintf("%d connections back to back", l.Connections)
 	}
-	s := fmt.Sprintf("%s %s: %d requests at %.1f/s (%s), %d errors",
-		l.Method, l.URL, l.Completed, l.AchievedRate, model, l.Errors)
+	s := fmt.Sprintf("%s %s: %d requests sent at %.1f/s (%s)", l.Method, l.URL, l.Requests, l.AchievedRate, model)
+	if l.Completed != l.Requests {
+		s += fmt.Sprintf(", %d answered", l.Completed)
+	}
+	s += fmt.Sprintf(", %d errors", l.Errors)
 	if l.Dropped > 0 {
-		s += fmt.Sprintf(", %d not sent (too many in flight)", l.Dropped)
+		why := "the generator fell behind"
+		if l.Lag != nil && l.Lag.HeldBack == "max_in_flight" {
+			why = fmt.Sprintf("%d in flight, the bound", l.MaxInFlight)
+		}
+		s += fmt.Sprintf(", %d not sent (%s)", l.Dropped, why)
 	}
 	lat := l.LatencySeconds
 	return s + fmt.Sprintf("; latency p50 %s, p99 %s, max %s", humanize.Seconds(lat.P50), humanize.Seconds(lat.P99), humanize.Seconds(lat.Max))

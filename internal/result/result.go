@@ -319,6 +319,9 @@ type Load struct {
 	MaxInFlight   int     `json:"max_in_flight,omitempty"`
 	PeakInFlight  int     `json:"peak_in_flight,omitempty"`
 	NoKeepAlive   bool    `json:"no_keepalive,omitempty"`
+	// Opened counts the connections opened during the window: more than
+	// Connections when the server closed them.
+	Opened uint64 `json:"connections_opened,omitempty"`
 	// DurationSeconds is how long requests were sent; ElapsedSeconds runs to
 	// the end of the last response.
 	DurationSeconds float64 `json:"duration_seconds,omitempty"`
@@ -346,7 +349,8 @@ type Load struct {
 	ErrorKinds        map[string]uint64 `json:"error_kinds,omitempty"`
 	// LatencySeconds is measured from each request's intended send time in
 	// the open model (no coordinated omission), from its send time in the
-	// closed model.
+	// closed model, to its response's end, or to when it timed out or was
+	// given up at the end of the window.
 	LatencySeconds Latency `json:"latency_seconds"`
 	// Lag is how late the open model's requests left after their intended
 	// time.
@@ -362,8 +366,11 @@ type LoadLag struct {
 	P99Seconds  float64 `json:"p99_seconds"`
 	MaxSeconds  float64 `json:"max_seconds"`
 	// FellBehind: requests were dropped, or 1 % of them or more left 10 ms
-	// or more after their intended time.
-	FellBehind bool `json:"fell_behind"`
+	// or more after their intended time. HeldBack says what held the
+	// schedule back: "max_in_flight" (the bound on outstanding requests
+	// was reached: the service answered too slowly) or "generator".
+	FellBehind bool   `json:"fell_behind"`
+	HeldBack   string `json:"held_back,omitempty"`
 }
 
 // LoadSecond is one second of a load run, counted from its start.
