@@ -166,7 +166,9 @@ func TestDemo_NamesTheLeakAndNotItsFix(t *testing.T) {
 }
 
 func TestDemo_NaiveKVNamesJSONAndMapPerResponse(t *testing.T) {
-	naive, _ := demoRun(t, "kv-naive", "--duration", "4s", "--profiles", "mutex")
+	// Back to back on 4 connections: at the runtime's default sampling
+	// rate, enough allocations for the top sites to be stable.
+	naive, _ := demoRun(t, "kv-naive", "--duration", "3s", "--connections", "4", "--profiles", "mutex")
 	alloc := naive.TopFor("alloc_space")
 	var json, naivekv bool
 	for _, s := range alloc.Sites {

@@ -123,8 +123,11 @@ type runner struct {
 	// after the window's end.
 	stop, paceStop chan struct{}
 	stopAt         time.Time // when stop was closed
-	windowEnded    atomic.Bool
-	interrupted    atomic.Bool
+	// windowEnd is when the window ended, by Duration or Stop; set before
+	// windowEnded.
+	windowEnd   time.Time
+	windowEnded atomic.Bool
+	interrupted atomic.Bool
 	// cut is set when the requests outstanding EndGrace after the window's
 	// end were cancelled.
 	cut          atomic.Bool
@@ -158,10 +161,12 @@ func (r *runner) watch(finished <-chan struct{}) {
 		return
 	case <-window:
 		r.stopAt = time.Now()
+		r.windowEnd = r.start.Add(r.g.opts.Duration)
 		r.windowEnded.Store(true)
 		close(r.stop)
 	case <-r.g.opts.Stop:
 		r.stopAt = time.Now()
+		r.windowEnd = r.stopAt
 		r.windowEnded.Store(true)
 		close(r.stop)
 	case <-r.ctx.Done():
@@ -438,7 +443,7 @@ loop:
 		// Stopped early: what was due by then and not sent is dropped.
 		due := r.g.sched.Count(r.sendEnd.Sub(r.start))
 		if r.windowEnded.Load() {
-			due = n
+			due = r.g.sched.Count(r.windowEnd.Sub(r.start))
 		}
 		if due > i {
 			r.dropped = min(due, n) - i
@@ -500,7 +505,9 @@ func (g *Generator) result(r *runner, end time.Time) Result {
 		// The workers can see ctx end before watch does: the run sent
 		// until whichever came first.
 		res.Duration = min(r.stopAt.Sub(r.start), res.Elapsed)
-	case opts.Duration > 0 && (r.windowEnded.Load() || res.Elapsed >= opts.Duration):
+	case r.windowEnded.Load():
+		res.Duration = r.windowEnd.Sub(r.start)
+	case opts.Duration > 0 && res.Elapsed >= opts.Duration:
 		res.Duration = opts.Duration
 	case opts.Rate > 0:
 		res.Duration = r.sendEnd.Sub(r.start)
