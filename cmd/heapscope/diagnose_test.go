@@ -56,7 +56,7 @@ func TestDiagnose_BadInput(t *testing.T) {
 	}
 }
 
-func TestDiagnose_OneSnapshotInventsNothing(t *testing.T) {
+func TestDiagnose_OneSnapshotSaysWhatItCounts(t *testing.T) {
 	heap := heapProfileFile(t)
 	got := heapscope(t, "diagnose", heap, heap, "--format", "json", "--fail-on", "low")
 	// The same file twice is two snapshots taken at the same time: not a
@@ -65,7 +65,7 @@ func TestDiagnose_OneSnapshotInventsNothing(t *testing.T) {
 		t.Errorf("exit %d, stdout %s, stderr %s", got.code, got.stdout, got.stderr)
 	}
 	got = heapscope(t, "diagnose", heap)
-	if got.code != exitOK || !strings.Contains(got.stdout, "one heap snapshot gives allocations since the process started") {
+	if got.code != exitOK || !strings.Contains(got.stdout, "one heap profile: allocations are counted since the process started") {
 		t.Errorf("exit %d, stdout %s, stderr %s", got.code, got.stdout, got.stderr)
 	}
 }

@@ -64,7 +64,9 @@ func wantUsageError(t *testing.T, got invocation, want string) {
 
 func heapscopeIn(t *testing.T, stdin string, args ...string) invocation {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	// Long enough for a run that keeps its window open (--until-confident
+	// goes up to 5 × --duration); a bound for a hung one.
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	code := execute(ctx, args, strings.NewReader(stdin), &stdout, &stderr)

@@ -17,9 +17,11 @@ func Run(in Input) Report {
 	d := newDiagnosis(in)
 	d.heapSeries()
 	d.goroutineSeries()
+	d.goroutinePileUps()
 	d.hotSpots()
 	d.patterns()
 	d.gcPressure()
+	d.cpuAllocation()
 	d.rssBreakdown()
 	d.contention()
 	d.regressions()
@@ -54,6 +56,9 @@ type diagnosis struct {
 	// allocObjects its totals.
 	allocs                   *profile.Profile
 	allocBytes, allocObjects float64
+	// allocsSinceStart: allocs is one heap profile's counts since the
+	// process started, not a window's.
+	allocsSinceStart bool
 	// gcCPU is the GC's share of the process's CPU and gcCPUWindow
 	// whether it covers the window (else the process's lifetime);
 	// procs is GOMAXPROCS when known.
@@ -107,6 +112,12 @@ func newDiagnosis(in Input) *diagnosis {
 		} else {
 			d.allocs = delta
 		}
+	}
+	if d.allocs == nil && len(in.Heap) == 1 && index(in.Heap[0].Profile, pprofx.AllocSpace) >= 0 {
+		// One profile: what it counts since the process started still
+		// names the sites and their shares, without rates.
+		d.allocs, d.allocsSinceStart = in.Heap[0].Profile, true
+		d.note("one heap profile: allocations are counted since the process started, so sites are rated by their share of the bytes; a second snapshot a while later (heapscope profile, or two files) adds rates, allocations per request, and whether the live heap grows")
 	}
 	if d.allocs != nil {
 		if d.window <= 0 && d.allocs.DurationNanos > 0 {

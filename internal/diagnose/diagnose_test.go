@@ -111,7 +111,7 @@ func TestRun_leakNeedsOneProcessAndEnoughSnapshots(t *testing.T) {
 		heap []Profile
 		note string
 	}{
-		{"a series of one", heapSeriesOf(1, grow), "one heap snapshot gives allocations since the process started"},
+		{"a series of one", heapSeriesOf(1, grow), "one heap profile: allocations are counted since the process started"},
 		{"a series of two", heapSeriesOf(2, grow), "2 heap snapshot(s), it needs at least 3"},
 		{"a restart between snapshots", restarted, "cannot come from one process: cumulative alloc_space went down"},
 		{"snapshots out of order", swapped, "out of order"},

@@ -32,6 +32,9 @@ type heapSites struct {
 	// samples counts, per site and snapshot, the samples behind its
 	// in-use bytes.
 	samples map[site][]float64
+	// large is, per site and snapshot, the in-use bytes in objects of
+	// containerObjectBytes or more: a container's storage (holder.go).
+	large map[site][]float64
 	// period is the profiles' sampling period (MemProfileRate).
 	period int64
 }
@@ -50,7 +53,7 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 		d.note("leak check: %d heap snapshot(s), it needs at least %d of one process (give --snapshots %d or more)", len(heap), th.MinSnapshots, th.MinSnapshots)
 		return heapSites{}, false
 	}
-	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, stacks: map[string]*series{}, samples: map[site][]float64{}}
+	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, stacks: map[string]*series{}, samples: map[site][]float64{}, large: map[site][]float64{}}
 	for i, h := range heap {
 		hs.xs[i] = h.Time.Sub(heap[0].Time).Minutes()
 	}
@@ -92,6 +95,14 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 					hs.samples[at] = make([]float64, len(heap))
 				}
 				hs.samples[at][i] += rawSamples(s.Value[oi], v, h.Profile.Period)
+				// A sample's objects have one size: the runtime keeps a
+				// record per stack and size.
+				if objects := s.Value[oi]; objects > 0 && v/objects >= containerObjectBytes {
+					if hs.large[at] == nil {
+						hs.large[at] = make([]float64, len(heap))
+					}
+					hs.large[at][i] += float64(v)
+				}
 			}
 		}
 	}

@@ -23,6 +23,10 @@ type appSite struct {
 
 // cost is what an allocation site costs, in absolute terms.
 type cost struct {
+	bytes, objects float64
+	// sinceStart: the figures count since the process started (one heap
+	// profile), not over a window.
+	sinceStart                             bool
 	bytesPerSecond, objectsPerSecond       float64
 	bytesPerRequest, objectsPerRequest     float64
 	byteShare, objectShare                 float64
@@ -32,7 +36,7 @@ type cost struct {
 
 // costOf returns the cost of bytes and objects allocated in the window.
 func (d *diagnosis) costOf(bytes, objects float64) cost {
-	var c cost
+	c := cost{bytes: bytes, objects: objects, sinceStart: d.allocsSinceStart}
 	if d.allocBytes > 0 {
 		c.byteShare = bytes / d.allocBytes
 	}
@@ -58,9 +62,20 @@ func (d *diagnosis) costOf(bytes, objects float64) cost {
 
 // severity rates a cost by the hot-spot thresholds: the highest level of
 // the rates and the GC estimate; per-request figures raise it by one
-// level at most, and only when the rate is worth a look already.
+// level at most, and only when the rate is worth a look already. Without
+// a rate (one profile, counts since the process started) it rates the
+// share of all bytes: half or more is medium, a fifth low.
 func (d *diagnosis) severity(c cost) Severity {
 	th := d.th.HotSpot
+	if !c.haveRate {
+		switch {
+		case c.byteShare >= 0.5:
+			return Medium
+		case c.byteShare >= 0.2:
+			return Low
+		}
+		return Info
+	}
 	sev := max(th.BytesPerSecond.of(c.bytesPerSecond), th.ObjectsPerSecond.of(c.objectsPerSecond))
 	if c.haveGCFigure {
 		sev = max(sev, th.GCCores.of(c.gcCores))
@@ -100,6 +115,15 @@ func (c cost) describe() string {
 	var b strings.Builder
 	if c.haveRate {
 		fmt.Fprintf(&b, "%s/s in %s objects/s", humanize.Bytes(c.bytesPerSecond), humanize.Count(c.objectsPerSecond))
+	} else {
+		when := "in the window"
+		if c.sinceStart {
+			when = "since the process started"
+		}
+		fmt.Fprintf(&b, "%s in %s objects %s", humanize.Bytes(c.bytes), humanize.Count(c.objects), when)
+		if c.objects > 0 {
+			fmt.Fprintf(&b, ", %s each on average", humanize.Bytes(c.bytes/c.objects))
+		}
 	}
 	fmt.Fprintf(&b, " (%s of the bytes, %s of the objects", humanize.Percent(c.byteShare), humanize.Percent(c.objectShare))
 	if c.havePerRequest {
@@ -159,13 +183,10 @@ func (d *diagnosis) appSites() []appSite {
 // window, rated by what they cost.
 func (d *diagnosis) hotSpots() {
 	if d.allocs == nil {
-		if len(d.in.Heap) == 1 {
-			d.note("allocation hot spots: one heap snapshot gives allocations since the process started, not over a window; give two or more")
-		}
 		return
 	}
-	if d.window <= 0 {
-		d.note("allocation hot spots: the window's length is unknown, so rates cannot be measured; sites are rated by share only and kept at info")
+	if d.window <= 0 && !d.allocsSinceStart {
+		d.note("allocation hot spots: the window's length is unknown, so rates cannot be measured; sites are rated by their share of the bytes")
 	}
 	th := d.th.HotSpot
 	sites := d.appSites()
@@ -186,9 +207,6 @@ func (d *diagnosis) hotSpots() {
 		fix := "allocate less here: reuse buffers (keep one per worker, or a sync.Pool), preallocate slices and maps to their final size, keep values on the stack (no pointer returned or stored), and avoid string↔[]byte conversions"
 		if src, ok := d.sourceLine(a.at); ok {
 			fix = "the line is `" + strings.TrimSpace(src) + "`: " + fix
-		}
-		if d.window <= 0 {
-			sev = Info
 		}
 		// Sampled: each sample stands for about MemProfileRate bytes.
 		conf := min(1, a.samples/20)

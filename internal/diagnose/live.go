@@ -92,6 +92,21 @@ func (d *diagnosis) analyseLive(hs heapSites) (liveAnalysis, bool) {
 	return a, true
 }
 
+// others returns the places that are neither the holder nor held by it.
+func (a liveAnalysis) others(h holder) []place {
+	grouped := map[site]bool{h.p.s.at: true}
+	for _, q := range h.held {
+		grouped[q.s.at] = true
+	}
+	var out []place
+	for _, p := range a.places {
+		if !grouped[p.s.at] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // classifyLive says what a live heap series is. Unlike a site's sampled
 // series, the whole heap of a leaking service often grows more slowly as
 // the window goes on (fewer new keys, a map between doublings) without
@@ -132,7 +147,7 @@ func (a liveAnalysis) placedSurely() bool {
 
 // Placement is what the exact live heap says of a series of snapshots so
 // far: whether it grows steadily, and whether the samples place that
-// growth yet. A collector asks it to decide whether to keep sampling.
+// growth yet — at one site, or at a holder and the sites it holds. A collector asks it to decide whether to keep sampling.
 type Placement struct {
 	// Grows is true when the live heap grows steadily.
 	Grows bool
@@ -157,6 +172,13 @@ func Place(in Input) Placement {
 	p := Placement{Grows: true, Placed: a.placedSurely()}
 	if len(a.places) > 0 {
 		p.Samples = a.places[0].n
+	}
+	if h, ok := d.findHolder(a.places, hs, a.from); ok {
+		// The holder and what it holds are one finding: their samples
+		// together place it.
+		n := h.p.n + sumSamples(h.held)
+		p.Samples = max(p.Samples, n)
+		p.Placed = p.Placed || n >= MinPlacingSamples
 	}
 	return p
 }
@@ -211,14 +233,20 @@ func (d *diagnosis) liveHeap(hs heapSites) bool {
 			unplacedFix(t.growth, window, hs.period), t.confidence()*0.8))
 		return true
 	}
-	for i, p := range a.places {
+	places, lead := a.places, 0
+	if h, ok := d.findHolder(a.places, hs, a.from); ok {
+		d.add(d.holderFinding(h, sev, growsBy, ev, hs.period, t.confidence()))
+		places, lead = a.others(h), 1
+	}
+	for j, p := range places {
+		i := j + lead
 		if i > 0 && p.n < MinPlacingSamples {
 			// Beside the lead, a site with a sample or two is chance.
-			d.note("leak check: %d more site(s) whose sampled in-use bytes rose by fewer than %d samples each, too few to place growth there", len(a.places)-i, MinPlacingSamples)
+			d.note("leak check: %d more site(s) whose sampled in-use bytes rose by fewer than %d samples each, too few to place growth there", len(places)-j, MinPlacingSamples)
 			break
 		}
 		if i == th.MaxSites {
-			d.note("leak check: %d more site(s) whose sampled in-use bytes rose left out", len(a.places)-i)
+			d.note("leak check: %d more site(s) whose sampled in-use bytes rose left out", len(places)-j)
 			break
 		}
 		pev := maps.Clone(ev)
@@ -237,7 +265,10 @@ func (d *diagnosis) liveHeap(hs heapSites) bool {
 			// part of it.
 			siteSev = min(sev, th.SlopeBytesPerMinute.of(t.slope*p.growth/a.placed))
 		}
-		fix := "memory allocated here stays reachable and keeps growing: find what holds it (a map, a slice or a cache that is only ever added to) and bound it — evict (LRU, TTL), cap its size, or delete entries when done"
+		fix := d.outsideFix(hs, p.s.at)
+		if fix == "" {
+			fix = "memory allocated here stays reachable and keeps growing: find what holds it (a map, a slice or a cache that is only ever added to) and bound it — evict (LRU, TTL), cap its size, or delete entries when done"
+		}
 		if p.n < MinPlacingSamples {
 			fix += "; " + fewSamplesAdvice(t.growth, window, hs.period)
 		}

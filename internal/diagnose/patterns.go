@@ -75,19 +75,19 @@ func (d *diagnosis) patterns() {
 				h.objects += o
 				h.samples += rawSamples(s.Value[oi], s.Value[bi], p.Period)
 			}
-			if at, ok := callerOutside(fs, isCompressorCtor, "compress/"); ok {
+			if at, ok := d.callerOutside(fs, isCompressorCtor, "compress/"); ok {
 				count(hit(patCompressor, at, "a compressor constructor in the allocation stack"))
 			}
 			if at, ok := d.jsonCaller(fs); ok {
 				jsonSeen = true
 				count(hit(patJSON, at, "encoding/json map encoding in the allocation stack"))
 			}
-			if at, ok := callerOutside(fs, func(fn string) bool { return fn == "fmt.Sprintf" }, "fmt."); ok {
+			if at, ok := d.callerOutside(fs, func(fn string) bool { return fn == "fmt.Sprintf" }, "fmt."); ok {
 				if src, ok := d.sourceLine(at); ok && simpleSprintfRE.MatchString(src) {
 					count(hit(patSprintf, at, "fmt.Sprintf with a lone verb: "+strings.TrimSpace(src)))
 				}
 			}
-			if at, ok := callerOutside(fs, isRegexpCompile, "regexp"); ok && !strings.Contains(at.function, ".init") {
+			if at, ok := d.callerOutside(fs, isRegexpCompile, "regexp"); ok && !strings.Contains(at.function, ".init") {
 				count(hit(patRegexp, at, "regexp compilation in the allocation stack of "+humanize.ShortFunction(at.function)))
 			}
 			leaf := fs[0]
@@ -216,12 +216,19 @@ func isRegexpCompile(fn string) bool {
 	return false
 }
 
-// callerOutside finds a frame matching ctor and returns the first frame
-// above it whose function does not start with pkgPrefix.
-func callerOutside(fs []frame, ctor func(string) bool, pkgPrefix string) (site, bool) {
+// callerOutside finds a frame matching ctor and returns the innermost
+// frame of the service's code above it, else the first frame above it
+// whose function does not start with pkgPrefix.
+func (d *diagnosis) callerOutside(fs []frame, ctor func(string) bool, pkgPrefix string) (site, bool) {
 	for i, f := range fs {
 		if !ctor(f.function) {
 			continue
+		}
+		// The service's own line leads: a compressor a gzip.Writer makes
+		// on its first Write is created under io.WriteString, and what
+		// the user can change is the line that made the gzip.Writer.
+		if app, ok := d.app.firstApp(fs[i+1:]); ok {
+			return app.site(), true
 		}
 		for _, g := range fs[i+1:] {
 			if !strings.HasPrefix(g.function, pkgPrefix) && !isRuntime(g.function) {

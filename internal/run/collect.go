@@ -488,6 +488,10 @@ func (c *collector) placement() diagnose.Placement {
 		in.Heap = append(in.Heap, diagnose.Profile{Name: snapshotFile(i), Time: s.at, Profile: s.profile})
 		in.Live = append(in.Live, diagnose.Live{Bytes: s.liveBytes(), Objects: s.mem.HeapObjects})
 	}
+	if c.proc.readProc {
+		// As the diagnosis will: the source names a holder's line.
+		in.Source = &SourceFiles{}
+	}
 	return diagnose.Place(in)
 }
 

@@ -1,0 +1,220 @@
+package diagnose
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"strings"
+
+	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// Name the holder. When a leak's growth spreads over several stacks, the
+// sites where the retained objects were allocated are symptoms: a map
+// keyed by a query value keeps the request line net/http read, a slice of
+// requests keeps their headers. What the user can change is the container
+// that holds them, and it has a signature of its own: its growth comes in
+// few, large objects (a map's tables, a slice's backing array), at a line
+// of the service's own code that inserts into a map or appends to a
+// slice. The holder's finding leads; the sites whose objects grow with it
+// are listed under it rather than reported one by one.
+
+// containerObjectBytes is the least object size counted as a container's
+// storage: a map's table or a slice's backing array past its first
+// doublings. Retained request data (strings, small structs) is smaller.
+const containerObjectBytes = 1 << 10
+
+// holder is the growing site found to hold the rest of the growth.
+type holder struct {
+	p place
+	// what names the container ("a map", "a slice"), how says what showed
+	// it (the line, a mapassign frame).
+	what, how string
+	// sure scales the finding's confidence: 1 when the line shows it.
+	sure float64
+	// storage is the growth in objects of containerObjectBytes or more.
+	storage float64
+	// held are the other growing sites, whose objects grow with it.
+	held []place
+}
+
+// findHolder looks among the growing places for the container that holds
+// them. It needs growth at two sites or more, one of them in the
+// service's own code growing in large objects at a line that inserts into
+// a map or appends to a slice.
+func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, bool) {
+	if len(places) < 2 {
+		return holder{}, false
+	}
+	best := -1
+	var h holder
+	for i, p := range places {
+		at := p.s.at
+		if !d.app.is(at.function) {
+			continue
+		}
+		large := hs.large[at]
+		if large == nil {
+			continue
+		}
+		storage := large[len(large)-1] - large[from]
+		if storage <= 0 {
+			continue
+		}
+		what, how, sure, ok := d.containerAt(at)
+		if !ok {
+			continue
+		}
+		if best < 0 || p.growth > places[best].growth {
+			best = i
+			h = holder{p: p, what: what, how: how, sure: sure, storage: storage}
+		}
+	}
+	if best < 0 {
+		return holder{}, false
+	}
+	for i, p := range places {
+		if i == best {
+			continue
+		}
+		if large := hs.large[p.s.at]; large != nil && large[len(large)-1]-large[from] > 0 && d.app.is(p.s.at.function) {
+			// Another container of the service's: a leak of its own.
+			continue
+		}
+		h.held = append(h.held, p)
+	}
+	return h, len(h.held) > 0
+}
+
+// containerAt says whether the line at a site inserts into a map or
+// appends to a slice: from its source, or from a runtime.mapassign or
+// growslice frame under it in the CPU profile.
+func (d *diagnosis) containerAt(at site) (what, how string, sure float64, ok bool) {
+	if how, _, sure, ok := d.mapHolder(at); ok {
+		return "a map", how, sure, true
+	}
+	if src, ok := d.sourceLine(at); ok && strings.Contains(src, "append(") {
+		code, _, _ := strings.Cut(src, "//")
+		return "a slice", "the line appends to it: " + strings.TrimSpace(code), 1, true
+	}
+	if d.cpuUnder(at, "runtime.growslice") > 0 {
+		return "a slice", "a runtime.growslice frame under the line in the CPU profile", 0.6, true
+	}
+	return "", "", 0, false
+}
+
+// holderFinding is the one finding of a leak whose growth a container
+// holds: at the container's line, with the live heap's verdict, and the
+// sites whose objects grow with it.
+func (d *diagnosis) holderFinding(h holder, sev Severity, growsBy string, ev map[string]float64, period int64, conf float64) result.Finding {
+	p := h.p
+	ev = maps.Clone(ev)
+	ev["site_growth_bytes"] = p.growth
+	ev["site_growth_uncertainty_bytes"] = p.plusMin
+	ev["site_samples"] = p.n
+	ev["site_storage_growth_bytes"] = h.storage
+	var heldBytes float64
+	var parts []string
+	foreign := false
+	for i, q := range h.held {
+		heldBytes += q.growth
+		foreign = foreign || !d.app.is(q.s.at.function)
+		if i < 4 {
+			parts = append(parts, fmt.Sprintf("≈ %s at %s", humanize.Bytes(q.growth), q.s.at.where()))
+		}
+	}
+	if len(h.held) > 4 {
+		parts = append(parts, fmt.Sprintf("and %d more sites", len(h.held)-4))
+	}
+	ev["held_sites"] = float64(len(h.held))
+	ev["held_growth_bytes"] = heldBytes
+
+	fn := humanize.ShortFunction(p.s.at.function)
+	title := fmt.Sprintf("%s that only grows holds the leak (%s): at %s %s; ≈ %s ± %s there (%s at %s), %s of it the %s's own storage (objects of %s or more); kept with it: %s",
+		h.what, h.how, p.s.at.where(), growsBy, humanize.Bytes(p.growth), humanize.Bytes(p.plusMin), samplesWord(p.n), humanize.Bytes(float64(period)),
+		humanize.Bytes(h.storage), strings.TrimPrefix(h.what, "a "), humanize.Bytes(containerObjectBytes), strings.Join(parts, ", "))
+
+	fix := "bound the " + strings.TrimPrefix(h.what, "a ") + ": "
+	if h.what == "a map" {
+		fix = unboundedMapFix
+	} else {
+		fix += "cap its length, drop what is done with, or keep a ring of the last N entries; re-slicing does not free the backing array, so copy what you keep into a new slice"
+	}
+	if foreign {
+		fix += fmt.Sprintf(". Part of what it keeps was allocated outside your code (%s): a string or slice cut from a larger one keeps all of it alive, so copy what you keep (strings.Clone, bytes.Clone); as it is, every call that reaches %s leaves that much behind",
+			foreignSites(h.held, d.app), fn)
+	}
+	return newFinding("leak.inuse-growth", sev, p.s.at, title, ev, fix, conf*h.sure*(1-1/math.Sqrt(1+p.n+sumSamples(h.held))))
+}
+
+// outsideFix is the advice for growth at a site outside the service's
+// code, aimed at what the user can change: the call of their code that
+// feeds it, or, when no stack at the site runs through their code (what a
+// library allocates on its own goroutine, like the request net/http
+// reads), what their code must be keeping of it. It is empty for a site
+// in the service's own code.
+func (d *diagnosis) outsideFix(hs heapSites, at site) string {
+	if d.app.is(at.function) {
+		return ""
+	}
+	pkg := humanize.ShortFunction(at.function)
+	if i := strings.IndexAny(pkg, ".("); i > 0 {
+		pkg = pkg[:i]
+	}
+	if caller, ok := d.appCaller(hs, at); ok {
+		return fmt.Sprintf("%s allocates this for your call at %s, and what it returned stays reachable: find where your code keeps the result (a map, a slice, a cache, a struct that outlives the call) and bound it, or keep only the part you need, copied (strings.Clone, bytes.Clone)",
+			pkg, caller)
+	}
+	return fmt.Sprintf("no frame of your code allocates this: %s does, on its own, and something in your code keeps a reference to it — usually a string or slice cut from it (a map key or value taken from a request, a header, a parsed field), which keeps the whole allocation alive. Find the map, slice or cache your code adds such values to and bound it, and copy what you keep (strings.Clone, bytes.Clone)",
+		pkg)
+}
+
+// appCaller returns the innermost frame of the service's code in the
+// heaviest stack at a site, as "api.(*Server).get (api/api.go:17)".
+func (d *diagnosis) appCaller(hs heapSites, at site) (string, bool) {
+	var best *series
+	for _, st := range hs.stacks {
+		if st.at == at && (best == nil || st.ys[len(st.ys)-1] > best.ys[len(best.ys)-1] ||
+			st.ys[len(st.ys)-1] == best.ys[len(best.ys)-1] && st.stack < best.stack) {
+			best = st
+		}
+	}
+	if best == nil {
+		return "", false
+	}
+	for _, line := range strings.Split(best.stack, "\n") {
+		fn, where, _ := strings.Cut(line, " ")
+		if d.app.is(fn) {
+			return fmt.Sprintf("%s (%s)", humanize.ShortFunction(fn), where), true
+		}
+	}
+	return "", false
+}
+
+// foreignSites names the functions of the held sites outside the
+// service's code: "textproto.(*Reader).ReadLine".
+func foreignSites(held []place, app appCode) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, q := range held {
+		fn := q.s.at.function
+		if app.is(fn) || seen[fn] {
+			continue
+		}
+		seen[fn] = true
+		names = append(names, humanize.ShortFunction(fn))
+		if len(names) == 3 {
+			break
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func sumSamples(ps []place) float64 {
+	var n float64
+	for _, p := range ps {
+		n += p.n
+	}
+	return n
+}

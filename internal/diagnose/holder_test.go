@@ -1,0 +1,123 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	readLine = fn{"net/textproto.(*Reader).ReadLine", "/go/src/net/textproto/reader.go", 45}
+	decode   = fn{"example.com/svc/api.parseItem", "/src/svc/api/item.go", 23}
+)
+
+// holderInput builds six snapshots a minute apart of a service whose live
+// heap grows 1 MiB a minute: a cache's map at cacheAdd grows in 48 KiB
+// tables, and with it the request lines net/http read (48-byte strings,
+// the map's keys) and a small decoded value per entry. scale scales the
+// sampled growth (not the live heap's).
+func holderInput(source bool, scale float64) Input {
+	var in Input
+	const period = 512 << 10
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		h := newHeap(at, period)
+		tables := int64(scale * float64(int64(i)*384<<10))
+		lines := int64(scale * float64(int64(i)*512<<10))
+		values := int64(scale * float64(int64(i)*128<<10))
+		h.sample([4]int64{tables / (48 << 10), tables, tables / (48 << 10), tables}, cacheAdd, handler)
+		h.sample([4]int64{lines / 48, lines, lines / 48, lines}, readLine, httpRead)
+		h.sample([4]int64{values / 32, values, values / 32, values}, decode, handler)
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		live := 20*mib + float64(i)*mib
+		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
+	}
+	if source {
+		in.Source = mapSource{{file: cacheAdd.file, line: cacheAdd.line}: "	c.m[key] = append(c.m[key], v) // keep it"}
+	}
+	return in
+}
+
+func TestRun_namesTheHolder(t *testing.T) {
+	rep := Run(holderInput(true, 1))
+	var leaks []string
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.ID, "leak.") {
+			leaks = append(leaks, fmt.Sprintf("%s at %s:%d", f.ID, f.Function, f.Line))
+		}
+	}
+	if len(leaks) != 1 {
+		t.Fatalf("leak findings %v, want one, at the map", leaks)
+	}
+	f := findingsWith(rep.Findings, "leak.inuse-growth")[0]
+	if f.Function != cacheAdd.name || f.Line != cacheAdd.line {
+		t.Fatalf("leak at %s:%d, want the map's insert at %s:%d", f.Function, f.Line, cacheAdd.name, cacheAdd.line)
+	}
+	for _, want := range []string{"a map that only grows holds the leak", "the line inserts into it: c.m[key] = append(c.m[key], v)", "kept with it", "textproto.(*Reader).ReadLine", "api.parseItem"} {
+		if !strings.Contains(f.Title, want) {
+			t.Errorf("title %q does not say %q", f.Title, want)
+		}
+	}
+	if f.Evidence["held_sites"] != 2 || f.Evidence["site_storage_growth_bytes"] <= 0 {
+		t.Errorf("evidence %v: want the 2 held sites and the map's own storage", f.Evidence)
+	}
+	for _, want := range []string{"bound the map", "strings.Clone", "textproto.(*Reader).ReadLine"} {
+		if !strings.Contains(f.Fix, want) {
+			t.Errorf("fix %q does not say %q", f.Fix, want)
+		}
+	}
+}
+
+// TestRun_noHolderWithoutEvidence: without the source line (nor a CPU
+// profile) nothing shows the site is a container. The lead site is then
+// net/http's, which no frame of the service's code reaches: the advice
+// says what the service must be keeping of it, not to bound net/http.
+func TestRun_noHolderWithoutEvidence(t *testing.T) {
+	rep := Run(holderInput(false, 1))
+	leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+	if len(leaks) == 0 {
+		t.Fatalf("no leak finding; findings %v", rep.Findings)
+	}
+	for _, f := range leaks {
+		if strings.Contains(f.Title, "holds the leak") {
+			t.Errorf("finding %q names a holder without evidence of one", f.Title)
+		}
+	}
+	lead := leaks[0]
+	if lead.Function != readLine.name {
+		t.Fatalf("lead leak at %s, want the largest growth, at %s", lead.Function, readLine.name)
+	}
+	for _, want := range []string{"no frame of your code allocates this: textproto does", "strings.Clone"} {
+		if !strings.Contains(lead.Fix, want) {
+			t.Errorf("fix %q does not say %q", lead.Fix, want)
+		}
+	}
+}
+
+func TestOutsideFix_namesTheCallerInTheServiceCode(t *testing.T) {
+	jsonLit := fn{"encoding/json.(*decodeState).literalStore", "/go/src/encoding/json/decode.go", 947}
+	in := liveInput(6, 512, func(i int) float64 { return 20*mib + float64(i)*mib }, map[fn]func(int) int64{
+		jsonLit: func(i int) int64 { return 4*mib + int64(i)*mib },
+	})
+	rep := Run(in)
+	leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+	if len(leaks) != 1 || leaks[0].Function != jsonLit.name {
+		t.Fatalf("leak findings %v, want one at %s", leaks, jsonLit.name)
+	}
+	want := "json allocates this for your call at api.(*Server).get (api/api.go:17)"
+	if !strings.Contains(leaks[0].Fix, want) {
+		t.Errorf("fix %q does not say %q", leaks[0].Fix, want)
+	}
+}
+
+// TestPlace_holderAndWhatItHolds: no site alone has the samples to place
+// the growth, the holder and the sites it holds together do.
+func TestPlace_holderAndWhatItHolds(t *testing.T) {
+	if got := Place(holderInput(false, 0.5)); !got.Grows || got.Placed {
+		t.Errorf("without the source: Place = %+v, want growth not placed yet", got)
+	}
+	if got := Place(holderInput(true, 0.5)); !got.Grows || !got.Placed || got.Samples < MinPlacingSamples {
+		t.Errorf("with the source: Place = %+v, want growth placed at the holder", got)
+	}
+}
