@@ -498,6 +498,11 @@ const unboundedMapFix = "bound the map: evict least-recently-used entries (conta
 // into one: the title leads with it, the fix is the map's. One finding
 // for the one cause, with the leak's id.
 func (d *diagnosis) asMapLeak(f *result.Finding, at site) {
+	if !d.app.is(at.function) {
+		// A library's private map is not the user's to bound: the
+		// finding's advice is aimed at their side (outsideFix).
+		return
+	}
 	how, ev, sure, ok := d.mapHolder(at)
 	if !ok {
 		return

@@ -1,12 +1,16 @@
 package diagnose
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"go/version"
+	"slices"
 	"strings"
 
+	"github.com/google/pprof/profile"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
 
@@ -15,21 +19,31 @@ import (
 //go:embed regressions.yaml
 var regressionsYAML []byte
 
-// Regression is one known memory regression of the Go toolchain or a
-// module.
+// Regression is one known memory, goroutine or RSS bug of the Go
+// toolchain or a module.
 type Regression struct {
-	ID       string         `yaml:"id"`
-	Module   string         `yaml:"module"`
-	Title    string         `yaml:"title"`
-	Issue    string         `yaml:"issue"`
-	Affected []VersionRange `yaml:"affected"`
-	Severity string         `yaml:"severity"`
-	Fix      string         `yaml:"fix"`
-	Examples struct {
+	ID        string         `yaml:"id"`
+	Module    string         `yaml:"module"`
+	Kind      string         `yaml:"kind"`
+	Title     string         `yaml:"title"`
+	Issue     string         `yaml:"issue"`
+	Affected  []VersionRange `yaml:"affected"`
+	Severity  string         `yaml:"severity"`
+	Fix       string         `yaml:"fix"`
+	Signature []string       `yaml:"signature"`
+	Examples  struct {
 		Affected   []string `yaml:"affected"`
 		Unaffected []string `yaml:"unaffected"`
 	} `yaml:"examples"`
+	Verified string `yaml:"verified"`
 }
+
+// The kinds of Regression: what the bug makes grow.
+const (
+	KindMemory    = "memory"
+	KindGoroutine = "goroutine"
+	KindRSS       = "rss"
+)
 
 // VersionRange is [Introduced, Fixed): Fixed empty means not fixed yet.
 type VersionRange struct {
@@ -49,6 +63,11 @@ func Regressions() ([]Regression, error) {
 	for _, r := range list {
 		if r.ID == "" || r.Module == "" || r.Issue == "" || len(r.Affected) == 0 {
 			return nil, fmt.Errorf("parse regressions.yaml: entry %q lacks an id, module, issue or affected range", r.ID)
+		}
+		switch r.Kind {
+		case KindMemory, KindGoroutine, KindRSS:
+		default:
+			return nil, fmt.Errorf("parse regressions.yaml: entry %s: kind %q, want memory, goroutine or rss", r.ID, r.Kind)
 		}
 		if _, err := ParseSeverity(r.Severity); err != nil {
 			return nil, fmt.Errorf("parse regressions.yaml: entry %s: %w", r.ID, err)
@@ -95,18 +114,34 @@ func (r Regression) Affects(v string) bool {
 	return false
 }
 
-// regressions is check 9: known regressions of the target's Go version
-// and modules.
-func (d *diagnosis) regressions() {
-	r := d.in.Run
-	if r == nil {
-		return
+// FixedIn returns the version that fixes the bug for version v: the
+// fixed end of the range v is in, or "" when v is not affected or no
+// release fixes it.
+func (r Regression) FixedIn(v string) string {
+	if r.Module == "go" {
+		v, _, _ = strings.Cut(v, " ")
 	}
-	if r.Target.GoVersion == "" {
-		if r.Target.Local {
+	for _, a := range r.Affected {
+		if r.valid(v) && r.compare(v, a.Introduced) >= 0 && (a.Fixed == "" || r.compare(v, a.Fixed) < 0) {
+			return a.Fixed
+		}
+	}
+	return ""
+}
+
+// regressions is check 9: known bugs of the target's Go version and of
+// its modules, whose versions come from the build info of a run's target
+// or from the module cache paths in the profiles. When a leak or
+// goroutine finding's stacks hold a bug's signature, the finding leads
+// with the upgrade; a bug whose version matches without its signature in
+// sight is a finding of its own, for what it may yet do.
+func (d *diagnosis) regressions() {
+	versions, from := d.moduleVersions()
+	if len(versions) == 0 {
+		if r := d.in.Run; r != nil && r.Target.Local {
 			d.note("regression check: the target's Go version is unknown (no build info)")
-		} else {
-			d.note("regression check: the target's Go version and modules are only known for a process on this machine")
+		} else if r != nil {
+			d.note("regression check: the target's Go version and modules are only known for a process on this machine, or from module paths in its profiles")
 		}
 		return
 	}
@@ -115,25 +150,166 @@ func (d *diagnosis) regressions() {
 		d.note("regression check: %v", err)
 		return
 	}
-	versions := map[string]string{"go": r.Target.GoVersion}
-	for _, m := range r.Target.Dependencies {
-		versions[m.Path] = m.Version
-	}
+	// Bugs that a release fixes first: when two match one finding (a
+	// library and the dependency it misuses), the upgrade leads.
+	slices.SortStableFunc(list, func(a, b Regression) int {
+		return cmp.Compare(b2i(a.unfixed()), b2i(b.unfixed()))
+	})
+	led := map[int]bool{}
 	for _, reg := range list {
 		v, ok := versions[reg.Module]
 		if !ok || !reg.Affects(v) {
 			continue
 		}
-		sev, _ := ParseSeverity(reg.Severity)
-		ev := map[string]float64{
-			"rss_bytes":        float64(r.RSS.RSSBytes),
-			"heap_inuse_bytes": float64(r.MemStats.HeapInuseBytes),
-		}
 		name := reg.Module
 		if name == "go" {
 			name = "Go"
 		}
-		title := fmt.Sprintf("%s %s has a known memory regression: %s (%s)", name, v, reg.Title, reg.Issue)
-		d.add(newFinding("regression."+reg.ID, sev, site{}, title, ev, reg.Fix, 0.9))
+		upgrade := fmt.Sprintf("upgrade %s from %s to %s", name, v, reg.FixedIn(v))
+		if reg.FixedIn(v) == "" {
+			upgrade = fmt.Sprintf("move off %s %s: no release fixes it", name, v)
+		}
+		known := fmt.Sprintf("%s, a known bug (%s): %s", upgrade, reg.Issue, strings.TrimSuffix(reg.Title, "."))
+		if d.leadWithUpgrade(reg, known, upgrade, led) {
+			continue
+		}
+		sev, _ := ParseSeverity(reg.Severity)
+		seen := "its signature is not in this run's stacks"
+		if reg.Kind == KindRSS {
+			seen = "it shows in RSS, not in stacks"
+		} else {
+			sev = Info
+		}
+		ev := map[string]float64{}
+		if r := d.in.Run; r != nil {
+			ev["rss_bytes"] = float64(r.RSS.RSSBytes)
+			ev["heap_inuse_bytes"] = float64(r.MemStats.HeapInuseBytes)
+		}
+		title := fmt.Sprintf("%s %s (%s) has a known %s bug: %s (%s); %s", name, v, from[reg.Module], reg.Kind, reg.Title, reg.Issue, seen)
+		d.add(newFinding("regression."+reg.ID, sev, site{}, title, ev, upgrade+"; "+reg.Fix, 0.9))
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// unfixed reports whether a range of the bug has no fixed release.
+func (r Regression) unfixed() bool {
+	return slices.ContainsFunc(r.Affected, func(a VersionRange) bool { return a.Fixed == "" })
+}
+
+// leadWithUpgrade puts the upgrade first in every leak or goroutine
+// finding whose stacks hold one of the bug's signature functions and that
+// no other bug leads yet (led, by finding index), and reports whether
+// some finding's stacks hold the signature.
+func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led map[int]bool) bool {
+	if len(reg.Signature) == 0 || reg.Kind == KindRSS {
+		return false
+	}
+	seen := false
+	for i := range d.findings {
+		f := &d.findings[i]
+		var stacks *profile.Profile
+		switch {
+		case strings.HasPrefix(f.ID, "leak.inuse-growth") && reg.Kind == KindMemory && len(d.in.Heap) > 0:
+			stacks = d.in.Heap[len(d.in.Heap)-1].Profile
+		case (f.ID == "leak.goroutine-growth" || f.ID == "goroutine.pile-up") && len(d.in.Goroutines) > 0:
+			stacks = d.in.Goroutines[len(d.in.Goroutines)-1].Profile
+		default:
+			continue
+		}
+		if !stacksThrough(stacks, site{f.Function, f.File, f.Line}, reg.Signature) {
+			continue
+		}
+		seen = true
+		if led[i] {
+			continue
+		}
+		led[i] = true
+		f.Fix = known + ". " + f.Fix
+		f.Title += " — " + upgrade
+		if sev, err := ParseSeverity(reg.Severity); err == nil && sev > SeverityOf(*f) {
+			f.Severity = sev.String()
+		}
+	}
+	return seen
+}
+
+// stacksThrough reports whether a stack of p that passes through at holds
+// one of the functions.
+func stacksThrough(p *profile.Profile, at site, functions []string) bool {
+	for _, s := range p.Sample {
+		fs := frames(s)
+		through, holds := false, false
+		for _, f := range fs {
+			through = through || f.site() == at
+			holds = holds || slices.Contains(functions, f.function)
+		}
+		if through && holds {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleVersions returns the versions of Go and of the modules the target
+// runs, by module path ("go" for the toolchain), and where each was read.
+func (d *diagnosis) moduleVersions() (versions, from map[string]string) {
+	versions, from = map[string]string{}, map[string]string{}
+	if r := d.in.Run; r != nil && r.Target.GoVersion != "" {
+		versions["go"], from["go"] = r.Target.GoVersion, "build info"
+		for _, m := range r.Target.Dependencies {
+			versions[m.Path], from[m.Path] = m.Version, "build info"
+		}
+	}
+	var profiles []*profile.Profile
+	for _, ps := range [][]Profile{d.in.Heap, d.in.Goroutines, d.in.Contention} {
+		if len(ps) > 0 {
+			profiles = append(profiles, ps[len(ps)-1].Profile)
+		}
+	}
+	profiles = append(profiles, d.in.CPU, d.in.Allocs)
+	for _, p := range profiles {
+		if p == nil {
+			continue
+		}
+		for _, fn := range p.Function {
+			path, v, ok := ModuleOfFile(fn.Filename)
+			if ok && versions[path] == "" {
+				versions[path], from[path] = v, "module path in the profiles"
+			}
+		}
+	}
+	return versions, from
+}
+
+// ModuleOfFile reads the module and version from a source path in the
+// module cache, ".../pkg/mod/github.com/!shopify/sarama@v1.36.0/broker.go"
+// → github.com/Shopify/sarama, v1.36.0. ok is false for paths outside it.
+func ModuleOfFile(file string) (path, version string, ok bool) {
+	_, rest, found := strings.Cut(file, "/pkg/mod/")
+	if !found {
+		return "", "", false
+	}
+	at := strings.Index(rest, "@")
+	if at <= 0 {
+		return "", "", false
+	}
+	escPath, escVersion := rest[:at], rest[at+1:]
+	if slash := strings.IndexByte(escVersion, '/'); slash >= 0 {
+		escVersion = escVersion[:slash]
+	}
+	path, err := module.UnescapePath(escPath)
+	if err != nil {
+		return "", "", false
+	}
+	version, err = module.UnescapeVersion(escVersion)
+	if err != nil || !semver.IsValid(version) {
+		return "", "", false
+	}
+	return path, version, true
 }
