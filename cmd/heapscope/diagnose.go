@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -114,7 +111,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return err
 		}
 	} else {
-		in, err := profilesInput(args)
+		in, err := run.BareProfiles(args)
 		if err != nil {
 			return err
 		}
@@ -152,54 +149,6 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d finding(s) of severity %s or above", n, gate)}
 	}
 	return nil
-}
-
-// profilesInput reads bare profiles and sorts them by kind and by their
-// own timestamps.
-func profilesInput(paths []string) (diagnose.Input, error) {
-	var in diagnose.Input
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return in, fmt.Errorf("read profile: %w", err)
-		}
-		p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
-		if err != nil {
-			return in, fmt.Errorf("read profile %s: %w", path, err)
-		}
-		entry := diagnose.Profile{Name: path, Profile: p}
-		if p.TimeNanos > 0 {
-			entry.Time = time.Unix(0, p.TimeNanos)
-		}
-		types := pprofx.Types(p)
-		switch {
-		case slices.Contains(types, pprofx.InuseSpace):
-			app, _ := pprofx.WithoutProfiler(p)
-			entry.Profile = app
-			in.Heap = append(in.Heap, entry)
-		case slices.Contains(types, "goroutine"):
-			in.Goroutines = append(in.Goroutines, entry)
-		case slices.Contains(types, "cpu"):
-			if in.CPU != nil {
-				return in, fmt.Errorf("read profile %s: a second CPU profile; give one", path)
-			}
-			in.CPU = p
-		case slices.Contains(types, "delay"):
-			in.Contention = append(in.Contention, entry)
-		default:
-			return in, fmt.Errorf("read profile %s: sample types %s are not of a heap, allocs, goroutine, CPU, block or mutex profile", path, strings.Join(types, ", "))
-		}
-	}
-	byTime := func(a, b diagnose.Profile) int { return a.Time.Compare(b.Time) }
-	for _, list := range [][]diagnose.Profile{in.Heap, in.Goroutines} {
-		for _, p := range list {
-			if p.Time.IsZero() && len(list) > 1 {
-				return in, fmt.Errorf("read profile %s: it carries no timestamp, so it cannot be ordered in a series", p.Name)
-			}
-		}
-		slices.SortStableFunc(list, byTime)
-	}
-	return in, nil
 }
 
 // explainEscapes attaches the compiler's escape analysis to the findings:

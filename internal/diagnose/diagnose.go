@@ -70,6 +70,10 @@ type diagnosis struct {
 	// oneProcess is false when the heap snapshots cannot come from one
 	// process.
 	oneProcess bool
+	// growingStacks are the heap's stacks with their in-use bytes in the
+	// first and the last snapshot (heapSites), once the leak check read
+	// them.
+	growingStacks []*series
 
 	findings []result.Finding
 	notes    []string
@@ -77,6 +81,8 @@ type diagnosis struct {
 
 func newDiagnosis(in Input) *diagnosis {
 	d := &diagnosis{in: in, oneProcess: true}
+	d.loadHeapOnce()
+	in = d.in
 	if in.Thresholds != nil {
 		d.th = *in.Thresholds
 	} else {
@@ -104,9 +110,8 @@ func newDiagnosis(in Input) *diagnosis {
 	}
 	d.checkOneProcess()
 	d.allocs = in.Allocs
-	if d.allocs == nil && len(in.Heap) > 1 && d.oneProcess {
-		first, last := in.Heap[0], in.Heap[len(in.Heap)-1]
-		delta, err := pprofx.AllocDelta(first.Profile, last.Profile)
+	if first, last := firstLast(in.Heap); d.allocs == nil && len(in.Heap) > 1 && d.oneProcess && first != nil && last != nil {
+		delta, err := pprofx.AllocDelta(first, last)
 		if err != nil {
 			d.note("allocations over the window: %v", err)
 		} else {
@@ -128,6 +133,15 @@ func newDiagnosis(in Input) *diagnosis {
 	return d
 }
 
+// firstLast returns the parsed profiles of the first and the last of a
+// series, nil where only their stacks were read.
+func firstLast(ps []Profile) (first, last *profile.Profile) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	return ps[0].Profile, ps[len(ps)-1].Profile
+}
+
 func (d *diagnosis) note(format string, args ...any) {
 	d.notes = append(d.notes, fmt.Sprintf(format, args...))
 }
@@ -139,7 +153,10 @@ func (d *diagnosis) add(f result.Finding) { d.findings = append(d.findings, f) }
 // since the process started, so they never go down, and snapshots of one
 // series are taken one after the other.
 func (d *diagnosis) checkOneProcess() {
-	heap := d.in.Heap
+	heap, read := d.in.Heap, d.in.heap
+	if read == nil {
+		return
+	}
 	for i := 1; i < len(heap); i++ {
 		a, b := heap[i-1], heap[i]
 		if !b.Time.IsZero() && !a.Time.IsZero() && !b.Time.After(a.Time) {
@@ -148,11 +165,15 @@ func (d *diagnosis) checkOneProcess() {
 				a.Name, b.Name, a.Time.UTC().Format("15:04:05.000"), b.Time.UTC().Format("15:04:05.000"))
 			return
 		}
-		for _, st := range []string{pprofx.AllocSpace, pprofx.AllocObjects} {
-			if x, y := sums(a.Profile, st), sums(b.Profile, st); y < x {
+		x, y := read.snaps[i-1], read.snaps[i]
+		for _, c := range []struct {
+			st   string
+			x, y float64
+		}{{pprofx.AllocSpace, x.allocBytes, y.allocBytes}, {pprofx.AllocObjects, x.allocObjects, y.allocObjects}} {
+			if c.y < c.x {
 				d.oneProcess = false
 				d.note("heap snapshots %s and %s cannot come from one process: cumulative %s went down from %.0f to %.0f (a restart between them, or two processes); growth and window checks skipped",
-					a.Name, b.Name, st, x, y)
+					a.Name, b.Name, c.st, c.x, c.y)
 				return
 			}
 		}

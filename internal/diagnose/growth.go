@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -26,9 +28,11 @@ type series struct {
 // snapshots.
 type heapSites struct {
 	// xs are the snapshots' times in minutes from the first.
-	xs     []float64
-	sites  map[site]*series
-	stacks map[string]*series
+	xs    []float64
+	sites map[site]*series
+	// stacks are the stacks of the first and the last snapshot, ys their
+	// in-use bytes in each: which stacks grow at a site.
+	stacks []*series
 	// samples counts, per site and snapshot, the samples behind its
 	// in-use bytes.
 	samples map[site][]float64
@@ -47,13 +51,13 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 	switch {
 	case len(heap) == 0:
 		return heapSites{}, false
-	case !d.oneProcess:
-		return heapSites{}, false // checkOneProcess said why
+	case !d.oneProcess || d.in.heap == nil:
+		return heapSites{}, false // checkOneProcess or loadHeapOnce said why
 	case len(heap) < th.MinSnapshots:
 		d.note("leak check: %d heap snapshot(s), it needs at least %d of one process (give --snapshots %d or more)", len(heap), th.MinSnapshots, th.MinSnapshots)
 		return heapSites{}, false
 	}
-	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, stacks: map[string]*series{}, samples: map[site][]float64{}, large: map[site][]float64{}}
+	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, samples: map[site][]float64{}, large: map[site][]float64{}}
 	for i, h := range heap {
 		hs.xs[i] = h.Time.Sub(heap[0].Time).Minutes()
 	}
@@ -61,52 +65,110 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 		d.note("leak check: the heap snapshots carry no times, so no rate can be measured")
 		return heapSites{}, false
 	}
-	for i, h := range heap {
-		vi := index(h.Profile, pprofx.InuseSpace)
-		if vi < 0 {
-			d.note("leak check: %s is not a heap profile (no inuse_space)", h.Name)
+	read := d.in.heap
+	for i, snap := range read.snaps {
+		if !snap.inuse {
+			d.note("leak check: %s is not a heap profile (no inuse_space)", heap[i].Name)
 			return heapSites{}, false
 		}
-		oi := index(h.Profile, pprofx.InuseObjects)
-		hs.period = max(hs.period, h.Profile.Period)
-		for _, s := range h.Profile.Sample {
-			v := s.Value[vi]
-			if v == 0 {
-				continue
+		hs.period = max(hs.period, snap.period)
+		for _, pt := range snap.points {
+			at := read.frames.list[pt.frame].site()
+			s := hs.sites[at]
+			if s == nil {
+				s = &series{at: at, ys: make([]float64, len(heap))}
+				hs.sites[at] = s
 			}
-			fs := frames(s)
-			if len(fs) == 0 || fromProfiler(fs) {
-				continue
-			}
-			at := fs[0].site()
-			for _, f := range fs {
-				// Heap profiles hide the allocator's frames; when
-				// some remain, the site is their caller.
-				if !isRuntime(f.function) {
-					at = f.site()
-					break
-				}
-			}
-			key := stackKey(fs)
-			point(hs.sites, at, at, "", i, len(heap), v)
-			point(hs.stacks, key, at, key, i, len(heap), v)
-			if oi >= 0 {
+			s.ys[i] += pt.bytes
+			if pt.samples >= 0 {
 				if hs.samples[at] == nil {
 					hs.samples[at] = make([]float64, len(heap))
 				}
-				hs.samples[at][i] += rawSamples(s.Value[oi], v, h.Profile.Period)
-				// A sample's objects have one size: the runtime keeps a
-				// record per stack and size.
-				if objects := s.Value[oi]; objects > 0 && v/objects >= containerObjectBytes {
-					if hs.large[at] == nil {
-						hs.large[at] = make([]float64, len(heap))
-					}
-					hs.large[at][i] += float64(v)
-				}
+				hs.samples[at][i] += pt.samples
 			}
 		}
+		if p := heap[i].Profile; p != nil {
+			hs.addLarge(p, i, len(heap))
+		}
 	}
+	hs.stacks = firstLastStacks(heap[0].Profile, heap[len(heap)-1].Profile)
+	d.growingStacks = hs.stacks
 	return hs, true
+}
+
+// firstLastStacks returns the stacks of two heap profiles with their
+// in-use bytes in each (ys[0], ys[1]), the profiler's left out; none when
+// either is missing.
+func firstLastStacks(first, last *profile.Profile) []*series {
+	if first == nil || last == nil {
+		return nil
+	}
+	byKey := map[string]*series{}
+	var out []*series
+	for i, p := range []*profile.Profile{first, last} {
+		vi := index(p, pprofx.InuseSpace)
+		if vi < 0 {
+			return nil
+		}
+		for _, smp := range p.Sample {
+			v := smp.Value[vi]
+			if v == 0 {
+				continue
+			}
+			fs := frames(smp)
+			if len(fs) == 0 || fromProfiler(fs) {
+				continue
+			}
+			key := stackKey(fs)
+			st := byKey[key]
+			if st == nil {
+				at := fs[0].site()
+				for _, f := range fs {
+					if !isRuntime(f.function) {
+						at = f.site()
+						break
+					}
+				}
+				st = &series{at: at, stack: key, ys: make([]float64, 2)}
+				byKey[key] = st
+				out = append(out, st)
+			}
+			st.ys[i] += float64(v)
+		}
+	}
+	return out
+}
+
+// addLarge adds the in-use bytes of snapshot i in objects of
+// containerObjectBytes or more to the sites' large series. It reads the
+// parsed profile: a sample's objects have one size (the runtime keeps a
+// record per stack and size), which stacks merged by ReadStacks lose.
+func (hs *heapSites) addLarge(p *profile.Profile, i, n int) {
+	vi, oi := index(p, pprofx.InuseSpace), index(p, pprofx.InuseObjects)
+	if vi < 0 || oi < 0 {
+		return
+	}
+	for _, s := range p.Sample {
+		v, objects := s.Value[vi], s.Value[oi]
+		if objects <= 0 || v/objects < containerObjectBytes {
+			continue
+		}
+		fs := frames(s)
+		if len(fs) == 0 || fromProfiler(fs) {
+			continue
+		}
+		at := fs[0].site()
+		for _, f := range fs {
+			if !isRuntime(f.function) {
+				at = f.site()
+				break
+			}
+		}
+		if hs.large[at] == nil {
+			hs.large[at] = make([]float64, n)
+		}
+		hs.large[at][i] += float64(v)
+	}
 }
 
 // heapSeries is check 1: whether the heap grows steadily across the
@@ -127,9 +189,10 @@ func (d *diagnosis) heapSeries() {
 	type leak struct {
 		s   *series
 		t   trend
-		top *series // the stack that grows most at the site
-		tt  trend
-		app bool // some growing stack at the site runs through the service's code
+		top *series // the stack that grows most at the site, first to last
+		// topGrowth is its growth in bytes.
+		topGrowth float64
+		app       bool // some growing stack at the site runs through the service's code
 	}
 	var leaks []leak
 	verdicts := map[verdict]int{}
@@ -142,14 +205,16 @@ func (d *diagnosis) heapSeries() {
 		}
 	}
 	for i := range leaks {
+		// Which stack grows most at the site, first to last snapshot.
 		for _, st := range stacks {
 			if st.at != leaks[i].s.at {
 				continue
 			}
-			if t := fitTrend(xs, st.ys); leaks[i].top == nil || t.slope > leaks[i].tt.slope {
-				leaks[i].top, leaks[i].tt = st, t
+			g := st.ys[1] - st.ys[0]
+			if leaks[i].top == nil || g > leaks[i].topGrowth || g == leaks[i].topGrowth && st.stack < leaks[i].top.stack {
+				leaks[i].top, leaks[i].topGrowth = st, g
 			}
-			if t := fitTrend(xs, st.ys); t.slope > 0 && d.stackHasApp(st.stack) {
+			if g > 0 && d.stackHasApp(st.stack) {
 				leaks[i].app = true
 			}
 		}
@@ -181,9 +246,9 @@ func (d *diagnosis) heapSeries() {
 			"window_seconds":         xs[len(xs)-1] * 60,
 			"rising_steps_share":     l.t.rising,
 		}
-		if l.top != nil && l.t.slope > 0 {
-			ev["stack_slope_bytes_per_minute"] = l.tt.slope
-			ev["stack_share_of_growth"] = min(l.tt.slope/l.t.slope, 1)
+		if l.top != nil && l.t.growth > 0 {
+			ev["stack_growth_bytes"] = l.topGrowth
+			ev["stack_share_of_growth"] = min(max(l.topGrowth/(l.s.ys[len(l.s.ys)-1]-l.s.ys[0]), 0), 1)
 		}
 		sev := th.SlopeBytesPerMinute.of(l.t.slope)
 		extra := ""
@@ -285,7 +350,7 @@ func fromProfiler(fs []frame) bool {
 func fmtHours(h float64) string {
 	switch {
 	case h < 1:
-		return humanize.Seconds(math.Round(h*60) * 60)
+		return humanize.Seconds(math.Round(h * 3600))
 	case h < 48:
 		return fmt.Sprintf("%.1f hours", h)
 	default:

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"io"
 	"strings"
 	"time"
 
@@ -56,6 +57,9 @@ type Input struct {
 	// All keeps the hot spots too small to matter, which Run otherwise
 	// counts in Report.HiddenHotSpots.
 	All bool
+
+	// heap is Heap read by stack (LoadHeap).
+	heap *heapSeries
 }
 
 // Live is the live heap after a forced GC, exactly.
@@ -63,12 +67,19 @@ type Live struct {
 	Bytes, Objects uint64
 }
 
-// Profile is one parsed profile with its name (a file or a profile kind,
-// for messages) and when it was taken.
+// Profile is one profile with its name (a file or a profile kind, for
+// messages) and when it was taken: parsed, or, for a heap snapshot in
+// the middle of a series, only aggregated by stack.
 type Profile struct {
 	Name    string
 	Time    time.Time
 	Profile *profile.Profile
+	// Open, when set, opens the profile's bytes (gzipped or not), and
+	// Profile may then be nil: a heap snapshot is read from it by stack,
+	// with the rest of its series, and parsed whole only where the checks
+	// need it (see Input.LoadHeap). Time may then be zero: the profile's
+	// own timestamp orders the series.
+	Open func() (io.ReadCloser, error)
 }
 
 // SourceReader returns one line of a source file as named in a profile,

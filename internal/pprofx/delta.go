@@ -119,10 +119,35 @@ func allocOnly(p *profile.Profile) (*profile.Profile, error) {
 			return nil, fmt.Errorf("sample %d has %d values for %d sample types", i, len(s.Value), len(p.SampleType))
 		}
 	}
-	c := p.Copy()
-	c.SampleType = []*profile.ValueType{c.SampleType[objects], c.SampleType[space]}
-	for _, s := range c.Sample {
-		s.Value = append(s.Value[:0], s.Value[objects], s.Value[space])
+	// A shallow copy: new samples with the two values, sharing p's
+	// locations, functions, mappings and labels, which Merge only reads.
+	// (p.Copy serialises and parses the whole profile again.)
+	c := &profile.Profile{
+		SampleType:        []*profile.ValueType{copyValueType(p.SampleType[objects]), copyValueType(p.SampleType[space])},
+		DefaultSampleType: p.DefaultSampleType,
+		Sample:            make([]*profile.Sample, len(p.Sample)),
+		Mapping:           p.Mapping,
+		Location:          p.Location,
+		Function:          p.Function,
+		Comments:          p.Comments,
+		DocURL:            p.DocURL,
+		DropFrames:        p.DropFrames,
+		KeepFrames:        p.KeepFrames,
+		TimeNanos:         p.TimeNanos,
+		DurationNanos:     p.DurationNanos,
+		PeriodType:        p.PeriodType,
+		Period:            p.Period,
+	}
+	values := make([]int64, 2*len(p.Sample))
+	samples := make([]profile.Sample, len(p.Sample))
+	for i, s := range p.Sample {
+		v := values[2*i : 2*i+2 : 2*i+2]
+		v[0], v[1] = s.Value[objects], s.Value[space]
+		samples[i] = profile.Sample{Location: s.Location, Value: v, Label: s.Label, NumLabel: s.NumLabel, NumUnit: s.NumUnit}
+		c.Sample[i] = &samples[i]
+	}
+	if c.PeriodType != nil {
+		c.PeriodType = copyValueType(c.PeriodType)
 	}
 	if c.PeriodType == nil {
 		// A profile without a period type cannot be merged; heap profiles
@@ -130,4 +155,9 @@ func allocOnly(p *profile.Profile) (*profile.Profile, error) {
 		c.PeriodType = &profile.ValueType{Type: "space", Unit: "bytes"}
 	}
 	return c, nil
+}
+
+func copyValueType(v *profile.ValueType) *profile.ValueType {
+	c := *v
+	return &c
 }

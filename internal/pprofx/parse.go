@@ -2,7 +2,6 @@ package pprofx
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 )
 
 // DefaultMaxDecompressed is the decompressed size Parse callers should

@@ -2,11 +2,12 @@ package pprofx
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // ReadOptions tune ReadStacks.
@@ -18,6 +19,11 @@ type ReadOptions struct {
 	// bytes, so its memory does not grow with this limit: the limit bounds
 	// the time a gzip bomb can take.
 	MaxDecompressed int64
+	// Unmerged keeps every sample as a stack of its own, even when
+	// another has the same locations: faster, for a caller that merges
+	// stacks itself (a series of snapshots matched across profiles).
+	// Totals are the same; Len counts samples.
+	Unmerged bool
 }
 
 // ReadStacks decodes a pprof profile from r, gzipped or not, and
@@ -80,6 +86,10 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 	}
 
 	d := newStreamDecoder(br)
+	d.unmerged = opts.Unmerged
+	// Once a sample has decoded, the input is a protobuf profile: no
+	// legacy format would need the prefix handed to Parse.
+	d.isProtobuf = rec.stop
 	s, err := d.decode()
 	if err == nil {
 		return s, nil
@@ -158,6 +168,9 @@ type prefixRecorder struct {
 	max        int
 	overflowed bool
 }
+
+// stop ends the recording: the decoder knows the input is a protobuf.
+func (p *prefixRecorder) stop() { p.overflowed, p.buf = true, nil }
 
 func (p *prefixRecorder) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
@@ -309,8 +322,12 @@ type functionDef struct {
 // the decoding of github.com/google/pprof/profile field by field, wire
 // types and validity checks included, so that both accept the same input.
 type streamDecoder struct {
-	r   *bufio.Reader
-	big []byte // payloads larger than r's buffer
+	// unmerged is ReadOptions.Unmerged.
+	unmerged bool
+	// isProtobuf, when set, is called once the first sample has decoded.
+	isProtobuf func()
+	r          *bufio.Reader
+	big        []byte // payloads larger than r's buffer
 
 	agg     *aggregator
 	nt      int
@@ -568,6 +585,7 @@ func (d *streamDecoder) sample(p []byte) error {
 	if d.nt < 0 {
 		d.nt = len(d.vals)
 		d.agg = newAggregator(d.nt, 1024)
+		d.agg.unmerged = d.unmerged
 	} else if len(d.vals) != d.nt {
 		return formatErr("malformed profile: samples have %d and %d values", d.nt, len(d.vals))
 	}
@@ -576,6 +594,9 @@ func (d *streamDecoder) sample(p []byte) error {
 			return err // a valid profile, refused for what it says
 		}
 		return &formatError{err: err}
+	}
+	if d.samples == 1 && d.isProtobuf != nil {
+		d.isProtobuf()
 	}
 	return nil
 }

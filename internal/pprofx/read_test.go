@@ -537,3 +537,62 @@ func BenchmarkTop_parse(b *testing.B) {
 		}
 	}
 }
+
+// TestReadStacks_Unmerged: keeping every sample as a stack of its own
+// changes the count of stacks, not a total or a site's figures.
+func TestReadStacks_Unmerged(t *testing.T) {
+	data := readTestdata(t, "heap-end.pb.gz")
+	merged, err := ReadStacks(bytes.NewReader(data), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmerged, err := ReadStacks(bytes.NewReader(data), ReadOptions{Unmerged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := loadProfile(t, "heap-end.pb.gz")
+	if unmerged.Len() != len(p.Sample) || merged.Len() > unmerged.Len() {
+		t.Errorf("%d stacks unmerged, %d merged, %d samples: want one stack per sample unmerged", unmerged.Len(), merged.Len(), len(p.Sample))
+	}
+	for i, st := range merged.SampleTypes {
+		if merged.Total(i) != unmerged.Total(i) {
+			t.Errorf("%s total %d merged, %d unmerged", st.Type, merged.Total(i), unmerged.Total(i))
+		}
+		a, err1 := merged.Top(TopOptions{Sample: st.Type})
+		b, err2 := unmerged.Top(TopOptions{Sample: st.Type})
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: Top differs merged and unmerged (%v, %v)", st.Type, err1, err2)
+		}
+	}
+}
+
+// TestStacks_Profile: a heap profile rebuilt from its stacks, read
+// sample by sample, ranks as the parsed one does and carries the
+// runtime's object sizes.
+func TestStacks_Profile(t *testing.T) {
+	data := readTestdata(t, "heap-end.pb.gz")
+	s, err := ReadStacks(bytes.NewReader(data), ReadOptions{Unmerged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := loadProfile(t, "heap-end.pb.gz")
+	rebuilt := s.Profile()
+	if err := rebuilt.CheckValid(); err != nil {
+		t.Fatalf("rebuilt profile is not valid: %v", err)
+	}
+	if len(rebuilt.Sample) != len(p.Sample) {
+		t.Fatalf("%d samples rebuilt, want %d", len(rebuilt.Sample), len(p.Sample))
+	}
+	for i, smp := range p.Sample {
+		if want := smp.NumLabel["bytes"]; len(want) == 1 && !reflect.DeepEqual(rebuilt.Sample[i].NumLabel["bytes"], want) {
+			t.Fatalf("sample %d: bytes label %v, want %v", i, rebuilt.Sample[i].NumLabel["bytes"], want)
+		}
+	}
+	for _, st := range p.SampleType {
+		a, err1 := Top(p, TopOptions{Sample: st.Type})
+		b, err2 := Top(rebuilt, TopOptions{Sample: st.Type})
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: Top of the rebuilt profile differs (%v, %v)", st.Type, err1, err2)
+		}
+	}
+}

@@ -246,6 +246,9 @@ type aggregator struct {
 	// it fits in an int64, so does every sum of any subset of the values
 	// (a stack's, a function's, the total), whatever their signs.
 	magnitude []int64
+	// unmerged adds every sample as a stack of its own, without looking
+	// for an equal one (ReadOptions.Unmerged).
+	unmerged bool
 	// table is an open-addressing hash set of stack indices + 1.
 	table []uint32
 	// hashes[i] is the hash of stack i, kept to grow the table without
@@ -291,6 +294,16 @@ func (a *aggregator) add(stack []int32, values []int64) error {
 			return fmt.Errorf("%w (sample type %d)", ErrOverflow, i+1)
 		}
 		a.total[i] += v
+	}
+	if a.unmerged {
+		if a.values.n >= maxStacks-1 {
+			return errors.New("aggregate stacks: too many distinct stacks")
+		}
+		if err := a.store.add(stack); err != nil {
+			return err
+		}
+		a.values.add(values...)
+		return nil
 	}
 	h := hashStack(stack)
 	mask := uint64(len(a.table) - 1)
@@ -437,4 +450,66 @@ func (r *records[T]) at(i int) []T {
 	c := r.chunks[i>>recordShift]
 	o := (i & (1<<recordShift - 1)) * r.width
 	return c[o : o+r.width : o+r.width]
+}
+
+// Profile rebuilds a profile from the stacks: one sample per stack, with
+// the stacks' locations and functions (no mappings, labels or comments).
+// Heap profiles' samples also get the "bytes" label the runtime gives
+// them, their objects' size, as alloc_space / alloc_objects: exact for
+// stacks read with ReadOptions.Unmerged, where every sample of the
+// runtime (one per stack and size) is a stack of its own.
+func (s *Stacks) Profile() *profile.Profile {
+	p := &profile.Profile{
+		DefaultSampleType: s.DefaultSampleType,
+		Period:            s.Period,
+		TimeNanos:         s.TimeNanos,
+		DurationNanos:     s.DurationNanos,
+	}
+	for _, st := range s.SampleTypes {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: st.Type, Unit: st.Unit})
+	}
+	if s.PeriodType != (ValueType{}) {
+		p.PeriodType = &profile.ValueType{Type: s.PeriodType.Type, Unit: s.PeriodType.Unit}
+	}
+	p.Function = make([]*profile.Function, len(s.Functions))
+	for i, f := range s.Functions {
+		p.Function[i] = &profile.Function{ID: uint64(i + 1), Name: f.Name, SystemName: f.Name, Filename: f.File, StartLine: f.StartLine}
+	}
+	p.Location = make([]*profile.Location, len(s.Locations))
+	for i, l := range s.Locations {
+		loc := &profile.Location{ID: uint64(i + 1), Address: l.Address}
+		for _, ln := range l.Lines {
+			pl := profile.Line{Line: ln.Line}
+			if ln.Function >= 0 {
+				pl.Function = p.Function[ln.Function]
+			}
+			loc.Line = append(loc.Line, pl)
+		}
+		p.Location[i] = loc
+	}
+	objects, space := -1, -1
+	for i, st := range s.SampleTypes {
+		switch st.Type {
+		case AllocObjects:
+			objects = i
+		case AllocSpace:
+			space = i
+		}
+	}
+	p.Sample = make([]*profile.Sample, s.Len())
+	samples := make([]profile.Sample, s.Len())
+	for i := range s.Len() {
+		stack := s.Stack(i)
+		smp := &samples[i]
+		smp.Location = make([]*profile.Location, len(stack))
+		for j, l := range stack {
+			smp.Location[j] = p.Location[l]
+		}
+		smp.Value = slices.Clone(s.Values(i))
+		if objects >= 0 && space >= 0 && smp.Value[objects] > 0 {
+			smp.NumLabel = map[string][]int64{"bytes": {smp.Value[space] / smp.Value[objects]}}
+		}
+		p.Sample[i] = smp
+	}
+	return p
 }

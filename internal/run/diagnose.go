@@ -132,16 +132,19 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 	}
 	var endGoroutines []diagnose.Profile
 	for _, pr := range res.Profiles {
+		entry := diagnose.Profile{Name: pr.Path, Time: pr.Time}
+		if pr.Kind == "heap" {
+			// Read by stack with the rest of the series (LoadHeap).
+			entry.Open = opener(filepath.Join(dir, pr.Path))
+			in.Heap = append(in.Heap, entry)
+			continue
+		}
 		p, err := read(pr.Path)
 		if err != nil {
 			return nil, diagnose.Report{}, err
 		}
-		entry := diagnose.Profile{Name: pr.Path, Time: pr.Time, Profile: p}
+		entry.Profile = p
 		switch pr.Kind {
-		case "heap":
-			app, _ := pprofx.WithoutProfiler(p)
-			entry.Profile = app
-			in.Heap = append(in.Heap, entry)
 		case "allocs-delta":
 			in.Allocs = p
 		case "cpu":
@@ -164,6 +167,9 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 	}
 	in.Live = liveSeries(res, in.Heap)
 	in.FirstUnderLoad = firstUnderLoad(res.Load != nil, res.Window.WarmupSeconds)
+	if err := in.LoadHeap(); err != nil {
+		return nil, diagnose.Report{}, fmt.Errorf("read run %s: %w", dir, err)
+	}
 	if res.Files.MemStats != "" {
 		if ms, ok := endMemStats(filepath.Join(dir, res.Files.MemStats)); ok {
 			in.MemStats = &ms

@@ -11,6 +11,12 @@
 // allocations stay reachable, so inuse values are not zero.
 //
 //	genprofile -size 10MB -o heap-10mb.pb.gz
+//	genprofile -size 1MB -series 100 -o 'heap-%03d.pb.gz'
+//
+// With -series N it writes N snapshots of one process instead, the first
+// at -size, each later one after thirty more walks (so cumulative
+// values grow and a tenth of the new allocations stay in use), to the
+// file names -o gives with the snapshot's number (a printf verb).
 //
 // The profile is written as the runtime writes it (runtime/pprof), gzipped,
 // with its sample, location and function messages in the runtime's order.
@@ -40,18 +46,41 @@ func main() {
 	size := flag.String("size", "10MB", "size of the profile to write, such as 1MB or 50MB")
 	out := flag.String("o", "heap.pb.gz", "file to write the profile to")
 	seed := flag.Uint64("seed", 1, "seed of the random walks")
+	nseries := flag.Int("series", 1, "write this many snapshots of one process, named by -o with a printf verb for the number")
 	flag.Parse()
 	want, err := parseSize(*size)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genprofile:", err)
 		os.Exit(2)
 	}
-	n, got, err := generate(want, *seed, *out)
+	if *nseries > 1 && !strings.Contains(*out, "%") {
+		fmt.Fprintln(os.Stderr, "genprofile: -series needs -o with a printf verb for the snapshot's number, such as 'heap-%03d.pb.gz'")
+		os.Exit(2)
+	}
+	first := *out
+	if *nseries > 1 {
+		first = fmt.Sprintf(*out, 0)
+	}
+	w, n, got, err := generate(want, *seed, first)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genprofile:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "genprofile: wrote %s: %d bytes, %d walks\n", *out, got, n)
+	fmt.Fprintf(os.Stderr, "genprofile: wrote %s: %d bytes, %d walks\n", first, got, n)
+	for i := 1; i < *nseries; i++ {
+		for range 30 {
+			w.walk()
+		}
+		data, err := heapProfile()
+		if err == nil {
+			err = os.WriteFile(fmt.Sprintf(*out, i), data, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "genprofile:", err)
+			os.Exit(1)
+		}
+	}
+	runtime.KeepAlive(w.keep)
 }
 
 // parseSize reads sizes such as 512KB, 10MB or 1GB (powers of 1024).
@@ -74,8 +103,8 @@ func parseSize(s string) (int64, error) {
 }
 
 // generate walks until the heap profile reaches want bytes, writes it to
-// out, and returns the number of walks and the profile's size.
-func generate(want int64, seed uint64, out string) (int, int64, error) {
+// out, and returns the walker, the number of walks and the profile's size.
+func generate(want int64, seed uint64, out string) (*walker, int, int64, error) {
 	w := &walker{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	const calibration = 20000
 	walks := 0
@@ -89,7 +118,7 @@ func generate(want int64, seed uint64, out string) (int, int64, error) {
 		var err error
 		data, err = heapProfile()
 		if err != nil {
-			return 0, 0, err
+			return nil, 0, 0, err
 		}
 		if int64(len(data)) >= want {
 			break
@@ -99,11 +128,10 @@ func generate(want int64, seed uint64, out string) (int, int64, error) {
 		perWalk := float64(len(data)) / float64(walks)
 		batch = max(1000, int(float64(want-int64(len(data)))*1.03/perWalk))
 	}
-	runtime.KeepAlive(w.keep)
 	if err := os.WriteFile(out, data, 0o644); err != nil {
-		return 0, 0, err
+		return nil, 0, 0, err
 	}
-	return walks, int64(len(data)), nil
+	return w, walks, int64(len(data)), nil
 }
 
 func heapProfile() ([]byte, error) {
