@@ -154,6 +154,16 @@ func TestRun_goroutineGrowth(t *testing.T) {
 	if f.Severity != "medium" {
 		t.Errorf("severity %s, want medium for 50 goroutines a minute", f.Severity)
 	}
+	if _, ok := f.Evidence["goroutines_per_request"]; ok {
+		t.Errorf("evidence %v: goroutines per request without a request count", f.Evidence)
+	}
+
+	// With the load's request count: one goroutine left per request.
+	run := &result.Run{Load: &result.Load{Completed: 100}}
+	perRequest := findingsWith(Run(Input{Run: run, Goroutines: gs}).Findings, "leak.goroutine-growth")
+	if len(perRequest) != 1 || perRequest[0].Evidence["goroutines_per_request"] != 1 || !strings.Contains(perRequest[0].Title, "1 per request over 100 requests") {
+		t.Errorf("findings %+v: want 1 goroutine per request of 100", perRequest)
+	}
 }
 
 // allocRun builds a run whose window allocated the given bytes and

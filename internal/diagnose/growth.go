@@ -482,6 +482,13 @@ func (d *diagnosis) goroutineSeries() {
 			"profiles":              float64(len(gs)),
 		}
 		title := fmt.Sprintf("goroutines %s at %s grow %.1f/min (%s → %s, R² %.2f)", blocked, l.s.at.where(), l.t.slope, humanize.Count(l.s.ys[0]), humanize.Count(l.s.ys[len(l.s.ys)-1]), l.t.r2)
+		if d.requests > 0 {
+			// One left behind per this many requests: what a user can
+			// match with a code path.
+			per := (l.s.ys[len(l.s.ys)-1] - l.s.ys[0]) / d.requests
+			ev["goroutines_per_request"] = per
+			title += fmt.Sprintf("; %s per request over %s requests", humanize.Count(per), humanize.Count(d.requests))
+		}
 		fix := "each of these goroutines waits forever: give the wait a way out — a context with a deadline or cancellation checked in a select, a channel that is closed when the work ends, a buffered channel so the sender does not block when nobody receives; the stack is " + stackSummary(l.s.stack)
 		d.add(newFinding("leak.goroutine-growth", th.PerMinute.of(l.t.slope), l.s.at, title, ev, fix, l.t.confidence()))
 	}

@@ -111,7 +111,9 @@ func (a liveAnalysis) others(h holder) []place {
 // series, the whole heap of a leaking service often grows more slowly as
 // the window goes on (fewer new keys, a map between doublings) without
 // ever stopping: growth is steady while the series' later half still
-// rises by half the floor or more, and warm-up is growth that stopped.
+// rises by half the floor or more, and warm-up is growth that stopped. A
+// series that rises at every step is steady even when a doubling makes
+// its line fit loosely.
 func (th LeakThresholds) classifyLive(t trend, xs []float64, floor float64) verdict {
 	h := len(xs) / 2
 	late := t.lateSlope * (xs[len(xs)-1] - xs[h])
@@ -127,6 +129,11 @@ func (th LeakThresholds) classifyLive(t trend, xs []float64, floor float64) verd
 	case t.growth >= floor && late < floor/2:
 		return warmUp
 	case t.slope > 0 && t.growth >= floor && t.rising >= th.MinRisingSteps && t.r2 >= th.MinR2:
+		return steady
+	case t.slope > 0 && t.growth >= floor && t.rising == 1 && late >= floor/2:
+		// Up at every step and still rising late: a map or slice that
+		// grows in doublings steps unevenly, and its line fits loosely,
+		// but an exact heap that never once went down is not noise.
 		return steady
 	case t.r2 < th.MinR2:
 		return noise

@@ -67,6 +67,21 @@ func TestRun_liveHeapDecides(t *testing.T) {
 			wantSeverity: "medium",
 		},
 		{
+			// Recorded: the same, 30 s in five snapshots; the map's table
+			// doubled before the last, so the line fits loosely (R² 0.85)
+			// though the heap rose at every step.
+			name: "the leaky cache, recorded: a doubling in the last step",
+			in: func() Input {
+				rec := []float64{2.0, 2.1, 2.6, 2.9, 3.2, 4.7}
+				in := liveInput(len(rec), 512<<10, func(i int) float64 { return rec[i] * mib }, map[fn]func(int) int64{
+					cacheAdd: func(i int) int64 { return int64(i) * 512 << 10 },
+				})
+				in.FirstUnderLoad = 1
+				return in
+			}(),
+			wantLeakAt: &cacheAdd, // high: 594 KiB a minute here
+		},
+		{
 			name: "warm-up: grows, then holds",
 			in: liveInput(6, 512, func(i int) float64 { return 20*mib + float64(min(i, 1))*4*mib + float64(i%2)*20e3 }, map[fn]func(int) int64{
 				warm: func(i int) int64 { return int64(min(i, 1)) * 4 * mib },

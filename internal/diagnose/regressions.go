@@ -133,8 +133,9 @@ func (r Regression) FixedIn(v string) string {
 // its modules, whose versions come from the build info of a run's target
 // or from the module cache paths in the profiles. When a leak or
 // goroutine finding's stacks hold a bug's signature, the finding leads
-// with the upgrade; a bug whose version matches without its signature in
-// sight is a finding of its own, for what it may yet do.
+// with the upgrade. An RSS bug, which shows in no stack, is a finding on
+// the version alone; another bug whose version matches without its
+// signature in what grows is a note.
 func (d *diagnosis) regressions() {
 	versions, from := d.moduleVersions()
 	if len(versions) == 0 {
@@ -173,13 +174,20 @@ func (d *diagnosis) regressions() {
 		if d.leadWithUpgrade(reg, known, upgrade, led) {
 			continue
 		}
-		sev, _ := ParseSeverity(reg.Severity)
-		seen := "its signature is not in this run's stacks"
-		if reg.Kind == KindRSS {
-			seen = "it shows in RSS, not in stacks"
-		} else {
-			sev = Info
+		if reg.Kind != KindRSS {
+			// Not in what grows: worth knowing, not a finding. A bug no
+			// release fixes, with nothing of it in sight, is not said.
+			if !reg.unfixed() {
+				seen := "its signature is not in this run's stacks"
+				if d.signatureInStacks(reg.Signature) {
+					seen = "its signature is in this run's stacks, but not in what grows"
+				}
+				d.note("regression check: %s %s (%s) has a known %s bug (%s), %s: %s", name, v, from[reg.Module], reg.Kind, reg.Issue, seen, upgrade)
+			}
+			continue
 		}
+		sev, _ := ParseSeverity(reg.Severity)
+		seen := "it shows in RSS, not in stacks"
 		ev := map[string]float64{}
 		if r := d.in.Run; r != nil {
 			ev["rss_bytes"] = float64(r.RSS.RSSBytes)
@@ -202,27 +210,40 @@ func (r Regression) unfixed() bool {
 	return slices.ContainsFunc(r.Affected, func(a VersionRange) bool { return a.Fixed == "" })
 }
 
-// leadWithUpgrade puts the upgrade first in every leak or goroutine
-// finding whose stacks hold one of the bug's signature functions and that
-// no other bug leads yet (led, by finding index), and reports whether
-// some finding's stacks hold the signature.
+// MinSignatureShare is the share of a leak's sampled growth whose stacks
+// must run through a known bug's signature for the leak's lead finding to
+// name the bug, wherever the samples placed the lead.
+const MinSignatureShare = 0.25
+
+// leadWithUpgrade puts the upgrade first in the leak or goroutine findings
+// the bug explains, that no other bug leads yet (led, by finding index):
+// a finding whose own stacks hold one of its signature functions, and the
+// lead leak finding when a quarter or more of the heap's growth runs
+// through them. It reports whether the bug explains some finding.
 func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led map[int]bool) bool {
 	if len(reg.Signature) == 0 || reg.Kind == KindRSS {
 		return false
 	}
-	seen := false
+	share := 0.0
+	if reg.Kind == KindMemory {
+		share = d.growthThrough(reg.Signature)
+	}
+	seen, leadDone := false, false
 	for i := range d.findings {
 		f := &d.findings[i]
 		var stacks *profile.Profile
+		leak := strings.HasPrefix(f.ID, "leak.inuse-growth") || f.ID == "leak.live-growth"
 		switch {
-		case strings.HasPrefix(f.ID, "leak.inuse-growth") && reg.Kind == KindMemory && len(d.in.Heap) > 0:
+		case leak && reg.Kind == KindMemory && len(d.in.Heap) > 0:
 			stacks = d.in.Heap[len(d.in.Heap)-1].Profile
 		case (f.ID == "leak.goroutine-growth" || f.ID == "goroutine.pile-up") && len(d.in.Goroutines) > 0:
 			stacks = d.in.Goroutines[len(d.in.Goroutines)-1].Profile
 		default:
 			continue
 		}
-		if !stacksThrough(stacks, site{f.Function, f.File, f.Line}, reg.Signature) {
+		lead := leak && !leadDone && share >= MinSignatureShare
+		leadDone = leadDone || leak
+		if !lead && (stacks == nil || !stacksThrough(stacks, site{f.Function, f.File, f.Line}, reg.Signature)) {
 			continue
 		}
 		seen = true
@@ -230,13 +251,67 @@ func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led m
 			continue
 		}
 		led[i] = true
-		f.Fix = known + ". " + f.Fix
+		// The upgrade, then the entry's own workaround: the generic
+		// advice ("find what holds it") would send the user looking for a
+		// map their code does not have.
+		f.Fix = known + ". " + reg.Fix
 		f.Title += " — " + upgrade
+		if share > 0 {
+			f.Evidence["signature_share_of_growth"] = share
+		}
 		if sev, err := ParseSeverity(reg.Severity); err == nil && sev > SeverityOf(*f) {
 			f.Severity = sev.String()
 		}
 	}
 	return seen
+}
+
+// growthThrough returns the share of the heap's sampled growth, first to
+// last snapshot, in stacks that hold one of the functions.
+func (d *diagnosis) growthThrough(functions []string) float64 {
+	var through, total float64
+	for _, st := range d.growingStacks {
+		g := st.ys[1] - st.ys[0]
+		if g <= 0 {
+			continue
+		}
+		total += g
+		if keyHolds(st.stack, functions) {
+			through += g
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return through / total
+}
+
+// signatureInStacks reports whether a stack of the last heap or goroutine
+// profile holds one of the functions.
+func (d *diagnosis) signatureInStacks(functions []string) bool {
+	for _, ps := range [][]Profile{d.in.Heap, d.in.Goroutines} {
+		if len(ps) == 0 || ps[len(ps)-1].Profile == nil {
+			continue
+		}
+		for _, fn := range ps[len(ps)-1].Profile.Function {
+			if slices.Contains(functions, fn.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyHolds reports whether a stack key (stackKey) holds one of the
+// functions.
+func keyHolds(key string, functions []string) bool {
+	for line := range strings.SplitSeq(key, "\n") {
+		fn, _, _ := strings.Cut(line, " ")
+		if slices.Contains(functions, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 // stacksThrough reports whether a stack of p that passes through at holds

@@ -56,8 +56,14 @@ func TestRegressions_eachEntry(t *testing.T) {
 				run.Target.Dependencies = []result.Module{{Path: reg.Module, Version: reg.Examples.Affected[0]}}
 			}
 			rep := Run(Input{Run: run})
-			if !hasFinding(rep.Findings, "regression."+reg.ID) {
-				t.Errorf("a run of %s %s has no regression.%s finding: %+v", reg.Module, reg.Examples.Affected[0], reg.ID, rep.Findings)
+			// On the version alone, an RSS bug is a finding, another
+			// bug a note (none when no release fixes it).
+			if got := hasFinding(rep.Findings, "regression."+reg.ID); got != (reg.Kind == KindRSS) {
+				t.Errorf("a run of %s %s has a regression.%s finding: %v, want %v; findings %+v", reg.Module, reg.Examples.Affected[0], reg.ID, got, reg.Kind == KindRSS, rep.Findings)
+			}
+			noted := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, reg.Issue) })
+			if want := reg.Kind != KindRSS && !unfixed; noted != want {
+				t.Errorf("a run of %s %s notes the bug: %v, want %v; notes %v", reg.Module, reg.Examples.Affected[0], noted, want, rep.Notes)
 			}
 			if len(reg.Examples.Unaffected) == 0 {
 				return
@@ -142,19 +148,61 @@ func TestRegressions_leadTheLeakFinding(t *testing.T) {
 	}
 }
 
-// TestRegressions_versionAloneIsInfo: a module version with a known leak
-// whose signature is not in the run's stacks is said, at info.
-func TestRegressions_versionAloneIsInfo(t *testing.T) {
+// TestRegressions_versionAloneIsANote: a module version with a known leak
+// whose signature is not in the run's stacks is said in a note, with the
+// upgrade.
+func TestRegressions_versionAloneIsANote(t *testing.T) {
 	run := &result.Run{Target: result.Target{Local: true, GoVersion: "go1.26.0",
 		Dependencies: []result.Module{{Path: "github.com/jackc/pgx/v5", Version: "v5.4.1"}}}}
 	rep := Run(Input{Run: run})
-	fs := findingsWith(rep.Findings, "regression.pgx-slow-write-timer")
-	if len(fs) != 1 || fs[0].Severity != "info" || !strings.HasPrefix(fs[0].Fix, "upgrade github.com/jackc/pgx/v5 from v5.4.1 to v5.4.2") ||
-		!strings.Contains(fs[0].Title, "not in this run's stacks") {
-		t.Errorf("findings %+v: want one info finding leading with the upgrade", fs)
+	if len(findingsWith(rep.Findings, "regression.pgx-slow-write-timer")) != 0 {
+		t.Errorf("findings %+v: a bug not seen is a note, not a finding", rep.Findings)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.Contains(n, "not in this run's stacks") && strings.Contains(n, "upgrade github.com/jackc/pgx/v5 from v5.4.1 to v5.4.2")
+	}) {
+		t.Errorf("notes %v: want one with the upgrade", rep.Notes)
 	}
 }
 
+// TestRegressions_leadByShareOfGrowth: the samples place the lead at a
+// site of net/http's, but most of what grows runs through the known bug's
+// signature: the lead names the bug.
+func TestRegressions_leadByShareOfGrowth(t *testing.T) {
+	mime := fn{"net/textproto.readMIMEHeader", "/usr/local/go/src/net/textproto/reader.go", 592}
+	set := fn{"github.com/gorilla/context.Set", "/root/go/pkg/mod/github.com/gorilla/context@v1.1.1/context.go", 23}
+	get := fn{"github.com/gorilla/sessions.(*Registry).Get", "/root/go/pkg/mod/github.com/gorilla/sessions@v1.1.3/sessions.go", 141}
+	registry := fn{"github.com/gorilla/sessions.GetRegistry", "/root/go/pkg/mod/github.com/gorilla/sessions@v1.1.3/sessions.go", 119}
+	var in Input
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		h := newHeap(at, 512<<10)
+		y := int64(i) << 20
+		h.sample([4]int64{2 * y / 64, 2 * y, 2 * y / 64, 2 * y}, mime, httpRead)
+		h.sample([4]int64{3 * y / 2 / 64, 3 * y / 2, 3 * y / 2 / 64, 3 * y / 2}, set, registry, handler)
+		h.sample([4]int64{3 * y / 2 / 64, 3 * y / 2, 3 * y / 2 / 64, 3 * y / 2}, get, handler)
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		in.Live = append(in.Live, Live{Bytes: uint64(20*mib + float64(5*y)), Objects: 1000})
+	}
+	rep := Run(in)
+	leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+	if len(leaks) == 0 || leaks[0].Function != mime.name {
+		t.Fatalf("leak findings %v, want the lead at %s", leaks, mime.name)
+	}
+	const upgrade = "upgrade github.com/gorilla/sessions from v1.1.3 to v1.2.0"
+	if !strings.HasPrefix(leaks[0].Fix, upgrade) || leaks[0].Evidence["signature_share_of_growth"] < 0.5 {
+		t.Errorf("lead %q (evidence %v): want its fix to start with %q", leaks[0].Fix, leaks[0].Evidence, upgrade)
+	}
+}
+
+func hasFinding(fs []result.Finding, id string) bool {
+	for _, f := range fs {
+		if f.ID == id {
+			return true
+		}
+	}
+	return false
+}
 func TestRegression_AffectsOddVersions(t *testing.T) {
 	reg := Regression{Module: "go", Affected: []VersionRange{{Introduced: "go1.24.0", Fixed: "go1.24.6"}}}
 	for v, want := range map[string]bool{
@@ -168,13 +216,4 @@ func TestRegression_AffectsOddVersions(t *testing.T) {
 			t.Errorf("Affects(%q) = %v, want %v", v, got, want)
 		}
 	}
-}
-
-func hasFinding(fs []result.Finding, id string) bool {
-	for _, f := range fs {
-		if f.ID == id {
-			return true
-		}
-	}
-	return false
 }
