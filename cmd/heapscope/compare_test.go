@@ -147,6 +147,12 @@ func TestCompare_LeakyAgainstOptimizedShowsProcessFalling(t *testing.T) {
 	// lands among the other side's.
 	// No warm-up: the leaky cache's map doubles its tables now and then,
 	// and from empty those steps are small beside each window's growth.
+	// Per-site statistics over 1 s windows need samples: at the default
+	// rate (one per 512 KiB) Process's 120 B a request is a sample in ten
+	// windows. The services sample one allocation in 4 KiB, as heapscope
+	// advises when a window is too short to place a site (this tests
+	// compare's statistics, not the sampling).
+	t.Setenv("GODEBUG", "memprofilerate=4096")
 	_, leakyDir := demoRun(t, "leaky", "--duration", "1s", "--repeat", "5", "--snapshots", "2", "--no-cpu", "--warmup", "0")
 	_, optimizedDir := demoRun(t, "optimized", "--duration", "1s", "--repeat", "5", "--snapshots", "2", "--no-cpu")
 

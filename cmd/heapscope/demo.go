@@ -96,10 +96,16 @@ type exampleProcess struct {
 	exited chan error
 }
 
+// exampleExecutable is the executable that serves the bundled examples:
+// heapscope itself (serve-example). Tests point it at a heapscope built
+// as users build it, so that the examples' memory is not a race-detector
+// build's.
+var exampleExecutable = os.Executable
+
 // startExample re-executes heapscope with the hidden serve-example command
 // and waits for the service to say where it listens.
 func startExample(ctx context.Context, name string) (*exampleProcess, error) {
-	self, err := os.Executable()
+	self, err := exampleExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("start example: find heapscope's own executable: %w", err)
 	}

@@ -45,24 +45,19 @@ func describe(fs []result.Finding) string {
 }
 
 // TestDiagnose_BundledServices checks the findings of profile runs
-// against the bundled services' known faults: the leaky cache's append
-// and conversion, the naive KV's JSON maps and mutex; and silence above
-// low about their fixed twins. One short run per service serves every
-// assertion about it.
+// against the bundled services' known faults: the leaky cache's map, the
+// naive KV's JSON maps and mutex; and silence above low about their fixed
+// twins. One short run per service serves every assertion about it.
 func TestDiagnose_BundledServices(t *testing.T) {
 	src := filepath.Join("..", "..", "examples", "leakycache", "leakycache.go")
-	conversion := sourceLine(t, src, "b := []byte(id)")
 	cacheAppend := sourceLine(t, src, "w.cache[id] = append(w.cache[id], b...)")
 
 	// No warm-up for the leak: from an empty cache its growth is steady
 	// request by request; after a warm-up, the map's table doublings are
-	// large beside five seconds of growth.
-	leaky, leakyDir := demoRun(t, "leaky", "--duration", "5s", "--snapshots", "6", "--warmup", "0")
+	// large beside ten seconds of growth.
+	leaky, leakyDir := demoRun(t, "leaky", "--duration", "10s", "--snapshots", "6", "--warmup", "0")
 	if f := findingAt(leaky.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend); f == nil || f.Severity != "high" {
 		t.Errorf("leaky: want a high leak.inuse-growth at leakycache.go:%d; findings:%s\nnotes: %v\nheap: %+v", cacheAppend, describe(leaky.Findings), leaky.DiagnosisNotes, leaky.HeapGrowth)
-	}
-	if f := findingAt(leaky.Findings, "alloc.hot-spot", "leakycache.go", conversion); f == nil {
-		t.Errorf("leaky: want an alloc.hot-spot at the conversion, leakycache.go:%d; findings:%s", conversion, describe(leaky.Findings))
 	}
 
 	// The same run directory, diagnosed again by the command, gates.
@@ -75,16 +70,16 @@ func TestDiagnose_BundledServices(t *testing.T) {
 		t.Errorf("diagnose of the run directory lost the leak finding (%v):%s", err, describe(out.Findings))
 	}
 
-	// With the source, the hot spot at the conversion says why it
+	// With the source, the leak at the cache's append says why the line
 	// allocates, from the compiler, in text and in JSON.
-	t.Run("escape analysis of the hot spot", func(t *testing.T) {
+	t.Run("escape analysis of the leak's line", func(t *testing.T) {
 		root := filepath.Join("..", "..")
-		const why = "([]byte)(id) escapes to heap"
+		const why = "append(w.cache[id], b...) escapes to heap"
 		text := heapscope(t, "diagnose", leakyDir, "--source", root)
 		if text.code != exitOK || text.stderr != "" {
 			t.Fatalf("diagnose --source: exit %d, stderr %q", text.code, text.stderr)
 		}
-		title := fmt.Sprintf("allocation hot spot at leakycache.(*Worker).Process (leakycache/leakycache.go:%d)", conversion)
+		title := fmt.Sprintf("at leakycache.(*Worker).Process (leakycache/leakycache.go:%d)", cacheAppend)
 		// A finding's block is its title line ("  SEVERITY title") and the
 		// deeper-indented lines under it.
 		var block string
@@ -98,16 +93,16 @@ func TestDiagnose_BundledServices(t *testing.T) {
 			}
 		}
 		if !strings.Contains(block, "escape: "+why) {
-			t.Errorf("text output: the hot spot %q does not carry %q:\n%s", title, why, text.stdout)
+			t.Errorf("text output: the finding %q does not carry %q:\n%s", title, why, text.stdout)
 		}
 		js := heapscope(t, "diagnose", leakyDir, "--source", root, "--format", "json")
 		var out diagnoseOutput
 		if err := json.Unmarshal([]byte(js.stdout), &out); err != nil {
 			t.Fatalf("diagnose --source --format json: %v\n%s", err, js.stderr)
 		}
-		f := findingAt(out.Findings, "alloc.hot-spot", "leakycache.go", conversion)
+		f := findingAt(out.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend)
 		if f == nil || len(f.Escape) == 0 || !strings.HasPrefix(f.Escape[0], why) {
-			t.Errorf("JSON output: hot spot at leakycache.go:%d is %+v, want an escape starting %q", conversion, f, why)
+			t.Errorf("JSON output: the leak at leakycache.go:%d is %+v, want an escape starting %q", cacheAppend, f, why)
 		}
 	})
 

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,20 +14,29 @@ import (
 	"go.uber.org/goleak"
 )
 
-// asMainEnv makes the test binary behave as heapscope itself: demo
-// re-executes its own executable to start an example service, and in tests
-// that executable is this test binary.
-const asMainEnv = "HEAPSCOPE_TEST_AS_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(asMainEnv) == "1" {
-		main()
-		return
-	}
 	if mode := os.Getenv(gcChildEnv); mode != "" {
 		os.Exit(gcChild(mode))
 	}
-	goleak.VerifyTestMain(m)
+	// The bundled examples run from heapscope built as a user builds it:
+	// under -race this test binary's own allocations (and so the live
+	// heap the verdicts stand on) are not a service's.
+	dir, err := os.MkdirTemp("", "heapscope-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin := filepath.Join(dir, "heapscope")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build heapscope for the examples: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	exampleExecutable = func() (string, error) { return bin, nil }
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // result of one in-process heapscope invocation.

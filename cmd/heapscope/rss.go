@@ -275,7 +275,7 @@ func (l runtimeLookup) probe(ctx context.Context, ports []int) (*target.Client, 
 
 // fetchMemStats reads the runtime's MemStats from c's heap?debug=1.
 func fetchMemStats(ctx context.Context, c *target.Client) (*gcstats.MemStats, error) {
-	body, err := c.HeapDebug(ctx)
+	body, err := c.HeapDebug(ctx, false)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -66,21 +64,10 @@ func runTop(e *env, path string, o *topOptions) error {
 // through the aggregating decoder: the decoded profile is never held in
 // memory.
 func readStacks(e *env, path string) (*pprofx.Stacks, error) {
-	var r io.Reader
-	if path == "-" {
-		r = e.stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("read profile: %w", err)
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return nil, fmt.Errorf("read profile %s: is a directory: give a profile file (.pb.gz) in it", path)
-		}
-		r = f
+	if path != "-" {
+		return run.ReadStacksFile(path, pprofx.ReadOptions{})
 	}
-	s, err := pprofx.ReadStacks(r, pprofx.ReadOptions{})
+	s, err := pprofx.ReadStacks(e.stdin, pprofx.ReadOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read profile %s: %w", path, err)
 	}

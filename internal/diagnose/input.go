@@ -65,6 +65,10 @@ type Input struct {
 // Live is the live heap after a forced GC, exactly.
 type Live struct {
 	Bytes, Objects uint64
+	// Profiling is true when the profiler held buffers in the process
+	// then (a CPU profile running): the leak check takes out the step in
+	// the series where that changes.
+	Profiling bool
 }
 
 // Profile is one profile with its name (a file or a profile kind, for

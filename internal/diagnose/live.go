@@ -53,12 +53,14 @@ func (d *diagnosis) analyseLive(hs heapSites) (liveAnalysis, bool) {
 		return liveAnalysis{}, false
 	}
 	a := liveAnalysis{ys: make([]float64, len(live))}
+	on := make([]bool, len(live))
 	for i, l := range live {
 		if l.Bytes == 0 {
 			return liveAnalysis{}, false
 		}
-		a.ys[i] = float64(l.Bytes)
+		a.ys[i], on[i] = float64(l.Bytes), l.Profiling
 	}
+	a.ys = withoutProfilerSteps(hs.xs, a.ys, on)
 	th := d.th.Leak
 	if f := d.in.FirstUnderLoad; f > 0 && len(a.ys)-f >= th.MinSnapshots {
 		a.from, a.meetLoad = f, a.ys[f]-a.ys[0]
@@ -107,6 +109,43 @@ func (a liveAnalysis) others(h holder) []place {
 	return out
 }
 
+// withoutProfilerSteps takes out of a live heap series the steps where
+// the profiler's state changes (on: its buffers held, a CPU profile
+// running): across such a step the heap is taken to grow as it does
+// between the snapshots around it in one state (the median pace of
+// those steps), and the rest is the profiler's, removed from every
+// snapshot after the step. ys is not modified.
+func withoutProfilerSteps(xs, ys []float64, on []bool) []float64 {
+	var paces []float64
+	changes := false
+	for i := 1; i < len(ys); i++ {
+		switch {
+		case on[i] != on[i-1]:
+			changes = true
+		case xs[i] > xs[i-1]:
+			paces = append(paces, (ys[i]-ys[i-1])/(xs[i]-xs[i-1]))
+		}
+	}
+	if !changes || len(paces) == 0 {
+		return ys
+	}
+	slices.Sort(paces)
+	pace := paces[len(paces)/2]
+	if len(paces)%2 == 0 {
+		pace = (paces[len(paces)/2-1] + paces[len(paces)/2]) / 2
+	}
+	out := make([]float64, len(ys))
+	out[0] = ys[0]
+	shift := 0.0
+	for i := 1; i < len(ys); i++ {
+		if on[i] != on[i-1] {
+			shift += ys[i] - ys[i-1] - pace*(xs[i]-xs[i-1])
+		}
+		out[i] = ys[i] - shift
+	}
+	return out
+}
+
 // classifyLive says what a live heap series is. Unlike a site's sampled
 // series, the whole heap of a leaking service often grows more slowly as
 // the window goes on (fewer new keys, a map between doublings) without
@@ -117,6 +156,14 @@ func (a liveAnalysis) others(h holder) []place {
 func (th LeakThresholds) classifyLive(t trend, xs []float64, floor float64) verdict {
 	h := len(xs) / 2
 	late := t.lateSlope * (xs[len(xs)-1] - xs[h])
+	// Warm-up is growth that stopped: the later half rises little, and
+	// far more slowly than the first did. A short window of a slow leak
+	// rises little in its later half too, at the same pace.
+	early := 0.0
+	if span := xs[h] - xs[0]; span > 0 {
+		early = (t.growth - late) / span
+	}
+	slowed := t.lateSlope*3 < early
 	switch {
 	case t.n < th.MinSnapshots:
 		return tooShort
@@ -126,7 +173,7 @@ func (th LeakThresholds) classifyLive(t trend, xs []float64, floor float64) verd
 		// Rises and falls back by half its range or more: a cache
 		// that evicts, a pool, batches.
 		return sawtooth
-	case t.growth >= floor && late < floor/2:
+	case t.growth >= floor && late < floor/2 && slowed:
 		return warmUp
 	case t.slope > 0 && t.growth >= floor && t.rising >= th.MinRisingSteps && t.r2 >= th.MinR2:
 		return steady

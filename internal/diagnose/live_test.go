@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,10 +35,11 @@ func TestRun_liveHeapDecides(t *testing.T) {
 	tests := []struct {
 		name           string
 		in             Input
-		wantLeakAt     *fn    // a leak.inuse-growth at this site
-		wantUnplaced   bool   // a leak.live-growth
-		wantNoteSaying string // when no leak: a note containing this
-		wantSeverity   string // of the leak; high when empty
+		wantLeakAt     *fn     // a leak.inuse-growth at this site
+		wantUnplaced   bool    // a leak.live-growth
+		wantNoteSaying string  // when no leak: a note containing this
+		wantSeverity   string  // of the leak; high when empty
+		wantSlope      float64 // of the live heap, B/min; 1 MiB/min when 0
 	}{
 		{
 			name: "a steady leak, placed by the samples",
@@ -80,6 +82,18 @@ func TestRun_liveHeapDecides(t *testing.T) {
 				return in
 			}(),
 			wantLeakAt: &cacheAdd, // high: 594 KiB a minute here
+		},
+		{
+			// Recorded: contexts with a timeout never cancelled, 10 s at
+			// 100/s: a slow leak whose later half rises little, but at
+			// the pace of its first.
+			name: "a slow leak in a short window, recorded",
+			in: liveInput(4, 512, func(i int) float64 { return []float64{298, 420, 533, 644}[i] * 1024 }, map[fn]func(int) int64{
+				cacheAdd: func(i int) int64 { return int64(i) * 110 << 10 },
+			}),
+			wantLeakAt:   &cacheAdd,
+			wantSeverity: "medium",
+			wantSlope:    117_862.4, // the fitted 115.1 KiB a step
 		},
 		{
 			name: "warm-up: grows, then holds",
@@ -130,8 +144,8 @@ func TestRun_liveHeapDecides(t *testing.T) {
 					t.Fatalf("leaks %+v, want one at %s; notes %v", leaks, tt.wantLeakAt.name, rep.Notes)
 				}
 				f := leaks[0]
-				if got := f.Evidence["live_slope_bytes_per_minute"]; tt.in.FirstUnderLoad == 0 && math.Abs(got-mib) > 1 {
-					t.Errorf("live slope %.0f B/min, want the exact 1 MiB/min", got)
+				if got, want := f.Evidence["live_slope_bytes_per_minute"], cmp.Or(tt.wantSlope, mib); tt.in.FirstUnderLoad == 0 && math.Abs(got-want) > 1 {
+					t.Errorf("live slope %.1f B/min, want the exact %.1f", got, want)
 				}
 				want := cmp.Or(tt.wantSeverity, "high")
 				if f.Severity != want || !strings.Contains(f.Title, "exact") || !strings.Contains(f.Title, "±") {
@@ -269,5 +283,28 @@ func TestFmtHours(t *testing.T) {
 		if got := fmtHours(h); got != want {
 			t.Errorf("fmtHours(%g) = %q, want %q", h, got, want)
 		}
+	}
+}
+
+// TestWithoutProfilerSteps: a CPU profile's buffers held from the second
+// snapshot to the fourth make a step up and one down in a steady series;
+// taken out, the series is the steady one again.
+func TestWithoutProfilerSteps(t *testing.T) {
+	xs := []float64{0, 1, 2, 3, 4, 5}
+	ys := []float64{0, 1100, 1200, 1300, 400, 500}
+	on := []bool{false, true, true, true, false, false}
+	got := withoutProfilerSteps(xs, ys, on)
+	for i, want := range []float64{0, 100, 200, 300, 400, 500} {
+		if math.Abs(got[i]-want) > 1e-9 {
+			t.Fatalf("withoutProfilerSteps = %v, want 0, 100, … 500", got)
+		}
+	}
+	if ys[1] != 1100 {
+		t.Error("the input was modified")
+	}
+	// No change of state: the series as it is.
+	flat := []bool{true, true, true, true, true, true}
+	if got := withoutProfilerSteps(xs, ys, flat); !slices.Equal(got, ys) {
+		t.Errorf("without a change of state: %v, want %v", got, ys)
 	}
 }

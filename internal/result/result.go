@@ -448,12 +448,15 @@ type HeapSnapshot struct {
 	InuseObjects int64  `json:"inuse_objects"`
 	Profile      string `json:"profile"`
 	// LiveBytes and LiveObjects are MemStats' HeapAlloc and HeapObjects
-	// read right after the snapshot's forced GC: the live heap, exactly
-	// (LiveBytes less what heapscope's own profiling held in the target
-	// then, a sampled figure: a CPU profile's buffers while one runs).
+	// read right after the snapshot's forced GCs: the live heap, exactly.
 	// Absent when that read failed.
 	LiveBytes   uint64 `json:"live_bytes,omitempty"`
 	LiveObjects uint64 `json:"live_objects,omitempty"`
+	// Profiling is true when a timed profile of heapscope's (CPU, block,
+	// mutex) ran in the target at the snapshot: the target then holds the
+	// profile's buffers (about 1 MiB for a CPU profile), a step in the
+	// live heap the leak check takes out where the state changes.
+	Profiling bool `json:"profiling,omitempty"`
 	// Goroutines counts the goroutines of the profile taken with the
 	// snapshot (exact), when it was fetched.
 	Goroutines int64 `json:"goroutines,omitempty"`

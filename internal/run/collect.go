@@ -33,8 +33,11 @@ const finishTimeout = 5 * time.Second
 
 // collector holds everything a run fetched, in the order it came.
 type collector struct {
-	cfg   *Config
-	fails failures
+	// timedRunning counts the timed profiles (CPU, block, mutex) being
+	// fetched: while one is, the target holds its buffers.
+	timedRunning atomic.Int32
+	cfg          *Config
+	fails        failures
 
 	warnMu   sync.Mutex
 	warnings []string
@@ -79,9 +82,11 @@ type snapshot struct {
 	// pprofx.WithoutProfiler); raw keeps everything, as fetched.
 	profile *profile.Profile
 	// profilerAlloc is alloc_space of the pprof handlers since the
-	// process started; profilerInuse what they hold now, such as a CPU
-	// profile's buffers while one runs.
-	profilerAlloc, profilerInuse int64
+	// process started.
+	profilerAlloc int64
+	// profiling is true when a timed profile ran in the target at the
+	// snapshot (result.HeapSnapshot.Profiling).
+	profiling bool
 	// goroutines is the goroutine profile fetched right after the heap
 	// profile, for the goroutine leak check; nil when it failed.
 	goroutines *goroutineSnapshot
@@ -168,8 +173,7 @@ func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapsho
 	}
 	app, dropped := pprofx.WithoutProfiler(p)
 	si, _ := pprofx.SampleIndex(p, "alloc_space")
-	ii, _ := pprofx.SampleIndex(p, "inuse_space")
-	snap := snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si], profilerInuse: dropped[ii]}
+	snap := snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si], profiling: c.timedRunning.Load() > 0}
 	if ms, msAt, err := c.memStats(ctx); err != nil {
 		snap.memErr = err
 	} else {
@@ -206,7 +210,11 @@ func (c *collector) parse(raw []byte) (*profile.Profile, error) {
 
 func (c *collector) memStats(ctx context.Context) (gcstats.MemStats, time.Time, error) {
 	at := c.cfg.now()
-	raw, err := c.cfg.fetcher.HeapDebug(ctx)
+	// A second forced GC: sync.Pool keeps what it holds through one, so
+	// after the heap profile's GC alone the live heap still counts the
+	// pools' buffers, more of them just after load changes (connections
+	// closing put theirs back); after two it is what the program keeps.
+	raw, err := c.cfg.fetcher.HeapDebug(ctx, true)
 	if err != nil {
 		return gcstats.MemStats{}, at, err
 	}
@@ -285,14 +293,17 @@ func (c *collector) window(ctx context.Context) {
 		timed = append([]string{"profile"}, timed...)
 	}
 	var timedMu sync.Mutex
+	var timedWG sync.WaitGroup
 	c.extra = map[string][]byte{}
 	for _, name := range timed {
 		if seconds < 1 {
 			c.warn("%s profile skipped: it needs a window of at least 1s", kindOf(name))
 			continue
 		}
-		wg.Go(func() {
+		c.timedRunning.Add(1)
+		timedWG.Go(func() {
 			raw, err := c.cfg.fetcher.Profile(wctx, name, url.Values{"seconds": {strconv.Itoa(seconds)}})
+			c.timedRunning.Add(-1)
 			if err == nil {
 				_, err = c.parse(raw)
 			}
@@ -312,6 +323,8 @@ func (c *collector) window(ctx context.Context) {
 			}
 		})
 	}
+
+	wg.Go(timedWG.Wait)
 
 	c.startTrace(ctx, wctx, &wg)
 
@@ -386,6 +399,14 @@ func (c *collector) takeSnapshots(ctx context.Context) {
 	offsets := c.cfg.snapshotOffsets()
 	for i, off := range offsets[1:] {
 		last := i == len(offsets)-2
+		if last && (c.cfg.CPU || len(c.cfg.Extra) > 0) {
+			// The target holds a timed profile's buffers (about 1 MiB for
+			// a CPU profile) while it runs, and releases them as the
+			// window ends: the last snapshot is taken just before, so
+			// every snapshot from the second on sees them, rather than
+			// the last one alone catching their release.
+			off -= min(lastSnapshotLead, (off-offsets[i])/4)
+		}
 		if !c.waitUntil(ctx, c.startTime.Add(off)) {
 			c.interrupted = true
 			c.fails.add("window", fmt.Errorf("%w after %s of %s", ErrInterrupted, c.cfg.now().Sub(c.startTime).Round(time.Millisecond), c.cfg.Duration))
@@ -468,15 +489,15 @@ func (c *collector) extend(ctx context.Context) {
 }
 
 // liveBytes is the service's live heap at the snapshot: HeapAlloc right
-// after the forced GC, less what heapscope's own profiling holds in the
-// target then (a CPU profile's buffers, while one runs), which would
-// otherwise come and go with the profile.
-func (s snapshot) liveBytes() uint64 {
-	if s.profilerInuse > 0 && uint64(s.profilerInuse) < s.mem.HeapAlloc {
-		return s.mem.HeapAlloc - uint64(s.profilerInuse)
-	}
-	return s.mem.HeapAlloc
-}
+// after the forced GCs. What heapscope's own timed profiles hold in the
+// target while they run is in it; the leak check takes out the step
+// where that changes (snapshot.profiling), as a sampled estimate of it
+// would be off by a sample or two.
+func (s snapshot) liveBytes() uint64 { return s.mem.HeapAlloc }
+
+// lastSnapshotLead is how long before the timed profiles end the window's
+// last snapshot is taken.
+const lastSnapshotLead = 250 * time.Millisecond
 
 // placement judges the snapshots so far as the leak check will.
 func (c *collector) placement() diagnose.Placement {
@@ -486,7 +507,7 @@ func (c *collector) placement() diagnose.Placement {
 			return diagnose.Placement{}
 		}
 		in.Heap = append(in.Heap, diagnose.Profile{Name: snapshotFile(i), Time: s.at, Profile: s.profile})
-		in.Live = append(in.Live, diagnose.Live{Bytes: s.liveBytes(), Objects: s.mem.HeapObjects})
+		in.Live = append(in.Live, diagnose.Live{Bytes: s.liveBytes(), Objects: s.mem.HeapObjects, Profiling: s.profiling})
 	}
 	if c.proc.readProc {
 		// As the diagnosis will: the source names a holder's line.

@@ -82,7 +82,7 @@ func liveSeries(res *result.Run, heap []diagnose.Profile) []diagnose.Live {
 		if !ok || s.LiveBytes == 0 {
 			return nil
 		}
-		live = append(live, diagnose.Live{Bytes: s.LiveBytes, Objects: s.LiveObjects})
+		live = append(live, diagnose.Live{Bytes: s.LiveBytes, Objects: s.LiveObjects, Profiling: s.Profiling})
 	}
 	return live
 }

@@ -29,7 +29,8 @@ func BareProfiles(paths []string) (diagnose.Input, error) {
 	heap := diagnose.NewHeapSeries(len(paths))
 	others := make([]bool, len(paths))
 	err := eachParallel(len(paths), func(i int) error {
-		s, err := readStacksFile(paths[i])
+		// Unmerged: the heap series merges stacks itself.
+		s, err := ReadStacksFile(paths[i], pprofx.ReadOptions{Unmerged: true})
 		if err != nil {
 			return err
 		}
@@ -89,8 +90,9 @@ func opener(path string) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return os.Open(path) }
 }
 
-// readStacksFile reads a profile file by stack.
-func readStacksFile(path string) (*pprofx.Stacks, error) {
+// ReadStacksFile reads a profile file by stack (pprofx.ReadStacks), with
+// errors that name the file; a directory is refused as such.
+func ReadStacksFile(path string, opts pprofx.ReadOptions) (*pprofx.Stacks, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read profile: %w", err)
@@ -99,7 +101,7 @@ func readStacksFile(path string) (*pprofx.Stacks, error) {
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("read profile %s: is a directory: give a profile file (.pb.gz) in it", path)
 	}
-	s, err := pprofx.ReadStacks(f, pprofx.ReadOptions{Unmerged: true})
+	s, err := pprofx.ReadStacks(f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("read profile %s: %w", path, err)
 	}

@@ -82,7 +82,8 @@ func TestProfile_RepeatGoesOnAfterAFailedWindow(t *testing.T) {
 	var heaps atomic.Int32
 	mux := pprofMux(map[string]http.HandlerFunc{
 		"/debug/pprof/heap": func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Query().Get("gc") == "1" && heaps.Add(1) == 3 {
+			q := r.URL.Query()
+			if q.Get("gc") == "1" && q.Get("debug") == "" && heaps.Add(1) == 3 {
 				http.Error(w, "heap profile unavailable", http.StatusServiceUnavailable)
 				return
 			}

@@ -41,7 +41,7 @@ import (
 // Fetcher is what a run needs from the service; *target.Client is one.
 type Fetcher interface {
 	Profile(ctx context.Context, name string, query url.Values) ([]byte, error)
-	HeapDebug(ctx context.Context) ([]byte, error)
+	HeapDebug(ctx context.Context, gc bool) ([]byte, error)
 	Metrics(ctx context.Context) ([]byte, error)
 }
 

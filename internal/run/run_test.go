@@ -193,10 +193,11 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 	})
 	t.Run("gc window", func(t *testing.T) {
 		ms := res.MemStats
-		// MemStats are read after the first snapshot's GC: the window
-		// between them holds the other two snapshots' forced cycles.
-		if ms.GCForcedCycles != 2 || ms.GCCycles < ms.GCForcedCycles {
-			t.Errorf("gc cycles %d forced %d: want the 2 forced by the later snapshots", ms.GCCycles, ms.GCForcedCycles)
+		// MemStats are read after the first snapshot's GCs: the window
+		// between them holds the other two snapshots' forced cycles, two
+		// each (the heap profile's, and the MemStats read's).
+		if ms.GCForcedCycles != 4 || ms.GCCycles < ms.GCForcedCycles {
+			t.Errorf("gc cycles %d forced %d: want the 4 forced by the later snapshots", ms.GCCycles, ms.GCForcedCycles)
 		}
 		if ms.GCCPUFractionScope != "window" {
 			t.Errorf("GC CPU scope %q, want window (uptime is known)", ms.GCCPUFractionScope)
@@ -694,12 +695,20 @@ func TestProfile_SaysWhenTheWindowOverran(t *testing.T) {
 // and says why, not shown as a zero.
 func TestProfile_LostTargetReportsOnlyWhatWasMeasured(t *testing.T) {
 	h := &hoard{}
-	srv := httptest.NewServer(pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
+	var served atomic.Int64
+	var srv *httptest.Server
+	// The service dies under the window's load, after the first snapshot
+	// and twenty requests, however slow the machine is to get there.
+	srv = httptest.NewServer(pprofMux(map[string]http.HandlerFunc{"/work": func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if served.Add(1) == 20 {
+			go func() {
+				srv.CloseClientConnections()
+				srv.Listener.Close()
+			}()
+		}
+	}}))
 	defer srv.Close()
-	time.AfterFunc(250*time.Millisecond, func() {
-		srv.CloseClientConnections()
-		srv.Listener.Close()
-	})
 	res, dir, err := Profile(t.Context(), Config{
 		Target: target.Options{BaseURL: srv.URL}, Duration: time.Second, OutDir: t.TempDir(),
 		Load: &load.Options{Targets: []load.Request{{Method: "GET", URL: srv.URL + "/work"}}, Rate: 200},

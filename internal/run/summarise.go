@@ -303,7 +303,7 @@ func (c *collector) heapGrowth() *result.HeapGrowth {
 			InuseBytes: space, InuseObjects: objects, Profile: snapshotFile(i),
 		}
 		if s.mem != nil {
-			hs.LiveBytes, hs.LiveObjects = s.liveBytes(), s.mem.HeapObjects
+			hs.LiveBytes, hs.LiveObjects, hs.Profiling = s.liveBytes(), s.mem.HeapObjects, s.profiling
 			live = append(live, float64(hs.LiveBytes))
 		}
 		if g := s.goroutines; g != nil {

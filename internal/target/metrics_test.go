@@ -73,7 +73,7 @@ func TestClient_Metrics_notFound(t *testing.T) {
 func TestClient_HeapDebug(t *testing.T) {
 	srv := newServer(t, pprofMux())
 	c := newClient(t, Options{BaseURL: srv.URL, Timeout: 5 * time.Second})
-	body, err := c.HeapDebug(t.Context())
+	body, err := c.HeapDebug(t.Context(), false)
 	if err != nil {
 		t.Fatalf("HeapDebug: %v", err)
 	}
@@ -84,7 +84,7 @@ func TestClient_HeapDebug(t *testing.T) {
 	}
 
 	c = newClient(t, Options{BaseURL: srv.URL, PprofPath: "/elsewhere/", Timeout: 5 * time.Second})
-	_, err = c.HeapDebug(t.Context())
+	_, err = c.HeapDebug(t.Context(), false)
 	checkErr(t, err, "fetch MemStats", "/elsewhere/heap?debug=1", "--pprof-path")
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("errors.Is(%v, ErrNotFound) = false", err)

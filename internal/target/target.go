@@ -200,9 +200,13 @@ func (c *Client) Profile(ctx context.Context, name string, query url.Values) ([]
 }
 
 // HeapDebug fetches /debug/pprof/heap?debug=1, the text heap profile whose
-// trailer holds runtime.MemStats.
-func (c *Client) HeapDebug(ctx context.Context) ([]byte, error) {
-	body, err := c.get(ctx, c.ProfileURL("heap", url.Values{"debug": {"1"}}), c.timeout)
+// trailer holds runtime.MemStats; with gc, after a forced GC (gc=1).
+func (c *Client) HeapDebug(ctx context.Context, gc bool) ([]byte, error) {
+	q := url.Values{"debug": {"1"}}
+	if gc {
+		q.Set("gc", "1")
+	}
+	body, err := c.get(ctx, c.ProfileURL("heap", q), c.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("fetch MemStats: %w", err)
 	}
