@@ -32,23 +32,16 @@ target=3
 work=$(mktemp -d "${TMPDIR:-/tmp}/diagnose-vs-pprof.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-go build -o "$work/heapscope" ./cmd/heapscope
-go build -o "$work/genprofile" ./bench/cmd/genprofile
-go build -o "$work/runstat" ./bench/cmd/runstat
-pprof=$(go tool -n pprof)
-
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-echo "machine: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo) GiB; $(go version)"
+. bench/profile-tools.sh
+build_profile_tools
+machine
 mkdir "$work/series"
 echo "writing $snapshots heap snapshots of about $size …"
 "$work/genprofile" -size "$size" -series "$snapshots" -o "$work/series/heap-%03d.pb.gz" 2>"$work/gen.log" || { cat "$work/gen.log" >&2; exit 2; }
 files=("$work"/series/heap-*.pb.gz)
 total_mb=$(du -cm "${files[@]}" | awk 'END { print $1 }')
 echo "series: ${#files[@]} files, $total_mb MB, $(stat -c %s "${files[0]}") to $(stat -c %s "${files[-1]}") bytes each"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); runs per command: $runs, alternating"
+echo "runs per command: $runs, alternating"
 echo
 
 # every_step runs pprof on each consecutive pair and prints the summed

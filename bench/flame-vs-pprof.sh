@@ -27,21 +27,9 @@ sizes=${SIZES:-"1MB 10MB 50MB"}
 work=$(mktemp -d "${TMPDIR:-/tmp}/flame-vs-pprof.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-go build -o "$work/heapscope" ./cmd/heapscope
-go build -o "$work/genprofile" ./bench/cmd/genprofile
-go build -o "$work/runstat" ./bench/cmd/runstat
-# The pprof binary itself, so the go command's start-up is not counted.
-pprof=$(go tool -n pprof)
-
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-cpus=$(nproc)
-model=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
-mem=$(awk '/MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)
-echo "machine: $cpus CPUs ($model), $mem GiB; $(go version)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+. bench/profile-tools.sh
+build_profile_tools
+machine
 echo "runs per command: $runs, alternating"
 echo
 

@@ -53,7 +53,9 @@ func TestProfile_RealModuleAtBuggyAndFixedVersions(t *testing.T) {
 	bins := make([]string, len(versions))
 	errs := make([]error, len(versions))
 	for i, v := range versions {
-		wg.Go(func() { bins[i], errs[i] = buildModule(t.Context(), t.TempDir(), tmpl, v.require) })
+		wg.Go(func() {
+			bins[i], errs[i] = buildModule(t.Context(), t.TempDir(), "example.com/sessionsvc", tmpl, v.require)
+		})
 	}
 	wg.Wait()
 	for i, v := range versions {
@@ -98,11 +100,103 @@ func TestProfile_RealModuleAtBuggyAndFixedVersions(t *testing.T) {
 	}
 }
 
-// buildModule writes a main package from src and a go.mod requiring the
-// given module versions into dir, resolves them through the module proxy
-// as a user's build does, and builds it. It returns the executable's path.
-func buildModule(ctx context.Context, dir string, src []byte, require []string) (string, error) {
-	gomod := "module example.com/sessionsvc\n\ngo 1.22\n\nrequire (\n\t" + strings.Join(require, "\n\t") + "\n)\n"
+// TestProfile_PoolThatFillsOnceIsWarmUp profiles a real server before,
+// during and after its load begins: a pool of gzip writers fills as the
+// concurrent requests need them (each keeps its compressor's tables, about
+// 800 KiB) and is then reused. The heap grows once, when the load begins,
+// and holds: warm-up, said with its size, not a leak.
+func TestProfile_PoolThatFillsOnceIsWarmUp(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "realmodule", "gzippool", "main.go.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildModule(t.Context(), t.TempDir(), "example.com/gzipsvc", src, nil)
+	if err != nil {
+		t.Fatalf("build the service: %v", err)
+	}
+	url, err := startService(t, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --warmup 0: the window opens on the idle service, so its first
+	// snapshot is from before the load.
+	r, err := profileURL(t, url, "--duration", "20s", "--warmup", "0", "--load", "GET /items", "--connections", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge(t, "gzip writer pool filling once as the load begins, 20 s", r.Findings, r.DiagnosisNotes)
+	if !slices.ContainsFunc(r.DiagnosisNotes, func(n string) bool {
+		return strings.Contains(n, "as the load began") || strings.Contains(n, "warm-up")
+	}) {
+		t.Errorf("notes %v: want the growth as the load began said as warm-up, with its size", r.DiagnosisNotes)
+	}
+}
+
+// TestProfile_MisusesOnRealRuns proves each entry of the misuse catalogue
+// (internal/diagnose/misuses.yaml) on a real service that makes the
+// mistake, profiled at default settings: the finding leads with the
+// misuse's cause and the fix in the service's code, not with advice about
+// the library's internals.
+func TestProfile_MisusesOnRealRuns(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "realmodule", "misuses", "main.go.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildModule(t.Context(), t.TempDir(), "example.com/misusesvc", src, nil)
+	if err != nil {
+		t.Fatalf("build the service: %v", err)
+	}
+	upstream, err := startService(t, bin, "-mode", "upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		misuse string
+		args   []string
+		wants  []want
+	}{
+		// The connections' goroutines grow, and their buffers with them:
+		// both findings name the misuse.
+		{"http-response-body-not-closed", []string{"-mode", "body-not-closed", "-upstream", upstream}, []want{
+			{id: "leak.goroutine-growth", min: diagnose.Medium, says: "close every response body"},
+			{id: "leak.inuse-growth", min: diagnose.Medium, says: "close every response body"},
+		}},
+		{"context-timeout-never-cancelled", []string{"-mode", "timeout-not-cancelled"}, []want{
+			{id: "leak.*", min: diagnose.Medium, says: "call the cancel function on every path"},
+		}},
+	}
+	runs := make([]*result.Run, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Go(func() {
+			var url string
+			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
+				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /", "--rate", "100")
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range cases {
+		t.Run(c.misuse, func(t *testing.T) {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			judge(t, "misuse: "+c.misuse+", 10 s at 100/s", runs[i].Findings, runs[i].DiagnosisNotes, c.wants...)
+			t.Logf("%s: window %.0f s", c.misuse, runs[i].Window.DurationSeconds)
+		})
+	}
+}
+
+// buildModule writes a main package from src and a go.mod of the given
+// module path requiring the given module versions into dir, resolves
+// them through the module proxy as a user's build does, and builds it. It
+// returns the executable's path.
+func buildModule(ctx context.Context, dir, module string, src []byte, require []string) (string, error) {
+	gomod := "module " + module + "\n\ngo 1.22\n"
+	if len(require) > 0 {
+		gomod += "\nrequire (\n\t" + strings.Join(require, "\n\t") + "\n)\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o666); err != nil {
 		return "", err
 	}
@@ -133,12 +227,12 @@ func goEnv(name string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// startService starts the executable as a user starts a service, reads
+// startService starts the executable with args as a user starts a service, reads
 // where it listens from its first line of output ("listening on
 // HOST:PORT") and returns its base URL. The service is killed when the
 // test ends.
-func startService(t *testing.T, bin string) (string, error) {
-	cmd := exec.CommandContext(t.Context(), bin)
+func startService(t *testing.T, bin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(t.Context(), bin, args...)
 	first := &firstLine{line: make(chan string, 1)}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = first, &stderr

@@ -31,7 +31,6 @@ func profileStarted(t *testing.T, example string, args ...string) (*result.Run, 
 // cache's append, medium or higher. The fixed twins, under their own
 // load, are quiet: nothing medium or higher, five runs out of five.
 func TestProfile_VerdictsAtDefaultSettings(t *testing.T) {
-	t.Setenv(asMainEnv, "1")
 	src := filepath.Join("..", "..", "examples", "leakycache", "leakycache.go")
 	cacheAppend := sourceLine(t, src, "w.cache[id] = append(w.cache[id], b...)")
 

@@ -25,6 +25,7 @@ func Run(in Input) Report {
 	d.rssBreakdown()
 	d.contention()
 	d.regressions()
+	d.misuses()
 	d.attachEscapes()
 	d.findings = oneFindingPerCause(d.findings)
 	hidden := 0

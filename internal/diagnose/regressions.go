@@ -216,41 +216,19 @@ func (r Regression) unfixed() bool {
 const MinSignatureShare = 0.25
 
 // leadWithUpgrade puts the upgrade first in the leak or goroutine findings
-// the bug explains, that no other bug leads yet (led, by finding index):
-// a finding whose own stacks hold one of its signature functions, and the
-// lead leak finding when a quarter or more of the heap's growth runs
-// through them. It reports whether the bug explains some finding.
+// the bug explains (explainedBy) that no other bug leads yet (led, by
+// finding index), and reports whether the bug explains some finding.
 func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led map[int]bool) bool {
-	if len(reg.Signature) == 0 || reg.Kind == KindRSS {
+	if reg.Kind == KindRSS {
 		return false
 	}
-	share := 0.0
-	if reg.Kind == KindMemory {
-		share = d.growthThrough(reg.Signature)
-	}
-	seen, leadDone := false, false
-	for i := range d.findings {
-		f := &d.findings[i]
-		var stacks *profile.Profile
-		leak := strings.HasPrefix(f.ID, "leak.inuse-growth") || f.ID == "leak.live-growth"
-		switch {
-		case leak && reg.Kind == KindMemory && len(d.in.Heap) > 0:
-			stacks = d.in.Heap[len(d.in.Heap)-1].Profile
-		case (f.ID == "leak.goroutine-growth" || f.ID == "goroutine.pile-up") && len(d.in.Goroutines) > 0:
-			stacks = d.in.Goroutines[len(d.in.Goroutines)-1].Profile
-		default:
-			continue
-		}
-		lead := leak && !leadDone && share >= MinSignatureShare
-		leadDone = leadDone || leak
-		if !lead && (stacks == nil || !stacksThrough(stacks, site{f.Function, f.File, f.Line}, reg.Signature)) {
-			continue
-		}
-		seen = true
+	explained, share := d.explainedBy(reg.Kind, reg.Signature)
+	for _, i := range explained {
 		if led[i] {
 			continue
 		}
 		led[i] = true
+		f := &d.findings[i]
 		// The upgrade, then the entry's own workaround: the generic
 		// advice ("find what holds it") would send the user looking for a
 		// map their code does not have.
@@ -263,7 +241,43 @@ func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led m
 			f.Severity = sev.String()
 		}
 	}
-	return seen
+	return len(explained) > 0
+}
+
+// explainedBy returns the indices of the findings a signature explains —
+// the goroutine findings (kind goroutine) or leak findings (kind memory)
+// whose own stacks hold one of its functions, and the lead leak finding
+// when MinSignatureShare or more of the heap's growth runs through them —
+// and that share.
+func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64) {
+	if len(signature) == 0 {
+		return nil, 0
+	}
+	share := 0.0
+	if kind == KindMemory {
+		share = d.growthThrough(signature)
+	}
+	var out []int
+	leadDone := false
+	for i := range d.findings {
+		f := &d.findings[i]
+		var stacks *profile.Profile
+		leak := strings.HasPrefix(f.ID, "leak.inuse-growth") || f.ID == "leak.live-growth"
+		switch {
+		case leak && kind == KindMemory && len(d.in.Heap) > 0:
+			stacks = d.in.Heap[len(d.in.Heap)-1].Profile
+		case kind == KindGoroutine && (f.ID == "leak.goroutine-growth" || f.ID == "goroutine.pile-up") && len(d.in.Goroutines) > 0:
+			stacks = d.in.Goroutines[len(d.in.Goroutines)-1].Profile
+		default:
+			continue
+		}
+		lead := leak && !leadDone && share >= MinSignatureShare
+		leadDone = leadDone || leak
+		if lead || stacks != nil && stacksThrough(stacks, site{f.Function, f.File, f.Line}, signature) {
+			out = append(out, i)
+		}
+	}
+	return out, share
 }
 
 // growthThrough returns the share of the heap's sampled growth, first to

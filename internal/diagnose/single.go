@@ -124,10 +124,14 @@ func (d *diagnosis) cpuAllocation() {
 	}
 	var total, alloc, gc float64
 	callers := map[site]float64{}
+	own := map[site]float64{} // CPU under each line of the service's code
 	for _, s := range p.Sample {
 		v := float64(s.Value[vi]) / 1e9
 		total += v
 		fs := frames(s)
+		if f, ok := d.app.firstApp(fs); ok {
+			own[f.site()] += v
+		}
 		switch {
 		case hasFrame(fs, isGCWork):
 			gc += v
@@ -140,6 +144,9 @@ func (d *diagnosis) cpuAllocation() {
 	}
 	if total <= 0 {
 		return
+	}
+	if d.in.Run == nil {
+		d.cpuHotSpots(own, total)
 	}
 	share := (alloc + gc) / total
 	sev := Info
@@ -181,6 +188,37 @@ func (d *diagnosis) cpuAllocation() {
 	ev := map[string]float64{"alloc_gc_cpu_share": share, "malloc_cpu_share": alloc / total, "gc_cpu_share": gc / total, "cpu_seconds": total}
 	fix := "the GC's work grows with the bytes allocated: allocate less at the lines named (reuse buffers, pool per-request objects, preallocate), or give the heap more room (GOGC, GOMEMLIMIT); an allocation profile (heapscope profile, or /debug/pprof/allocs) says which lines allocate the most bytes"
 	d.add(newFinding("gc.cpu-profile", sev, lead, title, ev, fix, 0.7))
+}
+
+// cpuHotSpots reports, for a CPU profile given alone, the lines of the
+// service's code under which a tenth of the CPU or more is spent, up to
+// three: where the time goes, beside what allocation costs.
+func (d *diagnosis) cpuHotSpots(own map[site]float64, total float64) {
+	sites := make([]site, 0, len(own))
+	for at, v := range own {
+		if v >= 0.1*total {
+			sites = append(sites, at)
+		}
+	}
+	slices.SortFunc(sites, func(a, b site) int {
+		if c := cmp.Compare(own[b], own[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.where(), b.where())
+	})
+	for i, at := range sites {
+		if i == 3 {
+			break
+		}
+		share := own[at] / total
+		sev := Info
+		if share >= 0.5 {
+			sev = Low
+		}
+		title := fmt.Sprintf("CPU hot spot at %s: %s of the CPU sampled (%s of %s), in it and what it calls", at.where(), humanize.Percent(share), humanize.Seconds(own[at]), humanize.Seconds(total))
+		ev := map[string]float64{"cpu_seconds": own[at], "cpu_share": share}
+		d.add(newFinding("cpu.hot-spot", sev, at, title, ev, "where the service's time goes: look at what this line calls in the CPU flame graph (heapscope flame cpu.pb.gz -o cpu.html)", 0.7))
+	}
 }
 
 // isGCWork reports whether a function is the garbage collector's marking

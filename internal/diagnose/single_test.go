@@ -151,6 +151,10 @@ func TestRun_oneCPUProfile(t *testing.T) {
 	if SeverityOf(f) < Low || f.Evidence["alloc_gc_cpu_share"] < 0.10 || !strings.Contains(f.Title, "allocateChurn") {
 		t.Errorf("finding %q (%s, evidence %v): want allocation and GC at 10%% or more, allocateChurn named", f.Title, f.Severity, f.Evidence)
 	}
+	hot := findingsWith(rep.Findings, "cpu.hot-spot")
+	if len(hot) == 0 || !strings.HasSuffix(hot[0].Function, ".allocateChurn") || hot[0].Evidence["cpu_share"] < 0.1 {
+		t.Errorf("CPU hot spots %+v: want allocateChurn first", hot)
+	}
 }
 
 // allocateChurn allocates pointer-holding garbage, keeping a little of

@@ -1,0 +1,72 @@
+package diagnose
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// misusesYAML is the catalogue of misuses (misuses.yaml).
+//
+//go:embed misuses.yaml
+var misusesYAML []byte
+
+// Misuse is a way of using the standard library or a common module that
+// makes memory or goroutines grow, with the signature it leaves in the
+// profiles.
+type Misuse struct {
+	ID string `yaml:"id"`
+	// Goroutines and Memory are its signatures: functions on the stacks
+	// of the goroutines, and of the memory, that grow.
+	Goroutines []string `yaml:"goroutines"`
+	Memory     []string `yaml:"memory"`
+	Name       string   `yaml:"name"`
+	Cause      string   `yaml:"cause"`
+	Fix        string   `yaml:"fix"`
+	Proven     string   `yaml:"proven"`
+}
+
+// Misuses returns the catalogue of misuses, parsed from the embedded list.
+func Misuses() ([]Misuse, error) {
+	var list []Misuse
+	dec := yaml.NewDecoder(strings.NewReader(string(misusesYAML)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("parse misuses.yaml: %w", err)
+	}
+	for _, m := range list {
+		if m.ID == "" || len(m.Goroutines)+len(m.Memory) == 0 || m.Name == "" || m.Cause == "" || m.Fix == "" || m.Proven == "" {
+			return nil, fmt.Errorf("parse misuses.yaml: entry %q lacks an id, a signature, a name, a cause, a fix or the test that proves it", m.ID)
+		}
+	}
+	return list, nil
+}
+
+// misuses is check 10: a leak or goroutine finding that a known misuse
+// explains (explainedBy: its stacks hold the misuse's signature) leads
+// with the cause and the fix in the user's code. A finding a known bug
+// already explains keeps the upgrade first.
+func (d *diagnosis) misuses() {
+	list, err := Misuses()
+	if err != nil {
+		d.note("misuse check: %v", err)
+		return
+	}
+	for _, m := range list {
+		goroutines, _ := d.explainedBy(KindGoroutine, m.Goroutines)
+		memory, share := d.explainedBy(KindMemory, m.Memory)
+		for _, i := range append(goroutines, memory...) {
+			f := &d.findings[i]
+			if strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
+				continue
+			}
+			f.Title += " — " + m.Name
+			f.Fix = fmt.Sprintf("%s: %s. Fix: %s", m.Name, m.Cause, m.Fix)
+			if share > 0 && strings.HasPrefix(f.ID, "leak.") && f.ID != "leak.goroutine-growth" {
+				f.Evidence["signature_share_of_growth"] = share
+			}
+		}
+	}
+}

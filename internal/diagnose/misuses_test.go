@@ -1,0 +1,63 @@
+package diagnose
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMisuses_eachEntryIsProven: every misuse names the end-to-end test
+// that runs a real service making it, and that test exists.
+func TestMisuses_eachEntryIsProven(t *testing.T) {
+	list, err := Misuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) == 0 {
+		t.Fatal("no misuses listed")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "cmd", "heapscope", "*_test.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no end-to-end tests found: %v", err)
+	}
+	var tests strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests.Write(b)
+	}
+	for _, m := range list {
+		name, sub, _ := strings.Cut(m.Proven, "/")
+		if !strings.Contains(tests.String(), "func "+name+"(") || sub != "" && !strings.Contains(tests.String(), `"`+sub+`"`) {
+			t.Errorf("misuse %s: its proof %s is not a test of cmd/heapscope", m.ID, m.Proven)
+		}
+	}
+}
+
+// TestRun_misuseLeadsTheGoroutineFinding: client connections piling up,
+// two goroutines each inside net/http, are named for what the service
+// does wrong, not advised to "buffer the channel" inside net/http.
+func TestRun_misuseLeadsTheGoroutineFinding(t *testing.T) {
+	read := []fn{{"runtime.gopark", "/go/src/runtime/proc.go", 435}, {"runtime.selectgo", "/go/src/runtime/select.go", 351},
+		{"net/http.(*persistConn).readLoop", "/go/src/net/http/transport.go", 2395}}
+	var gs []Profile
+	for i := range 5 {
+		at := t0.Add(time.Duration(i) * 30 * time.Second)
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{int64(10 + 40*i)}, stack: read}})
+		gs = append(gs, Profile{Name: fmt.Sprintf("goroutine-%d", i), Time: at, Profile: p})
+	}
+	rep := Run(Input{Goroutines: gs})
+	fs := findingsWith(rep.Findings, "leak.goroutine-growth")
+	if len(fs) != 1 {
+		t.Fatalf("goroutine findings %+v", rep.Findings)
+	}
+	if !strings.HasPrefix(fs[0].Fix, "HTTP client connections that are never reused") || !strings.Contains(fs[0].Fix, "close every response body") ||
+		strings.Contains(fs[0].Fix, "buffered channel") {
+		t.Errorf("fix %q: want the misuse's cause and fix, not advice about net/http's internals", fs[0].Fix)
+	}
+}
