@@ -4,8 +4,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // misusesYAML is the catalogue of misuses (misuses.yaml).
@@ -30,11 +28,9 @@ type Misuse struct {
 
 // Misuses returns the catalogue of misuses, parsed from the embedded list.
 func Misuses() ([]Misuse, error) {
-	var list []Misuse
-	dec := yaml.NewDecoder(strings.NewReader(string(misusesYAML)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&list); err != nil {
-		return nil, fmt.Errorf("parse misuses.yaml: %w", err)
+	list, err := decodeCatalogue[Misuse]("misuses.yaml", misusesYAML)
+	if err != nil {
+		return nil, err
 	}
 	for _, m := range list {
 		if m.ID == "" || len(m.Goroutines)+len(m.Memory) == 0 || m.Name == "" || m.Cause == "" || m.Fix == "" || m.Proven == "" {

@@ -54,11 +54,9 @@ type VersionRange struct {
 // Regressions returns the known regressions, parsed from the embedded
 // list.
 func Regressions() ([]Regression, error) {
-	var list []Regression
-	dec := yaml.NewDecoder(strings.NewReader(string(regressionsYAML)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&list); err != nil {
-		return nil, fmt.Errorf("parse regressions.yaml: %w", err)
+	list, err := decodeCatalogue[Regression]("regressions.yaml", regressionsYAML)
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range list {
 		if r.ID == "" || r.Module == "" || r.Issue == "" || len(r.Affected) == 0 {
@@ -112,6 +110,18 @@ func (r Regression) Affects(v string) bool {
 		}
 	}
 	return false
+}
+
+// decodeCatalogue decodes an embedded YAML list strictly: a field the
+// entry type does not have is an error, named with the file.
+func decodeCatalogue[T any](name string, data []byte) ([]T, error) {
+	var list []T
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	return list, nil
 }
 
 // FixedIn returns the version that fixes the bug for version v: the
