@@ -695,19 +695,26 @@ func TestProfile_SaysWhenTheWindowOverran(t *testing.T) {
 // and says why, not shown as a zero.
 func TestProfile_LostTargetReportsOnlyWhatWasMeasured(t *testing.T) {
 	h := &hoard{}
-	var served atomic.Int64
+	var heaps atomic.Int64
 	var srv *httptest.Server
-	// The service dies under the window's load, after the first snapshot
-	// and twenty requests, however slow the machine is to get there.
-	srv = httptest.NewServer(pprofMux(map[string]http.HandlerFunc{"/work": func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		if served.Add(1) == 20 {
-			go func() {
-				srv.CloseClientConnections()
-				srv.Listener.Close()
-			}()
-		}
-	}}))
+	// The service dies under the window's load, when the second heap
+	// snapshot is asked for: the window has its first snapshot only.
+	heap := pprof.Handler("heap")
+	srv = httptest.NewServer(pprofMux(map[string]http.HandlerFunc{
+		"/work": h.ServeHTTP,
+		"/debug/pprof/heap": func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if q.Get("gc") == "1" && q.Get("debug") == "" && heaps.Add(1) == 2 {
+				go func() {
+					srv.CloseClientConnections()
+					srv.Listener.Close()
+				}()
+				http.Error(w, "gone", http.StatusServiceUnavailable)
+				return
+			}
+			heap.ServeHTTP(w, r)
+		},
+	}))
 	defer srv.Close()
 	res, dir, err := Profile(t.Context(), Config{
 		Target: target.Options{BaseURL: srv.URL}, Duration: time.Second, OutDir: t.TempDir(),
