@@ -26,6 +26,7 @@ func Run(in Input) Report {
 	d.contention()
 	d.regressions()
 	d.misuses()
+	d.dropFolded()
 	d.attachEscapes()
 	d.findings = oneFindingPerCause(d.findings)
 	hidden := 0
@@ -71,6 +72,9 @@ type diagnosis struct {
 	// oneProcess is false when the heap snapshots cannot come from one
 	// process.
 	oneProcess bool
+	// folded are the indices of findings listed under another's (see
+	// foldLeaksInto), removed before the report.
+	folded map[int]bool
 	// growingStacks are the heap's stacks with their in-use bytes in the
 	// first and the last snapshot (heapSites), once the leak check read
 	// them.
@@ -81,7 +85,7 @@ type diagnosis struct {
 }
 
 func newDiagnosis(in Input) *diagnosis {
-	d := &diagnosis{in: in, oneProcess: true}
+	d := &diagnosis{in: in, oneProcess: true, folded: map[int]bool{}}
 	d.loadHeapOnce()
 	in = d.in
 	if in.Thresholds != nil {
@@ -141,6 +145,20 @@ func firstLast(ps []Profile) (first, last *profile.Profile) {
 		return nil, nil
 	}
 	return ps[0].Profile, ps[len(ps)-1].Profile
+}
+
+// dropFolded removes the findings listed under another's.
+func (d *diagnosis) dropFolded() {
+	if len(d.folded) == 0 {
+		return
+	}
+	kept := d.findings[:0]
+	for i, f := range d.findings {
+		if !d.folded[i] {
+			kept = append(kept, f)
+		}
+	}
+	d.findings = kept
 }
 
 func (d *diagnosis) note(format string, args ...any) {

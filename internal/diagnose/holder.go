@@ -1,9 +1,11 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/humanize"
@@ -44,6 +46,30 @@ type holder struct {
 // service's own code growing in large objects at a line that inserts into
 // a map or appends to a slice.
 func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, bool) {
+	// A container's storage is few large objects, which the samples
+	// catch more surely than the small ones around them: a site of the
+	// service's code whose large objects grew is a candidate even when
+	// its sampled total did not rise.
+	inPlaces := map[site]bool{}
+	for _, p := range places {
+		inPlaces[p.s.at] = true
+	}
+	var extra []place
+	for at, large := range hs.large {
+		s := hs.sites[at]
+		if inPlaces[at] || s == nil || !d.app.is(at.function) {
+			continue
+		}
+		if g := large[len(large)-1] - large[from]; g > 0 {
+			n := 0.0
+			if cnt := hs.samples[at]; cnt != nil {
+				n = max(cnt[len(cnt)-1]-cnt[from], 0)
+			}
+			extra = append(extra, place{s: s, n: n, growth: g, plusMin: g / math.Sqrt(max(n, 1))})
+		}
+	}
+	slices.SortFunc(extra, func(a, b place) int { return cmp.Compare(a.s.at.where(), b.s.at.where()) })
+	places = append(slices.Clip(places), extra...)
 	if len(places) < 2 {
 		return holder{}, false
 	}

@@ -139,12 +139,26 @@ func withoutProfilerSteps(xs, ys []float64, on []bool) []float64 {
 	shift := 0.0
 	for i := 1; i < len(ys); i++ {
 		if on[i] != on[i-1] {
-			shift += ys[i] - ys[i-1] - pace*(xs[i]-xs[i-1])
+			// The profiler adds its buffers as it starts and frees them as
+			// it ends, never more than maxProfilerStep: what is beyond
+			// is the service's (a pool filling as the load began with
+			// the window).
+			step := ys[i] - ys[i-1] - pace*(xs[i]-xs[i-1])
+			if on[i] {
+				step = min(max(step, 0), maxProfilerStep)
+			} else {
+				step = max(min(step, 0), -maxProfilerStep)
+			}
+			shift += step
 		}
 		out[i] = ys[i] - shift
 	}
 	return out
 }
+
+// maxProfilerStep bounds what the profiler's own buffers add to a live
+// heap: a CPU profile's are about 1 MiB.
+const maxProfilerStep = 2 << 20
 
 // classifyLive says what a live heap series is. Unlike a site's sampled
 // series, the whole heap of a leaking service often grows more slowly as

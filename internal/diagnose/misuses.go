@@ -55,7 +55,7 @@ func (d *diagnosis) misuses() {
 		memory, share := d.explainedBy(KindMemory, m.Memory)
 		for _, i := range append(goroutines, memory...) {
 			f := &d.findings[i]
-			if strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
+			if d.folded[i] || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
 				continue
 			}
 			f.Title += " — " + m.Name

@@ -12,6 +12,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // regressionsYAML is the list of known regressions (regressions.yaml).
@@ -238,6 +240,9 @@ func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led m
 			continue
 		}
 		led[i] = true
+		if share >= MinSignatureShare {
+			d.foldLeaksInto(i, led)
+		}
 		f := &d.findings[i]
 		// The upgrade, then the entry's own workaround: the generic
 		// advice ("find what holds it") would send the user looking for a
@@ -252,6 +257,28 @@ func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led m
 		}
 	}
 	return len(explained) > 0
+}
+
+// foldLeaksInto lists under the lead leak finding lead the other leak
+// findings at sites of the heap's growth that nothing else explains (led):
+// when a known cause accounts for a quarter or more of the growth, they
+// are what it keeps — the per-request map, the request's headers — not
+// leaks of their own to bound one by one. Run removes them afterwards.
+func (d *diagnosis) foldLeaksInto(lead int, led map[int]bool) {
+	var parts []string
+	for j := range d.findings {
+		g := &d.findings[j]
+		if j == lead || led[j] || d.folded[j] || g.ID != "leak.inuse-growth" {
+			continue
+		}
+		d.folded[j] = true
+		parts = append(parts, fmt.Sprintf("≈ %s at %s", humanize.Bytes(g.Evidence["site_growth_bytes"]), site{g.Function, g.File, g.Line}.where()))
+	}
+	if len(parts) > 0 {
+		f := &d.findings[lead]
+		f.Title += "; growing with it: " + strings.Join(parts, ", ")
+		f.Evidence["held_sites"] = float64(len(parts))
+	}
 }
 
 // explainedBy returns the indices of the findings a signature explains —

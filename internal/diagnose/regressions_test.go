@@ -173,6 +173,7 @@ func TestRegressions_leadByShareOfGrowth(t *testing.T) {
 	set := fn{"github.com/gorilla/context.Set", "/root/go/pkg/mod/github.com/gorilla/context@v1.1.1/context.go", 23}
 	get := fn{"github.com/gorilla/sessions.(*Registry).Get", "/root/go/pkg/mod/github.com/gorilla/sessions@v1.1.3/sessions.go", 141}
 	registry := fn{"github.com/gorilla/sessions.GetRegistry", "/root/go/pkg/mod/github.com/gorilla/sessions@v1.1.3/sessions.go", 119}
+	visit := fn{"example.com/svc/main.visit", "/src/svc/main.go", 37}
 	var in Input
 	for i := range 6 {
 		at := t0.Add(time.Duration(i) * time.Minute)
@@ -181,13 +182,20 @@ func TestRegressions_leadByShareOfGrowth(t *testing.T) {
 		h.sample([4]int64{2 * y / 64, 2 * y, 2 * y / 64, 2 * y}, mime, httpRead)
 		h.sample([4]int64{3 * y / 2 / 64, 3 * y / 2, 3 * y / 2 / 64, 3 * y / 2}, set, registry, handler)
 		h.sample([4]int64{3 * y / 2 / 64, 3 * y / 2, 3 * y / 2 / 64, 3 * y / 2}, get, handler)
+		// The per-request session map the leak keeps, at the service's
+		// own line: kept with it, not a map to bound.
+		h.sample([4]int64{y / 64, y, y / 64, y}, visit, handler)
 		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
-		in.Live = append(in.Live, Live{Bytes: uint64(20*mib + float64(5*y)), Objects: 1000})
+		in.Live = append(in.Live, Live{Bytes: uint64(20*mib + float64(6*y)), Objects: 1000})
 	}
+	in.Source = mapSource{{file: visit.file, line: visit.line}: `	session.Values["n"] = 1`}
 	rep := Run(in)
 	leaks := findingsWith(rep.Findings, "leak.inuse-growth")
-	if len(leaks) == 0 || leaks[0].Function != mime.name {
-		t.Fatalf("leak findings %v, want the lead at %s", leaks, mime.name)
+	if len(leaks) != 1 || leaks[0].Function != mime.name {
+		t.Fatalf("leak findings %v, want one, led at %s, the others listed under it", leaks, mime.name)
+	}
+	if !strings.Contains(leaks[0].Title, "growing with it") || !strings.Contains(leaks[0].Title, "main.visit") {
+		t.Errorf("title %q does not list the sites growing with the leak", leaks[0].Title)
 	}
 	const upgrade = "upgrade github.com/gorilla/sessions from v1.1.3 to v1.2.0"
 	if !strings.HasPrefix(leaks[0].Fix, upgrade) || leaks[0].Evidence["signature_share_of_growth"] < 0.5 {

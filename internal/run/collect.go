@@ -358,9 +358,12 @@ func (c *collector) window(ctx context.Context) {
 
 	c.takeSnapshots(wctx)
 	if c.cfg.UntilConfident {
-		// The load was asked for MaxDuration: it ends with the window.
+		// The load was asked for MaxDuration: it ends with the window,
+		// and not before Duration (the last snapshot may come a little
+		// earlier, inside the timed profiles).
 		if !c.interrupted {
 			c.extend(wctx)
+			c.waitUntil(wctx, c.startTime.Add(c.cfg.Duration))
 		}
 		stopLoad()
 	}
