@@ -66,20 +66,8 @@ run_one() {
 	every) every_step ;;
 	esac
 }
-for c in "${commands[@]}"; do : >"$work/$c.txt"; done
-for ((i = 0; i < runs; i++)); do
-	for ((j = 0; j < ${#commands[@]}; j++)); do
-		c=${commands[$(((i + j) % ${#commands[@]}))]}
-		run_one "$c" >>"$work/$c.txt"
-	done
-done
-
 declare -A wall rss cpu
-for c in "${commands[@]}"; do
-	wall[$c]=$(awk '{ print $1 }' "$work/$c.txt" | median)
-	rss[$c]=$(awk '{ print $2 }' "$work/$c.txt" | median)
-	cpu[$c]=$(awk '{ print $3 }' "$work/$c.txt" | median)
-done
+alternate "$runs"
 printf '%-44s %9s %9s %10s %18s\n' command "wall s" "CPU s" "RSS MiB" "its ÷ heapscope's"
 for c in "${commands[@]}"; do
 	case $c in

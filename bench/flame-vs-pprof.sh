@@ -42,25 +42,14 @@ run_one() { # tool profile
 	esac
 }
 
+declare -A wall rss cpu
 missed=0
 printf '%-6s %8s  %-26s %9s %9s %10s %9s %9s\n' size "file MB" command "wall s" "CPU s" "RSS MiB" speed-up "RSS ratio"
 for size in $sizes; do
 	prof="$work/heap-$size.pb.gz"
 	"$work/genprofile" -size "$size" -o "$prof" 2>"$work/gen.log" || { cat "$work/gen.log" >&2; exit 2; }
 	file_mb=$(awk -v b="$(stat -c %s "$prof")" 'BEGIN { printf "%.1f", b / 1048576 }')
-	for c in "${commands[@]}"; do : >"$work/$c.txt"; done
-	for ((i = 0; i < runs; i++)); do
-		for ((j = 0; j < ${#commands[@]}; j++)); do
-			c=${commands[$(((i + j) % ${#commands[@]}))]}
-			run_one "$c" "$prof" >>"$work/$c.txt"
-		done
-	done
-	declare -A wall rss cpu
-	for c in "${commands[@]}"; do
-		wall[$c]=$(awk '{ print $1 }' "$work/$c.txt" | median)
-		rss[$c]=$(awk '{ print $2 }' "$work/$c.txt" | median)
-		cpu[$c]=$(awk '{ print $3 }' "$work/$c.txt" | median)
-	done
+	alternate "$runs" "$prof"
 	for c in "${commands[@]}"; do
 		case $c in
 		pprof) label="go tool pprof -top" ;;
@@ -83,7 +72,6 @@ for size in $sizes; do
 		printf '%-6s %8s  %-26s %9.2f %9.2f %10.0f %9s %9s%s\n' "$size" "$file_mb" "$label" \
 			"${wall[$c]}" "${cpu[$c]}" "$(awk -v k="${rss[$c]}" 'BEGIN { print k / 1024 }')" "$speed" "$ratio" "$mark"
 	done
-	unset wall rss cpu
 done
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
