@@ -707,5 +707,9 @@ func TestRun_httpStop(t *testing.T) {
 		if model.Rate > 0 && (res.Rate < 150 || res.Rate > 250) {
 			t.Errorf("achieved rate %.1f/s, want about the 200/s asked over the window that ran", res.Rate)
 		}
+		// Nothing due after the window is sent, however late it ends.
+		if due := uint64(res.Duration.Seconds()*model.Rate) + 1; model.Rate > 0 && res.Requests > due {
+			t.Errorf("%d requests sent, want at most the %d due in the %s window", res.Requests, due, res.Duration)
+		}
 	}
 }

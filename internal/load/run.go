@@ -206,6 +206,14 @@ func (r *runner) watch(finished <-chan struct{}) {
 	}
 }
 
+// pastWindow reports whether the window has ended before due: the grace
+// after its end is for requests due inside it that wait for a worker, not
+// for the schedule to run on.
+func (r *runner) pastWindow(due time.Time) bool {
+	// windowEnd is written before stop is closed.
+	return r.stopped() && r.windowEnded.Load() && due.After(r.windowEnd)
+}
+
 // stopped reports whether stop is closed.
 func (r *runner) stopped() bool {
 	select {
@@ -407,7 +415,7 @@ func (r *runner) pace(workers *sync.WaitGroup, ready []*worker) {
 loop:
 	for ; i < n; i++ {
 		due := r.start.Add(r.g.sched.At(i))
-		if !sleep.SleepUntil(due, r.paceStop) {
+		if r.pastWindow(due) || !sleep.SleepUntil(due, r.paceStop) || r.pastWindow(due) {
 			break
 		}
 		w := idle.pop()
