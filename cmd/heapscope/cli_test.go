@@ -20,7 +20,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/heapscope/heapscope/internal/result"
-	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 func pprofServer(t *testing.T, override map[string]http.HandlerFunc) *httptest.Server {
@@ -163,7 +163,7 @@ func TestProfile_PartialRunExitsWith3(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("run directories %v, want one", dirs)
 	}
-	stored, err := run.Read(dirs[0])
+	stored, err := rundir.Read(dirs[0])
 	if err != nil || stored.Status != result.StatusPartial {
 		t.Errorf("stored run %v, %v: want partial", stored, err)
 	}
@@ -329,7 +329,7 @@ func TestProfile_InterruptExitsWith130AndKeepsTheRun(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("run directories %v, want one", dirs)
 	}
-	res, err := run.Read(dirs[0])
+	res, err := rundir.Read(dirs[0])
 	if err != nil || res.Status != result.StatusPartial {
 		t.Fatalf("stored run %v, %v: want partial", res, err)
 	}

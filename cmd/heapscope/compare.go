@@ -13,7 +13,7 @@ import (
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
-	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 // compareOptions are the flags of compare.
@@ -195,7 +195,7 @@ func readSide(e *env, dirs []string) (compare.Side, error) {
 		side.Label = fmt.Sprintf("%s … %s", dirs[0], dirs[len(dirs)-1])
 	}
 	for _, dir := range dirs {
-		stored, warnings, err := run.ReadStored(dir)
+		stored, warnings, err := rundir.ReadStored(dir)
 		if err != nil {
 			return compare.Side{}, err
 		}

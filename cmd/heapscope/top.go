@@ -8,6 +8,7 @@ import (
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 type topOptions struct {
@@ -65,7 +66,7 @@ func runTop(e *env, path string, o *topOptions) error {
 // memory.
 func readStacks(e *env, path string) (*pprofx.Stacks, error) {
 	if path != "-" {
-		return run.ReadStacksFile(path, pprofx.ReadOptions{})
+		return rundir.ReadStacksFile(path, pprofx.ReadOptions{})
 	}
 	s, err := pprofx.ReadStacks(e.stdin, pprofx.ReadOptions{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 // diagnose runs the checks of package diagnose on what the run collected
@@ -114,7 +115,7 @@ type Diagnosis struct {
 // result.json, raw profiles and memstats.json. The profiles are read with
 // the default size limit.
 func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, error) {
-	res, err := Read(dir)
+	res, err := rundir.Read(dir)
 	if err != nil {
 		return nil, diagnose.Report{}, err
 	}

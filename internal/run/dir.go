@@ -187,23 +187,3 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
-
-// Read loads the result.json of a run directory. A directory without one is
-// not a run.
-func Read(dir string) (*result.Run, error) {
-	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read run %s: no %s, so it is not a (finished) heapscope run", dir, result.FileName)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read run: %w", err)
-	}
-	var res result.Run
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("read run %s: %s: %w", dir, result.FileName, err)
-	}
-	if err := checkSchema(res.SchemaVersion); err != nil {
-		return nil, fmt.Errorf("read run %s: %w", dir, err)
-	}
-	return &res, nil
-}

@@ -11,10 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 // BareProfiles reads profile files for diagnose and sorts them by kind
@@ -30,7 +29,7 @@ func BareProfiles(paths []string) (diagnose.Input, error) {
 	others := make([]bool, len(paths))
 	err := eachParallel(len(paths), func(i int) error {
 		// Unmerged: the heap series merges stacks itself.
-		s, err := ReadStacksFile(paths[i], pprofx.ReadOptions{Unmerged: true})
+		s, err := rundir.ReadStacksFile(paths[i], pprofx.ReadOptions{Unmerged: true})
 		if err != nil {
 			return err
 		}
@@ -48,7 +47,7 @@ func BareProfiles(paths []string) (diagnose.Input, error) {
 		if !others[i] {
 			continue
 		}
-		p, err := parseFile(path)
+		p, err := rundir.ParseProfileFile(path)
 		if err != nil {
 			return in, err
 		}
@@ -88,37 +87,6 @@ func BareProfiles(paths []string) (diagnose.Input, error) {
 // opener opens a file for diagnose.Profile.Open.
 func opener(path string) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return os.Open(path) }
-}
-
-// ReadStacksFile reads a profile file by stack (pprofx.ReadStacks), with
-// errors that name the file; a directory is refused as such.
-func ReadStacksFile(path string, opts pprofx.ReadOptions) (*pprofx.Stacks, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read profile: %w", err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("read profile %s: is a directory: give a profile file (.pb.gz) in it", path)
-	}
-	s, err := pprofx.ReadStacks(f, opts)
-	if err != nil {
-		return nil, fmt.Errorf("read profile %s: %w", path, err)
-	}
-	return s, nil
-}
-
-// parseFile reads and parses a profile file.
-func parseFile(path string) (*profile.Profile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read profile: %w", err)
-	}
-	p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
-	if err != nil {
-		return nil, fmt.Errorf("read profile %s: %w", path, err)
-	}
-	return p, nil
 }
 
 // eachParallel calls f for 0 … n-1 on as many goroutines as there are

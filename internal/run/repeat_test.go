@@ -12,6 +12,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/target"
 )
 
@@ -35,7 +36,7 @@ func TestProfile_RepeatRecordsWindows(t *testing.T) {
 	if res.Status != result.StatusComplete || res.Repeat == nil || len(res.Repeat.Windows) != 3 {
 		t.Fatalf("status %s, repeat %+v", res.Status, res.Repeat)
 	}
-	back, err := Read(dir)
+	back, err := rundir.Read(dir)
 	if err != nil || back.Repeat == nil {
 		t.Fatalf("stored top-level result: %v, %+v", err, back)
 	}
@@ -43,7 +44,7 @@ func TestProfile_RepeatRecordsWindows(t *testing.T) {
 		if want := filepath.ToSlash(filepath.Join("windows", []string{"001", "002", "003"}[i])); w.Path != want || w.Status != result.StatusComplete {
 			t.Errorf("window %d: %+v, want %s complete", i, w, want)
 		}
-		wres, err := Read(filepath.Join(dir, w.Path))
+		wres, err := rundir.Read(filepath.Join(dir, w.Path))
 		if err != nil || wres.PerRequest == nil || wres.PerRequest.BytesPerRequest <= 0 {
 			t.Fatalf("window %s: %v, per request %+v", w.Path, err, wres)
 		}
@@ -59,7 +60,7 @@ func TestProfile_RepeatRecordsWindows(t *testing.T) {
 	if bpr.Median < 32<<10 {
 		t.Errorf("median bytes per request %v, want at least 32 KiB", bpr.Median)
 	}
-	stored, warnings, err := ReadStored(dir)
+	stored, warnings, err := rundir.ReadStored(dir)
 	if err != nil || len(stored) != 3 || len(warnings) != 0 {
 		t.Fatalf("ReadStored: %d runs, warnings %v, err %v", len(stored), warnings, err)
 	}
@@ -102,7 +103,7 @@ func TestProfile_RepeatGoesOnAfterAFailedWindow(t *testing.T) {
 		!strings.Contains(res.Failures[0].Error, "heap profile unavailable") {
 		t.Fatalf("status %s, failures %+v: want window 2 named with the server's message", res.Status, res.Failures)
 	}
-	stored, warnings, err := ReadStored(dir)
+	stored, warnings, err := rundir.ReadStored(dir)
 	if err != nil || len(stored) != 2 || len(warnings) != 1 || !strings.Contains(warnings[0], "002") {
 		t.Errorf("ReadStored: %d runs, warnings %v, err %v: want windows 1 and 3 and a word on 2", len(stored), warnings, err)
 	}

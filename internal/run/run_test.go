@@ -29,6 +29,7 @@ import (
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -222,7 +223,7 @@ func TestProfile_CollectsWindowFromRealService(t *testing.T) {
 				t.Errorf("missing %s: %v", f, err)
 			}
 		}
-		back, err := Read(dir)
+		back, err := rundir.Read(dir)
 		if err != nil {
 			t.Fatalf("Read: %v", err)
 		}
@@ -401,7 +402,7 @@ func TestProfile_PartialWhenAProfileFails(t *testing.T) {
 	if len(res.Failures) != 1 || res.Failures[0].Step != "goroutine profile" || !strings.Contains(res.Failures[0].Error, "goroutine profile disabled here") {
 		t.Errorf("failures %+v, want the goroutine profile with the server's message", res.Failures)
 	}
-	back, err := Read(dir)
+	back, err := rundir.Read(dir)
 	if err != nil || back.Status != result.StatusPartial {
 		t.Errorf("stored run: %v, status %v", err, back)
 	}
@@ -652,7 +653,7 @@ func TestWriteRun_FailureIsOneLineAndMarksTheRunFailed(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "and 1 more") {
 		t.Fatalf("writeRun = %v, want one line naming the first failure and counting the other", err)
 	}
-	back, err := Read(dir)
+	back, err := rundir.Read(dir)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}

@@ -41,7 +41,7 @@ import (
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
-	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/webguard"
 )
 
@@ -116,7 +116,7 @@ func Open(path string, opts Options) (*Server, error) {
 }
 
 func (s *Server) openRun(dir string) error {
-	r, err := run.Read(dir)
+	r, err := rundir.Read(dir)
 	if err != nil {
 		return fmt.Errorf("%w; give a run directory or a profile file", err)
 	}
@@ -136,7 +136,7 @@ func (s *Server) openRun(dir string) error {
 			if !localPath(w.Path) || !insideDir(dir, w.Path) {
 				return fmt.Errorf("open run %s: window path %q leaves the run directory", dir, w.Path)
 			}
-			wr, err := run.Read(filepath.Join(dir, filepath.FromSlash(w.Path)))
+			wr, err := rundir.Read(filepath.Join(dir, filepath.FromSlash(w.Path)))
 			if err != nil {
 				return fmt.Errorf("open run %s: %w", dir, err)
 			}

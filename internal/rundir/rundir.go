@@ -1,6 +1,13 @@
-package run
+// Package rundir reads heapscope's run directories: a run's result.json
+// (checked against the schema versions this heapscope reads), the windows
+// of a run recorded as several, and the profile files a run lists. It is
+// the one reader of a run directory, beside internal/run which writes them;
+// it imports only the result types and the profile parser, so that a
+// reader (view, compare, diagnose DIR) does not pull in the collector.
+package rundir
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +19,26 @@ import (
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
+
+// Read loads the result.json of a run directory. A directory without one is
+// not a run.
+func Read(dir string) (*result.Run, error) {
+	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read run %s: no %s, so it is not a (finished) heapscope run", dir, result.FileName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	var res result.Run
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("read run %s: %s: %w", dir, result.FileName, err)
+	}
+	if err := checkSchema(res.SchemaVersion); err != nil {
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	return &res, nil
+}
 
 // checkSchema says whether this heapscope reads a result.json of that
 // schema version, and which version is needed when it does not.
@@ -109,4 +136,36 @@ func readStored(dir string, res *result.Run) (Stored, []string, error) {
 		break
 	}
 	return s, nil, nil
+}
+
+// ReadStacksFile reads a profile file by stack (pprofx.ReadStacks), with
+// errors that name the file; a directory is refused as such.
+func ReadStacksFile(path string, opts pprofx.ReadOptions) (*pprofx.Stacks, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("read profile %s: is a directory: give a profile file (.pb.gz) in it", path)
+	}
+	s, err := pprofx.ReadStacks(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("read profile %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ParseProfileFile reads and parses a whole profile file, its
+// decompressed size capped at pprofx.DefaultMaxDecompressed.
+func ParseProfileFile(path string) (*profile.Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
+	if err != nil {
+		return nil, fmt.Errorf("read profile %s: %w", path, err)
+	}
+	return p, nil
 }
