@@ -140,17 +140,23 @@ func (l *Lab) Prepare(ctx context.Context, toolchain string) (*Build, error) {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	env := l.goEnv(toolchain)
-	out, err := l.goRun(ctx, dir, goCmd, env, "env", "GOVERSION")
+	goEnv := l.goEnv(toolchain)
+	// The version is go env's standard output alone: fetching a toolchain
+	// prints "go: downloading …" on standard error first.
+	env := exec.CommandContext(ctx, goCmd, "env", "GOVERSION")
+	env.Dir, env.Env = dir, goEnv
+	var stderr bytes.Buffer
+	env.Stderr = &stderr
+	out, err := env.Output()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &ToolchainError{Toolchain: toolchain, Output: lastLine(out), Err: err}
+		return nil, &ToolchainError{Toolchain: toolchain, Output: lastLine(append(out, stderr.Bytes()...)), Err: err}
 	}
-	version := strings.TrimSpace(string(out))
+	version := lastLine(out)
 	bin := filepath.Join(dir, "child")
-	if out, err := l.goRun(ctx, dir, goCmd, env, "build", "-o", bin, "."); err != nil {
+	if out, err := l.goRun(ctx, dir, goCmd, goEnv, "build", "-o", bin, "."); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

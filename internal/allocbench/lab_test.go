@@ -2,6 +2,9 @@ package allocbench
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -88,5 +91,29 @@ func TestLab_RunMatrix_progress(t *testing.T) {
 		if steps[i].Done < steps[i-1].Done {
 			t.Errorf("progress went back: %+v after %+v", steps[i], steps[i-1])
 		}
+	}
+}
+
+// TestLab_Prepare_versionWithoutDownloadLines prepares the local toolchain
+// through a go command that first says it is downloading a toolchain, as
+// the go command does on stderr the first time a release is used: the
+// version is the go command's answer alone.
+func TestLab_Prepare_versionWithoutDownloadLines(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "go")
+	script := "#!/bin/sh\necho 'go: downloading go1.99.9 (linux/amd64)' >&2\nexec " + goBin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lab := &Lab{Dir: t.TempDir(), Go: wrapper}
+	b, err := lab.Prepare(t.Context(), LocalToolchain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := runtime.Version(); b.GoVersion != want {
+		t.Errorf("GoVersion %q, want %q alone", b.GoVersion, want)
 	}
 }
