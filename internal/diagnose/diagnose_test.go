@@ -166,6 +166,47 @@ func TestRun_goroutineGrowth(t *testing.T) {
 	}
 }
 
+// TestRun_goroutineGrowth_serverConnections grows the goroutines of
+// net/http's connections, as a load that opens connections as it goes
+// does: within the connections the load opened they are the load's, not a
+// leak; beyond them, or with no load known, they are a finding whose fix
+// is about connections.
+func TestRun_goroutineGrowth_serverConnections(t *testing.T) {
+	conn := []fn{{"runtime.gopark", "/go/src/runtime/proc.go", 435}, {"internal/poll.runtime_pollWait", "/go/src/runtime/netpoll.go", 351},
+		{"internal/poll.(*FD).Read", "/go/src/internal/poll/fd_unix.go", 165}, httpRead, {"net/http.(*conn).serve", "/go/src/net/http/server.go", 2102}}
+	var gs []Profile
+	for i := range 5 {
+		at := t0.Add(time.Duration(i) * 2 * time.Second)
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{int64(2 + 3*i)}, stack: conn}})
+		gs = append(gs, Profile{Name: fmt.Sprintf("goroutine-%d", i), Time: at, Profile: p})
+	}
+	tests := []struct {
+		name    string
+		load    *result.Load
+		finding bool
+	}{
+		{"within the connections the load opened", &result.Load{Completed: 5000, Opened: 14}, false},
+		{"within the closed model's connections", &result.Load{Completed: 5000, Connections: 16}, false},
+		{"beyond them", &result.Load{Completed: 5000, Opened: 4}, true},
+		{"no load known", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Run(Input{Run: &result.Run{Load: tt.load}, Goroutines: gs})
+			got := findingsWith(rep.Findings, "leak.goroutine-growth")
+			if !tt.finding {
+				if len(got) != 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "one per open client connection, not a leak") {
+					t.Errorf("findings %+v, notes %q: want a note that the connections are the load's", got, rep.Notes)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Fix, "IdleTimeout") {
+				t.Errorf("findings %+v: want one whose fix is about the server's idle connections", got)
+			}
+		})
+	}
+}
+
 // allocRun builds a run whose window allocated the given bytes and
 // objects at each site over seconds, with requests completed.
 func allocRun(seconds float64, requests uint64, sites map[fn][2]int64) Input {

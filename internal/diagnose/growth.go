@@ -471,6 +471,12 @@ func (d *diagnosis) goroutineSeries() {
 			break
 		}
 		blocked := blockedIn(l.s.stack)
+		grew := l.s.ys[len(l.s.ys)-1] - l.s.ys[0]
+		if conns := d.loadConnections(); serverConnection(l.s.stack) && conns > 0 && grew <= conns {
+			d.note("goroutine leak check: goroutines of the server's HTTP connections at %s grew %s → %s while the load opened %s connections: one per open client connection, not a leak",
+				l.s.at.where(), humanize.Count(l.s.ys[0]), humanize.Count(l.s.ys[len(l.s.ys)-1]), humanize.Count(conns))
+			continue
+		}
 		ev := map[string]float64{
 			"goroutines_per_minute": l.t.slope,
 			"r2":                    l.t.r2,
@@ -490,8 +496,31 @@ func (d *diagnosis) goroutineSeries() {
 			title += fmt.Sprintf("; %s per request over %s requests", humanize.Count(per), humanize.Count(d.requests))
 		}
 		fix := "each of these goroutines waits forever: give the wait a way out — a context with a deadline or cancellation checked in a select, a channel that is closed when the work ends, a buffered channel so the sender does not block when nobody receives; the stack is " + stackSummary(l.s.stack)
+		if serverConnection(l.s.stack) {
+			fix = "these are the server's HTTP connections waiting for their next request, one per open client connection: they grow with the clients' connections, and idle ones stay until closed — set http.Server's IdleTimeout (and ReadHeaderTimeout), and check that clients reuse their connections rather than open new ones; the stack is " + stackSummary(l.s.stack)
+		}
 		d.add(newFinding("leak.goroutine-growth", th.PerMinute.of(l.t.slope), l.s.at, title, ev, fix, l.t.confidence()))
 	}
+}
+
+// serverConnection reports whether a goroutine stack is one of net/http's
+// per-connection goroutines waiting for the connection's next bytes: the
+// connection's serve loop reading a request, or its background read while
+// a handler runs. There is one per open client connection.
+func serverConnection(stack string) bool {
+	return strings.Contains(stack, "internal/poll.runtime_pollWait") &&
+		(strings.Contains(stack, "net/http.(*conn).readRequest") || strings.Contains(stack, "net/http.(*connReader).backgroundRead"))
+}
+
+// loadConnections is how many client connections the run's load had open
+// at most: those it opened, or its workers when it reused them; 0 without
+// a load.
+func (d *diagnosis) loadConnections() float64 {
+	if d.in.Run == nil || d.in.Run.Load == nil {
+		return 0
+	}
+	l := d.in.Run.Load
+	return float64(max(l.Opened, uint64(l.Connections)))
 }
 
 // goroutineSite is where a goroutine waits in the service's own code: the
