@@ -73,29 +73,39 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 	if len(places) < 2 {
 		return holder{}, false
 	}
-	best := -1
-	var h holder
+	best, weak := -1, -1
+	var h, w holder
 	for i, p := range places {
 		at := p.s.at
 		if !d.app.is(at.function) {
 			continue
 		}
-		large := hs.large[at]
-		if large == nil {
-			continue
+		storage := 0.0
+		if large := hs.large[at]; large != nil {
+			storage = large[len(large)-1] - large[from]
 		}
-		storage := large[len(large)-1] - large[from]
-		if storage <= 0 {
+		if storage <= 0 && p.growth <= 0 {
 			continue
 		}
 		what, how, sure, ok := d.containerAt(at)
 		if !ok {
 			continue
 		}
-		if best < 0 || p.growth > places[best].growth {
+		switch {
+		case storage > 0 && (best < 0 || p.growth > places[best].growth):
 			best = i
 			h = holder{p: p, what: what, how: how, sure: sure, storage: storage}
+		case storage <= 0 && (weak < 0 || p.growth > places[weak].growth):
+			weak = i
+			w = holder{p: p, what: what, how: how, sure: sure * weakHolder}
 		}
+	}
+	if best < 0 && weak >= 0 && d.onlyKeptOutside(places, weak, hs) {
+		// No sample caught the container's own storage, but what else
+		// grew was allocated by libraries on their own (the request
+		// net/http reads): something of the service's keeps it, and its
+		// one growing container is the place to look.
+		best, h = weak, w
 	}
 	if best < 0 {
 		return holder{}, false
@@ -111,6 +121,31 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 		h.held = append(h.held, p)
 	}
 	return h, len(h.held) > 0
+}
+
+// weakHolder scales the confidence of a holder found without samples of
+// its own storage.
+const weakHolder = 0.7
+
+// onlyKeptOutside reports whether every growing place but places[except]
+// lies outside the service's code with no frame of it in its stacks:
+// memory a library allocated on its own, which only something of the
+// service's can be keeping.
+func (d *diagnosis) onlyKeptOutside(places []place, except int, hs heapSites) bool {
+	others := 0
+	for i, p := range places {
+		if i == except {
+			continue
+		}
+		if d.app.is(p.s.at.function) {
+			return false
+		}
+		if _, ok := d.appCaller(hs, p.s.at); ok {
+			return false
+		}
+		others++
+	}
+	return others > 0
 }
 
 // containerAt says whether the line at a site inserts into a map or
@@ -157,9 +192,13 @@ func (d *diagnosis) holderFinding(h holder, sev Severity, growsBy string, ev map
 	ev["held_growth_bytes"] = heldBytes
 
 	fn := humanize.ShortFunction(p.s.at.function)
-	title := fmt.Sprintf("%s that only grows holds the leak (%s): at %s %s; ≈ %s ± %s there (%s at %s), %s of it the %s's own storage (objects of %s or more); kept with it: %s",
+	storage := fmt.Sprintf("%s of it the %s's own storage (objects of %s or more)", humanize.Bytes(h.storage), strings.TrimPrefix(h.what, "a "), humanize.Bytes(containerObjectBytes))
+	if h.storage <= 0 {
+		storage = "the only container of your code that grew while the rest of the growth was allocated outside it"
+	}
+	title := fmt.Sprintf("%s that only grows holds the leak (%s): at %s %s; ≈ %s ± %s there (%s at %s), %s; kept with it: %s",
 		h.what, h.how, p.s.at.where(), growsBy, humanize.Bytes(p.growth), humanize.Bytes(p.plusMin), samplesWord(p.n), humanize.Bytes(float64(period)),
-		humanize.Bytes(h.storage), strings.TrimPrefix(h.what, "a "), humanize.Bytes(containerObjectBytes), strings.Join(parts, ", "))
+		storage, strings.Join(parts, ", "))
 
 	fix := "bound the " + strings.TrimPrefix(h.what, "a ") + ": "
 	if h.what == "a map" {

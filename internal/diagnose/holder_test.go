@@ -69,6 +69,52 @@ func TestRun_namesTheHolder(t *testing.T) {
 	}
 }
 
+// TestRun_namesTheHolderWithoutItsStorage: at the default sample rate no
+// sample may catch the map's own tables, only a few of the small values
+// appended at its insert; the request lines net/http read on its own grow
+// more. Only something of the service's can keep those, and the service's
+// one growing container is named, less surely. A second growing site of
+// the service's code leaves the choice open: no holder then.
+func TestRun_namesTheHolderWithoutItsStorage(t *testing.T) {
+	build := func(withDecode bool) Input {
+		var in Input
+		for i := range 6 {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			h := newHeap(at, 512<<10)
+			values, lines := int64(i)*256<<10, int64(i)*768<<10
+			h.sample([4]int64{values / 32, values, values / 32, values}, cacheAdd, handler)
+			h.sample([4]int64{lines / 120, lines, lines / 120, lines}, readLine, httpRead)
+			if withDecode {
+				h.sample([4]int64{values / 32, values, values / 32, values}, decode, handler)
+			}
+			in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+			live := 20*mib + float64(i)*mib
+			in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
+		}
+		in.Source = mapSource{{file: cacheAdd.file, line: cacheAdd.line}: "	c.m[key] = append(c.m[key], v) // keep it"}
+		return in
+	}
+	leaks := findingsWith(Run(build(false)).Findings, "leak.inuse-growth")
+	if len(leaks) != 1 || leaks[0].Function != cacheAdd.name || leaks[0].Line != cacheAdd.line {
+		t.Fatalf("leak findings %v, want one, at the map's insert", leaks)
+	}
+	f := leaks[0]
+	for _, want := range []string{"a map that only grows holds the leak", "the only container of your code that grew", "kept with it: ≈ 3.8 MiB at textproto.(*Reader).ReadLine"} {
+		if !strings.Contains(f.Title, want) {
+			t.Errorf("title %q does not say %q", f.Title, want)
+		}
+	}
+	if sure := Run(holderInput(true, 1)); f.Confidence >= findingsWith(sure.Findings, "leak.inuse-growth")[0].Confidence {
+		t.Errorf("confidence %.2f: want it below that of a holder whose storage the samples caught", f.Confidence)
+	}
+
+	for _, f := range findingsWith(Run(build(true)).Findings, "leak.inuse-growth") {
+		if strings.Contains(f.Title, "holds the leak") {
+			t.Errorf("finding %q names a holder though two sites of the service grew", f.Title)
+		}
+	}
+}
+
 // TestRun_noHolderWithoutEvidence: without the source line (nor a CPU
 // profile) nothing shows the site is a container. The lead site is then
 // net/http's, which no frame of the service's code reaches: the advice
