@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
 
-.PHONY: help build install test test-short test-allocbench test-browser lint fmt bench fuzz demo clean
+.PHONY: help build install need-chromium test test-short test-allocbench test-browser lint fmt bench fuzz demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -16,7 +16,7 @@ build: ## build bin/heapscope (no cgo)
 install: ## install heapscope into GOBIN
 	CGO_ENABLED=0 $(GO) install -ldflags "$(LDFLAGS)" ./cmd/heapscope
 
-test: ## run the whole test suite (race detector on), after lint
+test: need-chromium ## run the whole test suite (race detector on), after lint (scripts/test.sh installs what it needs first)
 	$(GO) mod download
 	$(MAKE) lint
 	$(GO) test -race -count=1 ./...
@@ -29,9 +29,11 @@ test-short: ## the suite without the race detector
 test-allocbench: ## the allocator lab against real Go toolchains from the module proxy (a minute or two)
 	$(GO) test -count=1 -tags allocbench ./internal/allocbench/
 
-test-browser: ## the headless Chromium tests, a module of their own (needs Debian's chromium)
+need-chromium:
 	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	  { echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM=/path/to/chrome)"; exit 1; }
+	  { echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM=/path/to/chrome; scripts/test.sh installs it)"; exit 1; }
+
+test-browser: need-chromium ## the headless Chromium tests, a module of their own (needs Debian's chromium)
 	cd browsertests && $(GO) mod download && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 
 lint: ## gofmt, go vet, go mod tidy check
