@@ -116,23 +116,23 @@ var outcomes = map[string]outcome{
 	"go run ./examples/optimizedcache/cmd/optimizedcache --addr 127.0.0.1:6061 &": {background: true},
 	"heapscope profile http://127.0.0.1:6060 --duration 30s --load 'GET /process?id=user-{rand:100000}' --rate 500": {
 		check: all(leadFinding, says("a map that only grows holds the leak", "bound the map"))},
-	"curl -s -o allocs.pb.gz http://127.0.0.1:6060/debug/pprof/allocs": {check: fileHolds("allocs.pb.gz", "\x1f\x8b")},
-	"heapscope diagnose allocs.pb.gz": {check: says("leakycache.(*Worker).Process")},
-	"heapscope flame allocs.pb.gz -o allocs.html": {check: fileHolds("allocs.html", "leakycache.(*Worker).Process")},
-	"heapscope view heapscope-runs/127.0.0.1_6060-*":             {serves: true},
+	"curl -s -o allocs.pb.gz http://127.0.0.1:6060/debug/pprof/allocs":                                                {check: fileHolds("allocs.pb.gz", "\x1f\x8b")},
+	"heapscope diagnose allocs.pb.gz":                                                                                 {check: says("leakycache.(*Worker).Process")},
+	"heapscope flame allocs.pb.gz -o allocs.html":                                                                     {check: fileHolds("allocs.html", "leakycache.(*Worker).Process")},
+	"heapscope view heapscope-runs/127.0.0.1_6060-*":                                                                  {serves: true},
 	"heapscope profile http://127.0.0.1:6060 --duration 10s --load 'GET /process?id=user-{rand:100000}' --out before": {},
 	"heapscope profile http://127.0.0.1:6061 --duration 10s --load 'GET /process?id=user-{rand:100000}' --out after":  {},
-	"heapscope compare before/* after/*": {check: says("bytes_per_request", "leakycache.(*Worker).Process")},
-	"go test -run '^$' -bench Worker -benchmem -count 6 -benchtime 20000x ./examples/leakycache > old.txt":     {check: fileHolds("old.txt", "BenchmarkWorker_Process")},
-	"go test -run '^$' -bench Worker -benchmem -count 6 -benchtime 20000x ./examples/optimizedcache > new.txt": {check: fileHolds("new.txt", "BenchmarkWorker_Process")},
-	"heapscope bench compare old.txt new.txt --ignore pkg --fail-on 'B/op>+5%'":              {check: says("Worker_Process", "B/op")},
+	"heapscope compare before/* after/*":                                                                              {check: says("bytes_per_request", "leakycache.(*Worker).Process")},
+	"go test -run '^$' -bench Worker -benchmem -count 6 -benchtime 20000x ./examples/leakycache > old.txt":            {check: fileHolds("old.txt", "BenchmarkWorker_Process")},
+	"go test -run '^$' -bench Worker -benchmem -count 6 -benchtime 20000x ./examples/optimizedcache > new.txt":        {check: fileHolds("new.txt", "BenchmarkWorker_Process")},
+	"heapscope bench compare old.txt new.txt --ignore pkg --fail-on 'B/op>+5%'":                                       {check: says("Worker_Process", "B/op")},
 
 	// examples/README.md
-	"go run ./examples/leakycache/cmd/leakycache --addr 127.0.0.1:6060 & # examples": {background: true},
-	"curl 'http://127.0.0.1:6060/process?id=user-1'":                                  {check: says("user-1")},
+	"go run ./examples/leakycache/cmd/leakycache --addr 127.0.0.1:6060 & # examples":                      {background: true},
+	"curl 'http://127.0.0.1:6060/process?id=user-1'":                                                      {check: says("user-1")},
 	"go test -run '^$' -bench . -benchmem -count 6 -benchtime 20000x ./examples/leakycache > old.txt":     {check: fileHolds("old.txt", "BenchmarkHandler_Process")},
 	"go test -run '^$' -bench . -benchmem -count 6 -benchtime 20000x ./examples/optimizedcache > new.txt": {check: fileHolds("new.txt", "BenchmarkHandler_Process")},
-	"heapscope bench compare old.txt new.txt --ignore pkg":                               {check: says("Worker_Process", "Handler_Process", "B/op")},
+	"heapscope bench compare old.txt new.txt --ignore pkg":                                                {check: says("Worker_Process", "Handler_Process", "B/op")},
 }
 
 func TestREADME(t *testing.T) {
