@@ -124,6 +124,8 @@ func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 		{"compare flag after --", []string{"compare", "a", "--", "b", "--format", "json"}, "put flags before the runs"},
 		{"top of a missing file", []string{"top", filepath.Join(out, "missing.pb.gz")}, "no such file"},
 		{"top of garbage", []string{"top", garbage}, "not a pprof profile"},
+		{"diagnose of garbage", []string{"diagnose", garbage}, "not a pprof profile"},
+		{"diagnose of a large file of zeros", []string{"diagnose", zerosFile(t, 8<<20)}, "not a pprof profile"},
 		{"top of a directory", []string{"top", t.TempDir()}, "is a directory: give a profile file"},
 		{"top of totals beyond int64", []string{"top", overflowingProfile(t)}, "beyond the range of int64"},
 		{"diagnose of totals beyond int64", []string{"diagnose", overflowingProfile(t)}, "beyond the range of int64"},
@@ -383,4 +385,15 @@ func TestProfile_ReachesRealServices(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zerosFile writes n zero bytes, one long line to a text reader, and
+// returns its path.
+func zerosFile(t *testing.T, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "zeros.pb.gz")
+	if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
