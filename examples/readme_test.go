@@ -117,7 +117,7 @@ var outcomes = map[string]outcome{
 	"heapscope profile http://127.0.0.1:6060 --duration 30s --load 'GET /process?id=user-{rand:100000}' --rate 500": {
 		check: all(leadFinding, says("a map that only grows holds the leak", "bound the map"))},
 	"curl -s -o allocs.pb.gz http://127.0.0.1:6060/debug/pprof/allocs":                                                {check: fileHolds("allocs.pb.gz", "\x1f\x8b")},
-	"heapscope diagnose allocs.pb.gz":                                                                                 {check: says("leakycache.(*Worker).Process")},
+	"heapscope diagnose allocs.pb.gz --all":                                                                           {check: says("allocation hot spot at leakycache.", "since the process started")},
 	"heapscope flame allocs.pb.gz -o allocs.html":                                                                     {check: fileHolds("allocs.html", "leakycache.(*Worker).Process")},
 	"heapscope view heapscope-runs/127.0.0.1_6060-*":                                                                  {serves: true},
 	"heapscope profile http://127.0.0.1:6060 --duration 10s --load 'GET /process?id=user-{rand:100000}' --out before": {},
@@ -249,6 +249,14 @@ type session struct {
 	bins  map[string]string
 	ports map[string]string // README port → free port
 	root  string
+	// services are the ones started in the background, with what they
+	// said on stderr.
+	services []service
+}
+
+type service struct {
+	readme string
+	stderr *bytes.Buffer
 }
 
 func newSession(t *testing.T, bins map[string]string) *session {
@@ -259,7 +267,10 @@ func newSession(t *testing.T, bins map[string]string) *session {
 	return &session{t: t, dir: t.TempDir(), bins: bins, ports: map[string]string{}, root: abs}
 }
 
-var readmePort = regexp.MustCompile(`127\.0\.0\.1:(60[0-9][0-9])`)
+var (
+	readmePort = regexp.MustCompile(`127\.0\.0\.1:(60[0-9][0-9])`)
+	servingURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\S*`)
+)
 
 // shell rewrites a README command into what this machine runs: go run of
 // a package becomes its built binary, heapscope the built one, go test and
@@ -310,6 +321,9 @@ func (s *session) run(readme string, o outcome) bool {
 	t.Logf("%s: %s", readme, time.Since(start).Round(time.Second))
 	if err != nil {
 		t.Errorf("%s: %v\n%s", readme, err, out)
+		for _, svc := range s.services {
+			t.Logf("service %s: %s", svc.readme, svc.stderr.String())
+		}
 		return false
 	}
 	if o.check != nil {
@@ -324,11 +338,12 @@ func (s *session) background(readme, line string) {
 	t := s.t
 	cmd := exec.Command("bash", "-c", "exec "+line)
 	cmd.Dir = s.dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", readme, err)
 	}
+	s.services = append(s.services, service{readme: readme, stderr: stderr})
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
@@ -374,10 +389,12 @@ func (s *session) serve(readme, line string) {
 		pr.Close()
 	}()
 	urls := make(chan string, 1)
+	var printed strings.Builder // written before urls is closed
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			if u := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\S*`).FindString(sc.Text()); u != "" {
+			printed.WriteString(sc.Text() + "\n")
+			if u := servingURL.FindString(sc.Text()); u != "" {
 				urls <- u
 				break
 			}
@@ -389,7 +406,7 @@ func (s *session) serve(readme, line string) {
 	select {
 	case u, ok := <-urls:
 		if !ok {
-			t.Errorf("%s: printed no URL", readme)
+			t.Errorf("%s: printed no URL:\n%s", readme, printed.String())
 			return
 		}
 		resp, err := http.Get(u)
