@@ -91,8 +91,9 @@ type Cgroup struct {
 	LimitBytes uint64 `json:"limit_bytes,omitempty"`
 	Unlimited  bool   `json:"unlimited"`
 	UsageBytes uint64 `json:"usage_bytes"`
-	// AnonBytes and FileBytes split usage (memory.stat's anon and file on
-	// v2; rss and cache, hierarchical totals preferred, on v1).
+	// AnonBytes and FileBytes split usage (sysmem.Cgroup.Split:
+	// memory.stat's anon and file on v2; rss and cache, hierarchical
+	// totals preferred, on v1).
 	AnonBytes uint64 `json:"anon_bytes"`
 	FileBytes uint64 `json:"file_bytes"`
 	// HeadroomBytes is LimitBytes - UsageBytes when limited;
@@ -195,23 +196,12 @@ func cgroupOf(cg *sysmem.Cgroup) *Cgroup {
 		LimitBytes: cg.Limit, UsageBytes: cg.Usage,
 		Notes: append([]string(nil), cg.Notes...),
 	}
-	c.AnonBytes = firstStat(cg.Stat, "anon", "total_rss", "rss")
-	c.FileBytes = firstStat(cg.Stat, "file", "total_cache", "cache")
+	c.AnonBytes, c.FileBytes = cg.Split()
 	if !c.Unlimited {
 		c.HeadroomBytes = sub(c.LimitBytes, c.UsageBytes)
 		c.HeadroomAnonBytes = sub(c.LimitBytes, c.AnonBytes)
 	}
 	return c
-}
-
-// firstStat returns the first of keys present in stat.
-func firstStat(stat map[string]uint64, keys ...string) uint64 {
-	for _, k := range keys {
-		if v, ok := stat[k]; ok {
-			return v
-		}
-	}
-	return 0
 }
 
 func runtimeOf(m *gcstats.MemStats) *Runtime {

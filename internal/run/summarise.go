@@ -273,7 +273,7 @@ func (c *collector) rssSummary() result.RSS {
 		}
 		if cg := p.cgroup; cg != nil {
 			rss.Cgroup = &result.Cgroup{Version: cg.Version, Path: cg.Path, LimitBytes: cg.Limit, UsageBytes: cg.Usage, Unlimited: cg.Unlimited}
-			rss.Cgroup.AnonBytes, rss.Cgroup.FileBytes = cgroupSplit(cg.Stat)
+			rss.Cgroup.AnonBytes, rss.Cgroup.FileBytes = cg.Split()
 		}
 		rss.Mappings = p.mappings
 		return rss
