@@ -30,4 +30,9 @@
 // MemStats and RSS are never added up: MemStats count what the runtime
 // has mapped and not released, the kernel counts pages that are
 // resident, and the report reconciles the two.
+//
+// Gather reads what Build explains from a live process, through a Proc
+// (sysmem.Proc) and the MemStats lookups it is given (target.Client's
+// for a pprof the user names, target.Local's for one found on the
+// process's listening ports); everything else in the package is pure.
 package rss
