@@ -2,13 +2,13 @@ package report
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/rss"
 )
 
@@ -54,8 +54,8 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 		case rt.SourceURL != "":
 			fmt.Fprintf(&b, "  from %s\n", rt.SourceURL)
 		}
-		fmt.Fprintf(&b, "  held in the arenas (HeapSys − HeapReleased + StackInuse) %s against %s resident there\n",
-			humanize.Bytes(float64(rt.ArenaHeldBytes)), humanize.Bytes(float64(h.RSSBytes)))
+		fmt.Fprintf(&b, "  committed (Sys − HeapReleased) %s: held in the arenas (HeapSys − HeapReleased + StackInuse) %s against %s resident there, mapped outside them (Sys − HeapSys − StackInuse) %s\n",
+			humanize.Bytes(float64(rt.CommittedBytes)), humanize.Bytes(float64(rt.ArenaHeldBytes)), humanize.Bytes(float64(h.RSSBytes)), humanize.Bytes(float64(rt.OffHeapBytes)))
 	} else if r.RuntimeUnknown != "" {
 		fmt.Fprintf(&b, "\nruntime (MemStats): unknown: %s\n", r.RuntimeUnknown)
 	}

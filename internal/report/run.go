@@ -294,7 +294,7 @@ func rssLine(r *result.Run) string {
 	case "proc":
 		s := fmt.Sprintf("%s (peak %s) from /proc/%d", humanize.Bytes(float64(rss.RSSBytes)), humanize.Bytes(float64(rss.HWMBytes)), r.Target.PID)
 		if hm := rss.GoHeapMappings; hm != nil && hm.Count > 0 {
-			s += fmt.Sprintf("; Go heap arenas %s mapped, %s resident, runtime holds %s (HeapSys − HeapReleased)",
+			s += fmt.Sprintf("; Go heap arenas %s mapped, %s resident, runtime holds %s (HeapSys − HeapReleased + StackInuse)",
 				humanize.Bytes(float64(hm.SizeBytes)), humanize.Bytes(float64(hm.RSSBytes)), humanize.Bytes(float64(hm.CommittedBytes)))
 		}
 		if r.MemStats.HeapInuseBytes > 0 {

@@ -268,6 +268,9 @@ type MappingKind struct {
 	Count     int    `json:"count"`
 	SizeBytes uint64 `json:"size_bytes"`
 	RSSBytes  uint64 `json:"rss_bytes"`
+	// PSSBytes is the proportional share of RSSBytes: pages shared with
+	// other processes (the executable's, libraries') count in part.
+	PSSBytes uint64 `json:"pss_bytes,omitempty"`
 	// SwapBytes is the part swapped out.
 	SwapBytes uint64 `json:"swap_bytes,omitempty"`
 }
@@ -277,8 +280,9 @@ type HeapMappings struct {
 	Count     int    `json:"count"`
 	SizeBytes uint64 `json:"size_bytes"`
 	RSSBytes  uint64 `json:"rss_bytes"`
-	// CommittedBytes is HeapSys - HeapReleased: what the runtime believes
-	// it holds, to be compared with RSSBytes.
+	// CommittedBytes is HeapSys − HeapReleased + StackInuse: what the
+	// runtime holds in its heap arenas, goroutine stacks included
+	// (rss.Accounting.ArenaCommitted), to be compared with RSSBytes.
 	CommittedBytes uint64 `json:"committed_bytes"`
 	Consistent     bool   `json:"consistent"`
 }

@@ -88,7 +88,7 @@ type Classifier struct {
 // by the caller (as sysmem.ScanSmaps does).
 func (c *Classifier) Add(m *sysmem.Mapping) {
 	c.total.add(m)
-	if arenaCandidate(m) {
+	if sysmem.ArenaCandidate(m) {
 		if n := len(c.run); n > 0 && c.run[n-1].End != m.Start {
 			c.flush()
 		}
@@ -169,16 +169,6 @@ func isLibrary(p string) bool {
 		i += 3 + j
 	}
 	return false
-}
-
-// arenaCandidate reports whether m could be part of a Go heap arena, as
-// sysmem.GoHeap judges: anonymous, private, not flagged "nr", read-write
-// or without access.
-func arenaCandidate(m *sysmem.Mapping) bool {
-	if !m.Anon() || m.Flags&sysmem.FlagNoReserve != 0 {
-		return false
-	}
-	return m.Perms == sysmem.PermRead|sysmem.PermWrite || m.Perms == 0
 }
 
 // Classification is what a Classifier found.

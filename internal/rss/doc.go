@@ -14,11 +14,25 @@
 //     mappings a process has.
 //  2. Build puts the classification beside the cgroup's limit and usage
 //     and, when known, the runtime's MemStats, and explains the gap
-//     between the two views in words: heap pages committed but never
-//     touched, pages released but still resident, and anonymous memory
-//     the runtime does not know of (cgo, C libraries, direct mmap).
+//     between the two views with Reconcile.
+//
+// Reconcile is heapscope's one reconciliation of RSS with the runtime's
+// accounting: heapscope rss (through Build) and diagnose's rss.breakdown
+// finding (over a run's recorded figures) both call it, so a process gets
+// the same figures and the same explanation from either. It compares the
+// heap arenas' Rss with HeapSys − HeapReleased + StackInuse, the
+// anonymous memory outside them with Sys − HeapSys − StackInuse, within
+// one tolerance (Agree), and names the cause: heap pages committed but
+// never touched, pages released but still resident, idle heap not yet
+// returned, fragmentation, memory the runtime does not know of (cgo, C
+// libraries, direct mmap), page cache. docs/rss.md explains the formula.
 //
 // MemStats and RSS are never added up: MemStats count what the runtime
 // has mapped and not released, the kernel counts pages that are
 // resident, and the report reconciles the two.
+//
+// Gather reads what Build explains from a live process, through a Proc
+// (sysmem.Proc) and the MemStats lookups it is given (target.Client's
+// for a pprof the user names, target.Local's for one found on the
+// process's listening ports); everything else in the package is pure.
 package rss

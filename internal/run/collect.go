@@ -617,7 +617,7 @@ func mappingKinds(cl *rss.Classification) []result.MappingKind {
 		if u.Mappings == 0 {
 			continue
 		}
-		out = append(out, result.MappingKind{Kind: mappingNames[k], Count: u.Mappings, SizeBytes: u.SizeBytes, RSSBytes: u.RSSBytes, SwapBytes: u.SwapBytes})
+		out = append(out, result.MappingKind{Kind: mappingNames[k], Count: u.Mappings, SizeBytes: u.SizeBytes, RSSBytes: u.RSSBytes, PSSBytes: u.PSSBytes, SwapBytes: u.SwapBytes})
 	}
 	return out
 }

@@ -279,17 +279,3 @@ func (s *SourceFiles) candidates(file string) []string {
 	}
 	return out
 }
-
-// cgroupSplit returns the anonymous and page-cache parts of a cgroup's
-// usage from its memory.stat (v2: anon, file; v1: total_rss and
-// total_cache, which include descendants, else rss and cache).
-func cgroupSplit(stat map[string]uint64) (anon, file uint64) {
-	for _, keys := range [][2]string{{"anon", "file"}, {"total_rss", "total_cache"}, {"rss", "cache"}} {
-		a, ok1 := stat[keys[0]]
-		f, ok2 := stat[keys[1]]
-		if ok1 || ok2 {
-			return a, f
-		}
-	}
-	return 0, 0
-}

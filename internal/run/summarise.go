@@ -13,6 +13,7 @@ import (
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rss"
 	"github.com/heapscope/heapscope/internal/target"
 )
 
@@ -260,23 +261,24 @@ func (c *collector) rssSummary() result.RSS {
 	p := c.proc
 	switch {
 	case p.status != nil:
-		rss := result.RSS{Source: "proc", RSSBytes: p.status.VmRSS, HWMBytes: p.status.VmHWM}
+		rs := result.RSS{Source: "proc", RSSBytes: p.status.VmRSS, HWMBytes: p.status.VmHWM}
 		if hm := p.heapMappings; hm != nil {
 			committed := uint64(0)
-			if c.haveMemEnd && c.memEnd.HeapSys >= c.memEnd.HeapReleased {
-				committed = c.memEnd.HeapSys - c.memEnd.HeapReleased
+			if c.haveMemEnd {
+				a := rss.AccountingOf(&c.memEnd)
+				committed = a.ArenaCommitted()
 			}
-			rss.GoHeapMappings = &result.HeapMappings{
+			rs.GoHeapMappings = &result.HeapMappings{
 				Count: hm.Count, SizeBytes: hm.Size, RSSBytes: hm.Rss,
 				CommittedBytes: committed, Consistent: hm.Consistent,
 			}
 		}
 		if cg := p.cgroup; cg != nil {
-			rss.Cgroup = &result.Cgroup{Version: cg.Version, Path: cg.Path, LimitBytes: cg.Limit, UsageBytes: cg.Usage, Unlimited: cg.Unlimited}
-			rss.Cgroup.AnonBytes, rss.Cgroup.FileBytes = cgroupSplit(cg.Stat)
+			rs.Cgroup = &result.Cgroup{Version: cg.Version, Path: cg.Path, LimitBytes: cg.Limit, UsageBytes: cg.Usage, Unlimited: cg.Unlimited}
+			rs.Cgroup.AnonBytes, rs.Cgroup.FileBytes = cg.Split()
 		}
-		rss.Mappings = p.mappings
-		return rss
+		rs.Mappings = p.mappings
+		return rs
 	case p.haveMetricsRSS:
 		return result.RSS{Source: "metrics", RSSBytes: p.metricsRSS,
 			Note: "from the target's process_resident_memory_bytes; per-mapping figures need a local process"}

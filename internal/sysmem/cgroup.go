@@ -89,6 +89,31 @@ type Cgroup struct {
 	Notes []string
 }
 
+// memoryStatSplits are the memory.stat keys that split a cgroup's usage
+// into anonymous memory and page cache, in the order Split tries them:
+// v2's anon and file; v1's total_rss and total_cache, which count the
+// cgroup's descendants too (as its usage does); v1's rss and cache, its
+// own pages only, on kernels without the totals.
+var memoryStatSplits = [...][2]string{{"anon", "file"}, {"total_rss", "total_cache"}, {"rss", "cache"}}
+
+// Split returns the anonymous and page-cache parts of the cgroup's usage,
+// from the first pair of memory.stat keys present (see memoryStatSplits):
+// the keys of one pair are read together, never one from v2 and the other
+// from v1. Both are 0 when memory.stat holds neither pair.
+//
+// Page cache is reclaimed before the OOM killer acts, so the anonymous
+// part is what presses against the limit.
+func (c *Cgroup) Split() (anon, file uint64) {
+	for _, keys := range memoryStatSplits {
+		a, okA := c.Stat[keys[0]]
+		f, okF := c.Stat[keys[1]]
+		if okA || okF {
+			return a, f
+		}
+	}
+	return 0, 0
+}
+
 // v1Unlimited is the smallest value cgroup v1 uses to mean "no limit"
 // (the kernel writes the largest page-aligned int64,
 // 0x7FFFFFFFFFFFF000 with 4 KiB pages).

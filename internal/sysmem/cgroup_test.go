@@ -78,6 +78,31 @@ func TestParseMemoryStat(t *testing.T) {
 	}
 }
 
+func TestCgroup_Split(t *testing.T) {
+	tests := []struct {
+		name               string
+		stat               map[string]uint64
+		wantAnon, wantFile uint64
+	}{
+		{"v2", map[string]uint64{"anon": 200, "file": 90, "shmem": 5}, 200, 90},
+		{"v1 hierarchical totals first", map[string]uint64{"rss": 1, "cache": 2, "total_rss": 200, "total_cache": 90}, 200, 90},
+		{"v1 without totals", map[string]uint64{"rss": 200, "cache": 90, "mapped_file": 7}, 200, 90},
+		{"a pair is read together", map[string]uint64{"anon": 200, "total_cache": 90}, 200, 0},
+		{"no page cache", map[string]uint64{"anon": 5}, 5, 0},
+		{"no memory.stat", nil, 0, 0},
+		{"neither pair", map[string]uint64{"pgfault": 12}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cg := Cgroup{Stat: tt.stat}
+			anon, file := cg.Split()
+			if anon != tt.wantAnon || file != tt.wantFile {
+				t.Errorf("Split() = %d, %d, want %d, %d", anon, file, tt.wantAnon, tt.wantFile)
+			}
+		})
+	}
+}
+
 func TestProc_Cgroup(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -5,10 +5,11 @@
 //   - how much of it is resident (Proc.Status, from /proc/PID/status);
 //   - where that memory lives, mapping by mapping (Proc.Smaps and
 //     ParseSmaps, from /proc/PID/smaps), and which mappings are the Go heap
-//     (GoHeap);
+//     (GoHeap, and ArenaCandidate for mappings that stream by);
 //   - which limits it runs under (Proc.Cgroup, cgroup v1, v2 or hybrid
-//     hosts) and with which Go settings (Proc.GoEnv, from
-//     /proc/PID/environ);
+//     hosts), how much of its cgroup's usage is anonymous memory rather
+//     than page cache (Cgroup.Split), and with which Go settings
+//     (Proc.GoEnv, from /proc/PID/environ);
 //   - what it is and how long it has run (Proc.BuildInfo, Proc.Uptime);
 //   - which process serves a local TCP port (Proc.ListeningPID).
 //

@@ -65,12 +65,12 @@ type HeapMappings struct {
 func GoHeap(maps []Mapping, heapSys uint64) HeapMappings {
 	h := HeapMappings{HeapSys: heapSys}
 	for i := 0; i < len(maps); {
-		if !arenaCandidate(&maps[i]) {
+		if !ArenaCandidate(&maps[i]) {
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(maps) && arenaCandidate(&maps[j]) && maps[j].Start == maps[j-1].End {
+		for j < len(maps) && ArenaCandidate(&maps[j]) && maps[j].Start == maps[j-1].End {
 			j++
 		}
 		run := maps[i:j]
@@ -103,9 +103,13 @@ func GoHeap(maps []Mapping, heapSys uint64) HeapMappings {
 	return h
 }
 
-// arenaCandidate reports whether m could be part of a Go heap arena:
-// anonymous, private, and either read-write or reserved (no access).
-func arenaCandidate(m *Mapping) bool {
+// ArenaCandidate reports whether m could be part of a Go heap arena:
+// anonymous, private, not flagged "nr" (see GoHeap), and either
+// read-write or reserved (no access). GoHeap then keeps the runs of
+// adjacent candidates that begin and end on ArenaSize boundaries; a
+// caller that streams mappings (rss.Classifier) buffers the candidates
+// only.
+func ArenaCandidate(m *Mapping) bool {
 	if !m.Anon() || m.Flags&FlagNoReserve != 0 {
 		return false
 	}

@@ -195,6 +195,31 @@ func TestGoHeap(t *testing.T) {
 	}
 }
 
+func TestArenaCandidate(t *testing.T) {
+	const base = 0xc000000000
+	tests := []struct {
+		name string
+		m    Mapping
+		want bool
+	}{
+		{"read-write anonymous", anon(base, base+4*mib, rw, goRW, mib), true},
+		{"reserved anonymous", anon(base, base+64*mib, none, goNo, 0), true},
+		{"read-only anonymous", anon(base, base+4*mib, PermRead, FlagRead, 0), false},
+		{"executable anonymous", anon(base, base+4*mib, rw|PermExec, goRW|FlagExec, 0), false},
+		{"no swap reserved (C arena, race shadow)", anon(base, base+4*mib, rw, goRW|FlagNoReserve, mib), false},
+		{"shared anonymous", anon(base, base+4*mib, rw|PermShared, goRW|FlagShared, mib), false},
+		{"file-backed", Mapping{Start: base, End: base + 4*mib, Perms: rw, Inode: 7, Path: "/srv/data"}, false},
+		{"pseudo-path", Mapping{Start: base, End: base + 4*mib, Perms: rw, Path: "[heap]"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ArenaCandidate(&tt.m); got != tt.want {
+				t.Errorf("ArenaCandidate(%s %s %q) = %v, want %v", tt.m.Perms, tt.m.Flags, tt.m.Path, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestGoHeap_testdata(t *testing.T) {
 	maps, err := ParseSmaps(bytes.NewReader(readTestdata(t, "smaps", "service.txt")))
 	if err != nil {

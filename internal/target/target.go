@@ -3,10 +3,14 @@
 // and errors that say what to do.
 //
 // A Client fetches raw bytes and never parses profiles: the run directory
-// keeps what the service sent, and parsing happens on read.
+// keeps what the service sent, and parsing happens on read. Only
+// Client.MemStats reads what it fetched, for callers that keep nothing
+// (heapscope rss). Local finds the pprof of a process on this machine
+// among its listening ports.
 package target
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/gcstats"
 )
 
 // DefaultMaxBody is the largest response body a Client accepts unless
@@ -213,6 +219,25 @@ func (c *Client) HeapDebug(ctx context.Context, gc bool) ([]byte, error) {
 	return body, nil
 }
 
+// MemStats fetches heap?debug=1, without forcing a GC, and reads the
+// runtime.MemStats its trailer holds.
+func (c *Client) MemStats(ctx context.Context) (*gcstats.MemStats, error) {
+	body, err := c.HeapDebug(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := gcstats.ParseHeapDebug(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("read MemStats from %s: %w", withoutUser(c.ProfileURL("heap", nil)), err)
+	}
+	return &ms, nil
+}
+
+// PprofURL returns the URL of the service's pprof, such as
+// http://127.0.0.1:6060/debug/pprof/, without user information: it is
+// shown in reports, which end up in logs.
+func (c *Client) PprofURL() string { return withoutUser(c.ProfileURL("", nil)) }
+
 // Metrics fetches the service's Prometheus text exposition from /metrics.
 func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	u := *c.base
@@ -358,6 +383,16 @@ func redact(rawURL string) string {
 		return rawURL
 	}
 	return u.Redacted()
+}
+
+// withoutUser returns rawURL without its user information, if any.
+func withoutUser(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	u.User = nil
+	return u.String()
 }
 
 func unwrapURLError(err error) error {
