@@ -34,9 +34,11 @@ test-browser: ## the headless Chromium tests, a module of their own (needs Debia
 	  { echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM=/path/to/chrome)"; exit 1; }
 	cd browsertests && $(GO) mod download && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 
-lint: ## gofmt, go vet, go mod tidy check
+lint: ## gofmt, import groups, go vet, go mod tidy check
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) run ./internal/tools/importgroups -local github.com/heapscope/heapscope \
+	  $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 	$(GO) vet ./...
 	$(GO) vet -tags allocbench ./internal/allocbench/
 	$(GO) mod tidy -diff

@@ -2,9 +2,9 @@ package diagnose
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
