@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
+	"github.com/heapscope/heapscope/internal/atomicfile"
 )
 
 type allocbenchOptions struct {
@@ -216,7 +217,7 @@ func writeAllocbenchOutputs(e *env, rep *allocbench.Report, o *allocbenchOptions
 	if o.out == "" {
 		return nil
 	}
-	err := writeAtomic(o.out, func(w io.Writer) error {
+	err := atomicfile.Write(o.out, func(w io.Writer) error {
 		if strings.ToLower(filepath.Ext(o.out)) == ".svg" {
 			return allocbench.WriteSVG(w, rep)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
@@ -154,10 +155,10 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 		if views != nil {
 			widget = &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}
 		}
-		err = writeAtomic(o.out, func(w io.Writer) error { return report.CompareHTML(w, c, widget) })
+		err = atomicfile.Write(o.out, func(w io.Writer) error { return report.CompareHTML(w, c, widget) })
 	default:
 		f := map[string]report.Format{".md": report.FormatMarkdown, ".json": report.FormatJSON, ".txt": report.FormatText}[ext]
-		err = writeAtomic(o.out, func(w io.Writer) error { return writeComparison(w, c, f) })
+		err = atomicfile.Write(o.out, func(w io.Writer) error { return writeComparison(w, c, f) })
 	}
 	if err != nil {
 		return err

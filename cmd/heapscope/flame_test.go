@@ -334,44 +334,6 @@ func TestFlame_BadInput(t *testing.T) {
 	}
 }
 
-func TestWriteAtomic_KeepsOldFileOnFailure(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "graph.svg")
-	os.WriteFile(path, []byte("old"), 0o644)
-	err := writeAtomic(path, func(w io.Writer) error {
-		io.WriteString(w, "half of a new graph")
-		return errors.New("renderer failed")
-	})
-	if err == nil || !strings.Contains(err.Error(), "renderer failed") {
-		t.Fatalf("error %v, want the renderer's", err)
-	}
-	if data, _ := os.ReadFile(path); string(data) != "old" {
-		t.Errorf("file holds %q after a failed write, want the old content", data)
-	}
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	if len(entries) != 1 {
-		t.Errorf("%d files in the directory, want only the old one", len(entries))
-	}
-	if err := writeAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile(path); string(data) != "new" {
-		t.Errorf("file holds %q, want the new content", data)
-	}
-}
-
-func TestParseShare(t *testing.T) {
-	for in, want := range map[string]float64{"0.1%": 0.001, "0.001": 0.001, "0": 0, " 5 % ": 0.05} {
-		if got, err := parseShare(in); err != nil || got != want {
-			t.Errorf("parseShare(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "abc", "100%", "-1%", "1.5", "NaN"} {
-		if _, err := parseShare(in); err == nil {
-			t.Errorf("parseShare(%q) succeeded", in)
-		}
-	}
-}
-
 // TestTop_MatchesParse checks that top, which streams profiles through
 // pprofx.ReadStacks, prints the table pprofx.Top makes of the parsed
 // profile.

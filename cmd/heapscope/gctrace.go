@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/report"
 )
@@ -118,7 +119,7 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 		if err := report.GCTracePlot(&buf, &s, filepath.Ext(o.plot) == ".html"); err != nil {
 			return fmt.Errorf("draw %s: %w", o.plot, err)
 		}
-		if err := writeAtomic(o.plot, func(w io.Writer) error {
+		if err := atomicfile.Write(o.plot, func(w io.Writer) error {
 			_, err := w.Write(buf.Bytes())
 			return err
 		}); err != nil {

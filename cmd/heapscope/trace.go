@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
@@ -89,7 +90,7 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 		return fmt.Errorf("%s: %w", title, err)
 	}
 	if o.out != "" {
-		err := writeAtomic(o.out, func(w io.Writer) error {
+		err := atomicfile.Write(o.out, func(w io.Writer) error {
 			if ext == ".svg" {
 				return exectrace.WriteSVG(w, tl, "GC timeline of "+title)
 			}
@@ -165,7 +166,7 @@ func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte
 		return nil, "", err
 	}
 	if o.save != "" {
-		if err := writeAtomic(o.save, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		if err := atomicfile.Write(o.save, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 			return nil, "", err
 		}
 		fmt.Fprintf(e.stderr, "saved the trace to %s\n", o.save)
