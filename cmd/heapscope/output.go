@@ -152,7 +152,7 @@ func (f *targetFlags) register(fs *pflag.FlagSet, what, timeoutUsage string, def
 // options checks the flags and returns the client options for baseURL,
 // with the parsed headers.
 func (f *targetFlags) options(baseURL string) (target.Options, http.Header, error) {
-	header, err := parseHeaders(f.headers)
+	header, err := target.ParseHeaders(f.headers)
 	if err != nil {
 		return target.Options{}, nil, err
 	}
