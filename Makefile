@@ -36,9 +36,11 @@ need-chromium:
 test-browser: need-chromium ## the headless Chromium tests, a module of their own (needs Debian's chromium)
 	cd browsertests && $(GO) mod download && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 
-lint: ## gofmt, go vet, go mod tidy check
+lint: ## gofmt, import groups, go vet, go mod tidy check
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) run ./internal/tools/importgroups -local github.com/heapscope/heapscope \
+	  $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 	$(GO) vet ./...
 	$(GO) vet -tags allocbench ./internal/allocbench/
 	$(GO) mod tidy -diff

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
+	"github.com/heapscope/heapscope/internal/atomicfile"
 )
 
 type allocbenchOptions struct {
@@ -119,29 +120,15 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 	if err != nil {
 		return fmt.Errorf("--pattern: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "heapscope-allocbench-")
-	if err != nil {
-		return fmt.Errorf("allocbench: %w", err)
-	}
-	defer os.RemoveAll(dir)
-
-	live := o.liveMiB << 20
-	lab := &allocbench.Lab{Dir: dir, Live: live, Timeout: o.timeout}
 	prog := newStepProgress(e.stderr)
-	m, runErr := lab.RunMatrix(cmd.Context(), allocbench.MatrixOptions{
-		Toolchains: toolchains, Patterns: patterns, Count: o.count, Progress: func(s allocbench.Progress) { prog.update(s.Done, s.Total, s.Step) },
+	rep, m, runErr := allocbench.Run(cmd.Context(), allocbench.RunOptions{
+		MatrixOptions: allocbench.MatrixOptions{Toolchains: toolchains, Patterns: patterns, Count: o.count,
+			Progress: func(s allocbench.Progress) { prog.update(s.Done, s.Total, s.Step) }},
+		Live: o.liveMiB << 20, Timeout: o.timeout, Analysis: allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect},
 	})
 	prog.finish()
-	if runErr != nil && cmd.Context().Err() == nil {
+	if rep == nil {
 		return fmt.Errorf("allocbench: %w", runErr)
-	}
-	rep, err := allocbench.Analyse(m.Samples, patterns, m.Toolchains, live,
-		allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect})
-	if err != nil {
-		return err
-	}
-	for _, f := range m.Failures {
-		rep.Warnings = append(rep.Warnings, f.Error())
 	}
 	if len(m.Toolchains) > 0 {
 		if err := writeAllocbenchOutputs(e, rep, o); err != nil {
@@ -216,7 +203,7 @@ func writeAllocbenchOutputs(e *env, rep *allocbench.Report, o *allocbenchOptions
 	if o.out == "" {
 		return nil
 	}
-	err := writeAtomic(o.out, func(w io.Writer) error {
+	err := atomicfile.Write(o.out, func(w io.Writer) error {
 		if strings.ToLower(filepath.Ext(o.out)) == ".svg" {
 			return allocbench.WriteSVG(w, rep)
 		}

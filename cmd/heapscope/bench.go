@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,9 +12,6 @@ import (
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/report"
 )
-
-// maxBenchInput caps a benchmark file read by bench compare.
-const maxBenchInput = 64 << 20
 
 // benchGateOptions are the comparison, gate and output flags shared by
 // bench compare and bench run.
@@ -91,13 +85,8 @@ func (o *benchGateOptions) finish(e *env, rep *bench.Report, format report.Forma
 	if len(rep.Errors) > 0 {
 		return errors.Join(rep.Errors...)
 	}
-	if fails := rep.Failures(); len(fails) > 0 {
-		parts := make([]string, len(fails))
-		for i, d := range fails {
-			parts[i] = fmt.Sprintf("%s on %s: %s", d.Gate, d.Benchmark, d.Reason)
-		}
-		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d gate %s failed: %s",
-			len(fails), map[bool]string{true: "decision", false: "decisions"}[len(fails) == 1], strings.Join(parts, "; "))}
+	if err := rep.GateError(); err != nil {
+		return &codeError{code: exitGateFailed, err: err}
 	}
 	return nil
 }
@@ -160,50 +149,19 @@ func runBenchCompare(e *env, oldPath, newPath string, o *benchGateOptions) error
 	if oldPath == "-" && newPath == "-" {
 		return errors.New("bench compare: only one of OLD and NEW can be - (stdin)")
 	}
-	oldData, err := readBenchInput(e, oldPath)
+	oldIn, err := bench.ReadInput(oldPath, e.stdin)
 	if err != nil {
-		return err
+		return fmt.Errorf("bench compare: %w", err)
 	}
-	newData, err := readBenchInput(e, newPath)
+	newIn, err := bench.ReadInput(newPath, e.stdin)
 	if err != nil {
-		return err
+		return fmt.Errorf("bench compare: %w", err)
 	}
-	rep, err := bench.Compare(
-		bench.Input{Label: benchLabel(oldPath), R: bytes.NewReader(oldData)},
-		bench.Input{Label: benchLabel(newPath), R: bytes.NewReader(newData)},
-		opts)
+	rep, err := bench.Compare(oldIn, newIn, opts)
 	if err != nil {
 		return fmt.Errorf("bench compare: %w", err)
 	}
 	return o.finish(e, rep, format)
-}
-
-func benchLabel(path string) string {
-	if path == "-" {
-		return "stdin"
-	}
-	return path
-}
-
-// readBenchInput reads a benchmark file, or stdin for "-".
-func readBenchInput(e *env, path string) ([]byte, error) {
-	var r io.Reader = e.stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("bench compare: %w", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxBenchInput+1))
-	if err != nil {
-		return nil, fmt.Errorf("bench compare: read %s: %w", benchLabel(path), err)
-	}
-	if len(data) > maxBenchInput {
-		return nil, fmt.Errorf("bench compare: read %s: larger than %d bytes", benchLabel(path), maxBenchInput)
-	}
-	return data, nil
 }
 
 type benchRunOptions struct {
@@ -291,29 +249,9 @@ func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) 
 		return err
 	}
 	if o.out != "" {
-		if err := saveBenchRun(o.out, res); err != nil {
-			return err
+		if err := res.Save(o.out); err != nil {
+			return fmt.Errorf("bench run: %w", err)
 		}
 	}
 	return o.finish(e, res.Report, format)
-}
-
-// saveBenchRun writes the raw outputs of both sides and the attribution
-// profiles under dir.
-func saveBenchRun(dir string, res *bench.RunResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bench run: %w", err)
-	}
-	files := map[string][]byte{"base.txt": res.Old, "new.txt": res.New}
-	for _, p := range res.Profiles {
-		name := strings.NewReplacer("/", "_", " ", "_").Replace(p.Benchmark)
-		files["mem-"+name+"-base.pprof"] = p.Old
-		files["mem-"+name+"-new.pprof"] = p.New
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return fmt.Errorf("bench run: keep raw output: %w", err)
-		}
-	}
-	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 )

@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
-	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/run"
 )
 
 // compareOptions are the flags of compare.
@@ -154,10 +155,10 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 		if views != nil {
 			widget = &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}
 		}
-		err = writeAtomic(o.out, func(w io.Writer) error { return report.CompareHTML(w, c, widget) })
+		err = atomicfile.Write(o.out, func(w io.Writer) error { return report.CompareHTML(w, c, widget) })
 	default:
 		f := map[string]report.Format{".md": report.FormatMarkdown, ".json": report.FormatJSON, ".txt": report.FormatText}[ext]
-		err = writeAtomic(o.out, func(w io.Writer) error { return writeComparison(w, c, f) })
+		err = atomicfile.Write(o.out, func(w io.Writer) error { return writeComparison(w, c, f) })
 	}
 	if err != nil {
 		return err
@@ -165,14 +166,8 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if o.out != "" {
 		fmt.Fprintf(e.stderr, "heapscope: wrote %s\n", o.out)
 	}
-	if c.Failed() {
-		var parts []string
-		for _, d := range c.Decisions {
-			if d.Outcome == bench.Fail {
-				parts = append(parts, d.Gate+": "+d.Reason)
-			}
-		}
-		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d of %d gates failed: %s", len(parts), len(c.Decisions), strings.Join(parts, "; "))}
+	if err := c.GateError(); err != nil {
+		return &codeError{code: exitGateFailed, err: err}
 	}
 	return nil
 }
@@ -187,24 +182,11 @@ func writeComparison(w io.Writer, c *compare.Comparison, f report.Format) error 
 	return report.CompareText(w, c)
 }
 
-// readSide reads the run directories of one side; repeated runs give one
-// sample per window.
+// readSide reads the run directories of one side, saying what they lack.
 func readSide(e *env, dirs []string) (compare.Side, error) {
-	side := compare.Side{Label: dirs[0]}
-	if len(dirs) > 1 {
-		side.Label = fmt.Sprintf("%s … %s", dirs[0], dirs[len(dirs)-1])
+	side, warnings, err := run.ReadSide(dirs)
+	for _, w := range warnings {
+		fmt.Fprintf(e.stderr, "heapscope: warning: %s\n", w)
 	}
-	for _, dir := range dirs {
-		stored, warnings, err := rundir.ReadStored(dir)
-		if err != nil {
-			return compare.Side{}, err
-		}
-		for _, w := range warnings {
-			fmt.Fprintf(e.stderr, "heapscope: warning: %s\n", w)
-		}
-		for _, s := range stored {
-			side.Samples = append(side.Samples, compare.Sample{Label: s.Dir, Run: s.Run, Allocs: s.Allocs})
-		}
-	}
-	return side, nil
+	return side, err
 }

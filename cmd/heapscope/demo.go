@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,9 +12,6 @@ import (
 
 	"github.com/heapscope/heapscope/examples"
 )
-
-// demoStartTimeout bounds how long the example service may take to listen.
-const demoStartTimeout = 15 * time.Second
 
 func newDemoCmd(e *env) *cobra.Command {
 	o := &profileOptions{}
@@ -73,8 +65,12 @@ func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *
 	if err != nil {
 		return err
 	}
-	defer svc.stop(e.stderr)
-	cfg, format, err := o.config(fs, svc.url)
+	defer func() {
+		if err := svc.Stop(); err != nil {
+			fmt.Fprintf(e.stderr, "heapscope: %v\n", err)
+		}
+	}()
+	cfg, format, err := o.config(fs, svc.URL)
 	if err != nil {
 		return err
 	}
@@ -83,17 +79,9 @@ func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *
 		model = fmt.Sprintf("with %d connections back to back", cfg.Load.Connections)
 	}
 	fmt.Fprintf(e.stderr, "heapscope: started example %q (pid %d) on %s; profiling for %s %s\n",
-		example, svc.cmd.Process.Pid, svc.url, o.duration, model)
-	cfg.PID = svc.cmd.Process.Pid
+		example, svc.PID(), svc.URL, o.duration, model)
+	cfg.PID = svc.PID()
 	return profileAndReport(ctx, e, cfg, format)
-}
-
-// exampleProcess is a bundled example running as heapscope's child, so that
-// heapscope's own allocations stay out of its profiles.
-type exampleProcess struct {
-	cmd    *exec.Cmd
-	url    string
-	exited chan error
 }
 
 // exampleExecutable is the executable that serves the bundled examples:
@@ -104,75 +92,10 @@ var exampleExecutable = os.Executable
 
 // startExample re-executes heapscope with the hidden serve-example command
 // and waits for the service to say where it listens.
-func startExample(ctx context.Context, name string) (*exampleProcess, error) {
+func startExample(ctx context.Context, name string) (*examples.Process, error) {
 	self, err := exampleExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("start example: find heapscope's own executable: %w", err)
 	}
-	// The service starts as a user would start theirs: heap samples at
-	// the runtime's default rate, no GODEBUG of heapscope's.
-	cmd := exec.Command(self, serveExampleName, name, "--addr", "127.0.0.1:0")
-	cmd.Stdout = io.Discard
-	cmd.SysProcAttr = exampleProcAttr()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, fmt.Errorf("start example %s: %w", name, err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start example %s: %w", name, err)
-	}
-	p := &exampleProcess{cmd: cmd, exited: make(chan error, 1)}
-	urls := make(chan string, 1)
-	var lastLine string
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 0, 4096), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			lastLine = line
-			if _, u, ok := strings.Cut(line, "listening on "); ok {
-				select {
-				case urls <- strings.TrimSpace(u):
-				default:
-				}
-			}
-		}
-		// A line longer than the buffer ends the scan: drain the rest so
-		// the example never blocks on a full pipe.
-		_, _ = io.Copy(io.Discard, stderr)
-		p.exited <- cmd.Wait()
-	}()
-	timer := time.NewTimer(demoStartTimeout)
-	defer timer.Stop()
-	select {
-	case u := <-urls:
-		p.url = u
-		return p, nil
-	case err := <-p.exited:
-		return nil, fmt.Errorf("start example %s: it exited (%v): %s", name, err, lastLine)
-	case <-timer.C:
-		p.kill()
-		return nil, fmt.Errorf("start example %s: not listening after %s", name, demoStartTimeout)
-	case <-ctx.Done():
-		p.kill()
-		return nil, ctx.Err()
-	}
-}
-
-// stop asks the example to shut down gracefully and kills it if it does not
-// within a few seconds.
-func (p *exampleProcess) stop(stderr io.Writer) {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		fmt.Fprintf(stderr, "heapscope: stop example (pid %d): %v\n", p.cmd.Process.Pid, err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.kill()
-	}
-}
-
-func (p *exampleProcess) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	return examples.Start(ctx, name, self, serveExampleName, name, "--addr", "127.0.0.1:0")
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/diagnose"
-	"github.com/heapscope/heapscope/internal/escape"
-	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
@@ -101,33 +98,12 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return fmt.Errorf("--source %s: not a directory", o.source)
 		}
 	}
-	var rep diagnose.Report
-	if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-		if len(args) > 1 {
-			return fmt.Errorf("diagnose takes one RUN_DIR, or profiles: %s is a directory", args[0])
-		}
-		_, rep, err = run.DiagnoseDir(args[0], run.Diagnosis{Thresholds: th, SourceDir: o.source, All: o.all})
-		if err != nil {
-			return err
-		}
-	} else {
-		in, err := run.BareProfiles(args)
-		if err != nil {
-			return err
-		}
-		in.Thresholds = th
-		in.All = o.all
-		if o.source != "" {
-			in.Source = &run.SourceFiles{Dir: o.source}
-		} else {
-			in.Source = &run.SourceFiles{}
-		}
-		rep = diagnose.Run(in)
+	rep, warnings, err := run.DiagnosePaths(ctx, args, run.Diagnosis{Thresholds: th, SourceDir: o.source, All: o.all})
+	if err != nil {
+		return err
 	}
-	if o.source != "" {
-		if err := explainEscapes(ctx, o.source, rep.Findings); err != nil {
-			fmt.Fprintf(e.stderr, "heapscope: warning: findings come without escape analysis: %v\n", err)
-		}
+	for _, w := range warnings {
+		fmt.Fprintf(e.stderr, "heapscope: warning: %v\n", w)
 	}
 
 	switch format {
@@ -139,45 +115,8 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 	if err != nil {
 		return err
 	}
-	if gate >= 0 && diagnose.AtLeast(rep.Findings, gate) {
-		n := 0
-		for _, f := range rep.Findings {
-			if diagnose.SeverityOf(f) >= gate {
-				n++
-			}
-		}
+	if n := diagnose.CountAtLeast(rep.Findings, gate); gate >= 0 && n > 0 {
 		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d finding(s) of severity %s or above", n, gate)}
 	}
-	return nil
-}
-
-// explainEscapes attaches the compiler's escape analysis to the findings:
-// why each line they point at allocates. Only the module's packages that
-// hold a finding are compiled with -m=2, so a large module costs what its
-// hot packages cost (and the go command caches the compiler's output).
-func explainEscapes(ctx context.Context, dir string, findings []result.Finding) error {
-	module, err := escape.ModulePath(dir)
-	if err != nil {
-		return err
-	}
-	root, err := filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("escape analysis of %s: %w", dir, err)
-	}
-	var sites []escape.Site
-	for _, f := range findings {
-		if f.Function != "" && f.File != "" && f.Line > 0 {
-			sites = append(sites, escape.Site{Package: pprofx.PackagePath(f.Function), File: f.File})
-		}
-	}
-	patterns := escape.Patterns(module, root, sites)
-	if len(patterns) == 0 {
-		return nil // no finding in the module's own code
-	}
-	rep, err := escape.Analyze(ctx, dir, patterns...)
-	if err != nil {
-		return err
-	}
-	diagnose.AttachEscapes(findings, rep)
 	return nil
 }

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/flame"
-	"github.com/heapscope/heapscope/internal/pprofx"
 )
 
 type flameOptions struct {
@@ -32,22 +26,6 @@ type flameOptions struct {
 	title     string
 	module    string
 	icicle    bool
-}
-
-// defaultMinShare is --min-share's default per output format: what an SVG
-// cannot show anyway (0.01% is about a tenth of a pixel at 1200 pixels),
-// what keeps an HTML page responsive, and everything for folded stacks. It
-// reports false for an extension that names no format.
-func defaultMinShare(ext string) (float64, bool) {
-	switch ext {
-	case ".svg":
-		return 0.0001, true
-	case ".html":
-		return 0.00001, true
-	case ".folded":
-		return 0, true
-	}
-	return 0, false
 }
 
 func newFlameCmd(e *env) *cobra.Command {
@@ -104,30 +82,68 @@ a "vanished" view on BASE's shape, for stacks that are gone; for SVG,
 	return cmd
 }
 
-// flameInput is a profile read for a flame graph.
-type flameInput struct {
-	path   string
-	stacks *pprofx.Stacks
-}
-
 func runFlame(e *env, path string, o *flameOptions) error {
-	if o.out == "" {
-		return errors.New("flame needs -o OUT, a .svg, .html or .folded file")
+	opts, err := o.drawOptions()
+	if err != nil {
+		return err
 	}
-	ext := strings.ToLower(filepath.Ext(o.out))
-	minShare, ok := defaultMinShare(ext)
-	if !ok {
-		return fmt.Errorf("-o %s: the extension picks the format; use .svg, .html or .folded", o.out)
+	in, err := readFlameInput(e, path, o.sample)
+	if err != nil {
+		return err
 	}
-	if o.minShare != "" {
-		var err error
-		if minShare, err = parseShare(o.minShare); err != nil {
-			return fmt.Errorf("--min-share: %w", err)
+	var base *flame.Input
+	if o.base != "" {
+		b, err := readFlameInput(e, o.base, o.sample)
+		if err != nil {
+			return err
+		}
+		base = &b
+		if o.normalize == "duration" {
+			for _, p := range []flame.Input{in, b} {
+				if p.Stacks.DurationNanos <= 0 {
+					return fmt.Errorf("--normalize duration: %s does not say how long it covers (heap profiles usually do not; delta profiles of a run do): use --normalize requests or none", p.Name)
+				}
+			}
+			opts.Diff.Scale = float64(in.Stacks.DurationNanos) / 1e9
+			opts.Diff.BaseScale = float64(b.Stacks.DurationNanos) / 1e9
 		}
 	}
-	diffBy, err := flame.ParseDiffBy(o.diffBy)
+	g, err := flame.Draw(in, base, opts)
 	if err != nil {
-		return fmt.Errorf("--diff-by: %w", err)
+		return err
+	}
+	if err := atomicfile.Write(o.out, g.Write); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "wrote %s: %s\n", o.out, g.Summary())
+	if o.vanished != "" {
+		if err := atomicfile.Write(o.vanished, g.WriteVanished); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s: %s\n", o.vanished, g.VanishedSummary())
+	}
+	return nil
+}
+
+// drawOptions checks the flags and turns them into flame.DrawOptions.
+func (o *flameOptions) drawOptions() (flame.DrawOptions, error) {
+	if o.out == "" {
+		return flame.DrawOptions{}, errors.New("flame needs -o OUT, a .svg, .html or .folded file")
+	}
+	format, ok := flame.FormatOf(o.out)
+	if !ok {
+		return flame.DrawOptions{}, fmt.Errorf("-o %s: the extension picks the format; use .svg, .html or .folded", o.out)
+	}
+	opts := flame.DrawOptions{Format: format, Title: o.title, Icicle: o.icicle}
+	opts.Sample, opts.Module, opts.MinShare = o.sample, o.module, format.DefaultMinShare()
+	var err error
+	if o.minShare != "" {
+		if opts.MinShare, err = flame.ParseShare(o.minShare); err != nil {
+			return flame.DrawOptions{}, fmt.Errorf("--min-share: %w", err)
+		}
+	}
+	if opts.Diff.By, err = flame.ParseDiffBy(o.diffBy); err != nil {
+		return flame.DrawOptions{}, fmt.Errorf("--diff-by: %w", err)
 	}
 	if o.base == "" {
 		for _, f := range []struct {
@@ -140,180 +156,41 @@ func runFlame(e *env, path string, o *flameOptions) error {
 			{"--base-requests", o.baseReqs != 0},
 		} {
 			if f.set {
-				return fmt.Errorf("%s needs --base", f.name)
+				return flame.DrawOptions{}, fmt.Errorf("%s needs --base", f.name)
 			}
 		}
 	}
-	if o.vanished != "" && ext != ".svg" {
-		return fmt.Errorf("--vanished writes an SVG next to an SVG; the %s output has the vanished view built in or has no such view", ext)
+	if o.vanished != "" && format != flame.FormatSVG {
+		return flame.DrawOptions{}, fmt.Errorf("--vanished writes an SVG next to an SVG; the %s output has the vanished view built in or has no such view", format)
 	}
-	opts := flame.Options{Sample: o.sample, AllTypes: ext == ".html", Module: o.module}
 	if opts.Focus, err = compileFlag("--focus", o.focus); err != nil {
-		return err
+		return flame.DrawOptions{}, err
 	}
 	if opts.Ignore, err = compileFlag("--ignore", o.ignore); err != nil {
-		return err
+		return flame.DrawOptions{}, err
 	}
-
-	in, err := readFlameInput(e, path, o.sample)
-	if err != nil {
-		return err
-	}
-	title := o.title
-	if o.base == "" {
-		if title == "" {
-			title = "Flame graph of " + filepath.Base(path)
-		}
-		opts.MinShare = minShare
-		t, err := flame.Build(in.stacks, opts)
-		if err != nil {
-			return fmt.Errorf("flame graph of %s: %w", path, err)
-		}
-		if err := writeFlame(o.out, ext, title, o.icicle, []flame.HTMLView{{Name: "profile", Tree: t}}); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "wrote %s: %d frames of %s\n", o.out, len(t.Nodes)-1, t.Types[t.Default].Name)
-		return nil
-	}
-
-	base, err := readFlameInput(e, o.base, o.sample)
-	if err != nil {
-		return err
-	}
-	if err := sameKind(in, base); err != nil {
-		return err
-	}
-	diffOpts := flame.DiffOptions{By: diffBy}
 	switch o.normalize {
 	case "none":
 	case "duration":
-		for _, p := range []*flameInput{in, base} {
-			if p.stacks.DurationNanos <= 0 {
-				return fmt.Errorf("--normalize duration: %s does not say how long it covers (heap profiles usually do not; delta profiles of a run do): use --normalize requests or none", p.path)
-			}
-		}
-		diffOpts.Scale = float64(in.stacks.DurationNanos) / 1e9
-		diffOpts.BaseScale = float64(base.stacks.DurationNanos) / 1e9
-		diffOpts.PerUnit = "s"
+		opts.Diff.PerUnit = "s" // the scales come from the profiles
 	case "requests":
 		if o.requests <= 0 || o.baseReqs <= 0 {
-			return errors.New("--normalize requests needs --requests N and --base-requests N, both above 0")
+			return flame.DrawOptions{}, errors.New("--normalize requests needs --requests N and --base-requests N, both above 0")
 		}
-		diffOpts.Scale, diffOpts.BaseScale, diffOpts.PerUnit = float64(o.requests), float64(o.baseReqs), "request"
+		opts.Diff.Scale, opts.Diff.BaseScale, opts.Diff.PerUnit = float64(o.requests), float64(o.baseReqs), "request"
 	default:
-		return fmt.Errorf("--normalize %q: want none, duration or requests", o.normalize)
+		return flame.DrawOptions{}, fmt.Errorf("--normalize %q: want none, duration or requests", o.normalize)
 	}
-	if title == "" {
-		title = fmt.Sprintf("Differential flame graph of %s against %s", filepath.Base(path), filepath.Base(o.base))
-	}
-	// Both trees unpruned, so every path of one finds its value in the
-	// other; the differential trees are pruned after.
-	after, err := flame.Build(in.stacks, opts)
-	if err != nil {
-		return fmt.Errorf("flame graph of %s: %w", path, err)
-	}
-	before, err := flame.Build(base.stacks, opts)
-	if err != nil {
-		return fmt.Errorf("flame graph of %s: %w", o.base, err)
-	}
-	if ext == ".folded" {
-		if err := writeAtomic(o.out, func(w io.Writer) error { return flame.WriteFoldedDiff(w, before, after, "") }); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "wrote %s: base and new values of %s\n", o.out, after.Types[after.Default].Name)
-		return nil
-	}
-	changes, err := diffTree(flame.Diff, before, after, diffOpts, minShare)
-	if err != nil {
-		return err
-	}
-	vanished, err := diffTree(flame.Vanished, before, after, diffOpts, minShare)
-	if err != nil {
-		return err
-	}
-	views := []flame.HTMLView{{Name: "changes", Tree: changes}}
-	if ext == ".html" {
-		views = append(views, flame.HTMLView{Name: "vanished", Tree: vanished})
-	}
-	if err := writeFlame(o.out, ext, title, o.icicle, views); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "wrote %s: %d frames of %s, coloured by %s change\n", o.out, len(changes.Nodes)-1, changes.Types[changes.Default].Name, diffBy)
-	if o.vanished != "" {
-		sub := "the base profile's shape, coloured by change: frames that vanished"
-		err := writeAtomic(o.vanished, func(w io.Writer) error {
-			return flame.WriteSVG(w, vanished, flame.SVGOptions{Title: title, Subtitle: sub, Icicle: o.icicle})
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "wrote %s: %d frames of the base profile\n", o.vanished, len(vanished.Nodes)-1)
-	}
-	return nil
+	return opts, nil
 }
 
-func diffTree(f func(base, after *flame.Tree, opts flame.DiffOptions) (*flame.Tree, error), base, after *flame.Tree, opts flame.DiffOptions, minShare float64) (*flame.Tree, error) {
-	t, err := f(base, after, opts)
-	if err != nil {
-		return nil, err
-	}
-	return t.Prune(minShare)
-}
-
-// writeFlame writes views in the format of ext to out.
-func writeFlame(out, ext, title string, icicle bool, views []flame.HTMLView) error {
-	return writeAtomic(out, func(w io.Writer) error {
-		switch ext {
-		case ".svg":
-			return flame.WriteSVG(w, views[0].Tree, flame.SVGOptions{Title: title, Icicle: icicle})
-		case ".html":
-			return flame.WriteHTML(w, title, flame.HTMLWidget{ID: "flame", Views: views, Icicle: icicle})
-		default:
-			return flame.WriteFolded(w, views[0].Tree, "")
-		}
-	})
-}
-
-// readFlameInput reads a profile and checks it can be drawn: it has
-// samples, the sample type asked for, and values in it.
-func readFlameInput(e *env, path, sample string) (*flameInput, error) {
+// readFlameInput reads a profile and checks that it can be drawn.
+func readFlameInput(e *env, path, sample string) (flame.Input, error) {
 	s, err := readStacks(e, path)
 	if err != nil {
-		return nil, err
+		return flame.Input{}, err
 	}
-	if s.Len() == 0 {
-		return nil, fmt.Errorf("profile %s is empty: it has no samples", path)
-	}
-	idx, err := s.SampleIndex(sample)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
-	}
-	nonzero := false
-	for i := range s.Len() {
-		if s.Values(i)[idx] != 0 {
-			nonzero = true
-			break
-		}
-	}
-	if !nonzero {
-		return nil, fmt.Errorf("profile %s is empty: every sample's %s is 0", path, s.SampleTypes[idx].Type)
-	}
-	return &flameInput{path: path, stacks: s}, nil
-}
-
-// sameKind checks that base has the sample types of in.
-func sameKind(in, base *flameInput) error {
-	describe := func(s *pprofx.Stacks) string {
-		parts := make([]string, len(s.SampleTypes))
-		for i, st := range s.SampleTypes {
-			parts[i] = st.Type + "/" + st.Unit
-		}
-		return strings.Join(parts, ", ")
-	}
-	if a, b := describe(in.stacks), describe(base.stacks); a != b {
-		return fmt.Errorf("base profile %s is of another kind: its sample types are %s, those of %s are %s", base.path, b, in.path, a)
-	}
-	return nil
+	return flame.NewInput(path, s, sample)
 }
 
 func compileFlag(name, expr string) (*regexp.Regexp, error) {
@@ -325,61 +202,4 @@ func compileFlag(name, expr string) (*regexp.Regexp, error) {
 		return nil, fmt.Errorf("%s %q: %w", name, expr, err)
 	}
 	return re, nil
-}
-
-// parseShare reads a share as a percentage ("0.1%") or a fraction
-// ("0.001").
-func parseShare(s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	pct := strings.HasSuffix(t, "%")
-	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "%")), 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want a share such as 0.1%% or 0.001", s)
-	}
-	if pct {
-		v /= 100
-	}
-	if v < 0 || v >= 1 || v != v {
-		return 0, fmt.Errorf("%q: want a share from 0 up to (not including) 100%%", s)
-	}
-	return v, nil
-}
-
-// writeAtomic writes a file through a temporary file in the same
-// directory, renamed over path once complete: a failure leaves no partial
-// file (and any previous file whole).
-func writeAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err := write(bw); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		done = true
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	done = true
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	rpprof "runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,29 +143,104 @@ func cutLast(s, sep string) (string, string, bool) {
 	return s[:i], s[i+len(sep):], true
 }
 
+// flameGrows and flameShrinks allocate what the differential flame graph
+// test looks for: 8 MiB objects, each sampled by the heap profiler with a
+// probability of 1 - e^-16 and scaled to within a byte of its size.
+//
+//go:noinline
+func flameGrows() [][]byte { return [][]byte{make([]byte, 8<<20), make([]byte, 8<<20)} }
+
+//go:noinline
+func flameShrinks() []byte { return make([]byte, 8<<20) }
+
 func TestFlame_Differential(t *testing.T) {
+	// The base profile holds 8 MiB from flameShrinks; the new one holds
+	// 16 MiB from flameGrows instead.
+	shrinks := flameShrinks()
 	base := heapProfileFile(t)
-	keep := make([][]byte, 0, 64)
-	for range 64 {
-		keep = append(keep, make([]byte, 64<<10))
-	}
+	runtime.KeepAlive(shrinks)
+	grows := flameGrows()
 	after := heapProfileFile(t)
-	_ = keep
+	runtime.KeepAlive(grows)
 	dir := t.TempDir()
 
-	svg, vanished := filepath.Join(dir, "diff.svg"), filepath.Join(dir, "vanished.svg")
-	got := heapscope(t, "flame", after, "--base", base, "-o", svg, "--vanished", vanished, "--diff-by", "share")
+	// Folded: the raw in-use bytes of each stack, base then new.
+	folded := filepath.Join(dir, "diff.folded")
+	got := heapscope(t, "flame", after, "--base", base, "-o", folded)
 	if got.code != exitOK {
 		t.Fatalf("exit %d: %s", got.code, got.stderr)
 	}
-	for _, p := range []string{svg, vanished} {
-		data, err := os.ReadFile(p)
+	data, err := os.ReadFile(folded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string][2]int64{} // by leaf function
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			t.Fatalf("folded diff line %q: want a stack, a base and a new value", line)
+		}
+		var v [2]int64
+		for i, s := range f[len(f)-2:] {
+			if v[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+				t.Fatalf("folded diff line %q: %v", line, err)
+			}
+		}
+		stack := strings.Join(f[:len(f)-2], " ")
+		leaf := stack[strings.LastIndex(stack, ";")+1:]
+		old := values[leaf]
+		values[leaf] = [2]int64{old[0] + v[0], old[1] + v[1]}
+	}
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		leaf        string
+		base, after int64
+	}{
+		{leaf: "heapscope.flameGrows", base: 0, after: 16 * mib},
+		{leaf: "heapscope.flameShrinks", base: 8 * mib, after: 0},
+	} {
+		var v [2]int64
+		for leaf, lv := range values {
+			if strings.HasSuffix(leaf, "/"+tt.leaf) {
+				v = lv
+			}
+		}
+		// Sampling scales each object to within a byte or two of its size.
+		for i, want := range []int64{tt.base, tt.after} {
+			if v[i] < want || v[i] > want+16 {
+				t.Errorf("%s: base and new in-use bytes %d, want about %d and %d\n%s", tt.leaf, v, tt.base, tt.after, data)
+				break
+			}
+		}
+	}
+
+	// SVG: the new profile's shape with what changed in the tooltips, and
+	// the vanished view with the base profile's shape.
+	svg, vanished := filepath.Join(dir, "diff.svg"), filepath.Join(dir, "vanished.svg")
+	got = heapscope(t, "flame", after, "--base", base, "-o", svg, "--vanished", vanished, "--diff-by", "share")
+	if got.code != exitOK {
+		t.Fatalf("exit %d: %s", got.code, got.stderr)
+	}
+	for _, tt := range []struct {
+		path string
+		want []string // frames and their change, as the tooltips put them
+		not  string
+	}{
+		{path: svg, want: []string{"heapscope.flameGrows", "before 0 B → after 16 MiB: +16 MiB"}, not: "heapscope.flameShrinks"},
+		{path: vanished, want: []string{"heapscope.flameShrinks", "before 8 MiB → after 0 B: -8 MiB (-100.0%)"}, not: "heapscope.flameGrows"},
+	} {
+		data, err := os.ReadFile(tt.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wellFormedXML(t, data)
-		if !bytes.Contains(data, []byte("before ")) || !bytes.Contains(data, []byte("coloured by share change")) {
-			t.Errorf("%s lacks the differential tooltips or legend", p)
+		for _, want := range append(tt.want, "coloured by share change") {
+			if !bytes.Contains(data, []byte(want)) {
+				t.Errorf("%s lacks %q", filepath.Base(tt.path), want)
+			}
+		}
+		if tt.not != "" && bytes.Contains(data, []byte(tt.not)) {
+			t.Errorf("%s has %s, which its profile does not hold", filepath.Base(tt.path), tt.not)
 		}
 	}
 
@@ -173,24 +249,31 @@ func TestFlame_Differential(t *testing.T) {
 	if got.code != exitOK {
 		t.Fatalf("exit %d: %s", got.code, got.stderr)
 	}
-	data, _ := os.ReadFile(html)
-	for _, want := range []string{`"name":"changes"`, `"name":"vanished"`, `"vanished":true`} {
+	data, _ = os.ReadFile(html)
+	for _, want := range []string{`"name":"changes"`, `"name":"vanished"`, `"vanished":true`, "heapscope.flameGrows", "heapscope.flameShrinks"} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("HTML lacks %s", want)
 		}
 	}
 
-	folded := filepath.Join(dir, "diff.folded")
-	got = heapscope(t, "flame", after, "--base", base, "-o", folded, "--normalize", "requests", "--requests", "10", "--base-requests", "5")
+	// Normalised by requests, folded output keeps the raw values.
+	normalized := filepath.Join(dir, "normalized.folded")
+	got = heapscope(t, "flame", after, "--base", base, "-o", normalized, "--normalize", "requests", "--requests", "10", "--base-requests", "5")
 	if got.code != exitOK {
 		t.Fatalf("exit %d: %s", got.code, got.stderr)
 	}
-	data, _ = os.ReadFile(folded)
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if f := strings.Fields(line); len(f) < 3 {
-			t.Fatalf("folded diff line %q: want a stack, a base and a new value", line)
-		}
+	if !bytes.Equal(mustRead(t, normalized), mustRead(t, folded)) {
+		t.Errorf("folded output with --normalize requests differs from the raw one")
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestFlame_BadInput(t *testing.T) {
@@ -247,44 +330,6 @@ func TestFlame_BadInput(t *testing.T) {
 	for _, e := range entries {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("temporary file %s left behind", e.Name())
-		}
-	}
-}
-
-func TestWriteAtomic_KeepsOldFileOnFailure(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "graph.svg")
-	os.WriteFile(path, []byte("old"), 0o644)
-	err := writeAtomic(path, func(w io.Writer) error {
-		io.WriteString(w, "half of a new graph")
-		return errors.New("renderer failed")
-	})
-	if err == nil || !strings.Contains(err.Error(), "renderer failed") {
-		t.Fatalf("error %v, want the renderer's", err)
-	}
-	if data, _ := os.ReadFile(path); string(data) != "old" {
-		t.Errorf("file holds %q after a failed write, want the old content", data)
-	}
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	if len(entries) != 1 {
-		t.Errorf("%d files in the directory, want only the old one", len(entries))
-	}
-	if err := writeAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile(path); string(data) != "new" {
-		t.Errorf("file holds %q, want the new content", data)
-	}
-}
-
-func TestParseShare(t *testing.T) {
-	for in, want := range map[string]float64{"0.1%": 0.001, "0.001": 0.001, "0": 0, " 5 % ": 0.05} {
-		if got, err := parseShare(in); err != nil || got != want {
-			t.Errorf("parseShare(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "abc", "100%", "-1%", "1.5", "NaN"} {
-		if _, err := parseShare(in); err == nil {
-			t.Errorf("parseShare(%q) succeeded", in)
 		}
 	}
 }

@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
+	"github.com/heapscope/heapscope/internal/gcrun"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/report"
 )
@@ -118,10 +115,7 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 		if err := report.GCTracePlot(&buf, &s, filepath.Ext(o.plot) == ".html"); err != nil {
 			return fmt.Errorf("draw %s: %w", o.plot, err)
 		}
-		if err := writeAtomic(o.plot, func(w io.Writer) error {
-			_, err := w.Write(buf.Bytes())
-			return err
-		}); err != nil {
+		if err := atomicfile.WriteBytes(o.plot, buf.Bytes()); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.plot)
@@ -131,48 +125,17 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 
 // gctraceStopDelay is how long an interrupted command has to exit before
 // it is killed.
-var gctraceStopDelay = 5 * time.Second
+var gctraceStopDelay = gcrun.DefaultStopDelay
 
 // gctraceCommand runs argv with gctrace on, analysing its stderr as it
 // comes.
 func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Format, o *gctraceOptions) error {
-	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	c.Env = withGODEBUG(os.Environ(), "gctrace=1")
-	c.Stdin, c.Stdout = e.stdin, e.stdout
-	// Interrupted: ask the command to stop as Ctrl-C would, then kill it.
-	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-	c.WaitDelay = gctraceStopDelay
-	stderr, err := c.StderrPipe()
+	res, err := gcrun.Run(ctx, argv, gcrun.Options{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, StopDelay: gctraceStopDelay})
 	if err != nil {
-		return fmt.Errorf("gctrace: run %s: %w", argv[0], err)
+		return fmt.Errorf("gctrace: %w", err)
 	}
-	if err := c.Start(); err != nil {
-		return fmt.Errorf("gctrace: run %s: %w", argv[0], err)
-	}
-	var p gcstats.TraceParser
-	readErr := forwardTrace(stderr, e.stderr, &p)
-	waitErr := c.Wait()
-	t := p.Trace()
-
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case errors.As(waitErr, &ee):
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-	case waitErr != nil && ctx.Err() != nil && errors.Is(waitErr, ctx.Err()):
-		// Interrupted, the command exited 0 (as a service shutting down
-		// gracefully does): exec reports the interrupt, not a failure,
-		// and the cycles seen so far are still reported.
-	case waitErr != nil:
-		return fmt.Errorf("gctrace: run %s: %w", argv[0], waitErr)
-	}
-	if readErr != nil {
-		return fmt.Errorf("gctrace: read the stderr of %s: %w", argv[0], readErr)
-	}
-	if len(t.Cycles) == 0 {
+	code := res.ExitCode
+	if len(res.Trace.Cycles) == 0 {
 		if ctx.Err() != nil {
 			return &codeError{code: exitInterrupted, err: fmt.Errorf("gctrace: interrupted before %s printed a GC line", argv[0])}
 		}
@@ -181,7 +144,7 @@ func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Fo
 		}
 		return fmt.Errorf("gctrace: %s printed %w", argv[0], gcstats.ErrNoCycles)
 	}
-	if err := gctraceReport(e, t, format, o); err != nil {
+	if err := gctraceReport(e, res.Trace, format, o); err != nil {
 		return err
 	}
 	switch {
@@ -191,54 +154,4 @@ func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Fo
 		return &codeError{code: code, err: fmt.Errorf("gctrace: %s exited with status %d", argv[0], code)}
 	}
 	return nil
-}
-
-// forwardTrace feeds every line of r to p and copies those that are not
-// the runtime's GC trace to w.
-func forwardTrace(r io.Reader, w io.Writer, p *gcstats.TraceParser) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	long := false // inside a line longer than the buffer
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			if long || errors.Is(err, bufio.ErrBufferFull) {
-				// Not the runtime's: pass it through in pieces.
-				long = errors.Is(err, bufio.ErrBufferFull)
-				w.Write(line)
-			} else if kind := p.Line(line); kind == gcstats.LineOther || kind == gcstats.LineMalformed {
-				w.Write(line)
-			}
-		}
-		switch {
-		case err == nil, errors.Is(err, bufio.ErrBufferFull):
-		case err == io.EOF, errors.Is(err, os.ErrClosed):
-			return nil
-		default:
-			return err
-		}
-	}
-}
-
-// withGODEBUG returns env with setting appended to GODEBUG, unless GODEBUG
-// already sets its key.
-func withGODEBUG(env []string, setting string) []string {
-	key, _, _ := strings.Cut(setting, "=")
-	out := make([]string, 0, len(env)+1)
-	val := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-			val = v
-			continue
-		}
-		out = append(out, kv)
-	}
-	for s := range strings.SplitSeq(val, ",") {
-		if k, _, _ := strings.Cut(s, "="); k == key {
-			return append(out, "GODEBUG="+val)
-		}
-	}
-	if val != "" {
-		val += ","
-	}
-	return append(out, "GODEBUG="+val+setting)
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -185,44 +184,4 @@ func TestGCTrace_command(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", inv.code, inv.stderr)
 		}
 	})
-}
-
-func TestWithGODEBUG(t *testing.T) {
-	tests := []struct {
-		name string
-		env  []string
-		want string
-	}{
-		{"none", []string{"HOME=/h"}, "GODEBUG=gctrace=1"},
-		{"appended", []string{"GODEBUG=madvdontneed=1", "HOME=/h"}, "GODEBUG=madvdontneed=1,gctrace=1"},
-		{"already set", []string{"GODEBUG=gctrace=2"}, "GODEBUG=gctrace=2"},
-		{"empty", []string{"GODEBUG="}, "GODEBUG=gctrace=1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := withGODEBUG(tt.env, "gctrace=1")
-			var godebug []string
-			for _, kv := range got {
-				if strings.HasPrefix(kv, "GODEBUG=") {
-					godebug = append(godebug, kv)
-				}
-			}
-			if !slices.Equal(godebug, []string{tt.want}) {
-				t.Errorf("GODEBUG entries %q, want [%q]", godebug, tt.want)
-			}
-			if len(got) != len(tt.env)+1-len(godebugOf(tt.env)) {
-				t.Errorf("env %q lost or duplicated entries", got)
-			}
-		})
-	}
-}
-
-func godebugOf(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GODEBUG=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

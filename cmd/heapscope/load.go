@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
@@ -239,13 +239,13 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 	if err != nil {
 		return err
 	}
-	header, err := parseHeaders(o.headers)
+	header, err := target.ParseHeaders(o.headers)
 	if err != nil {
 		return err
 	}
 	base := ""
 	if url != "" {
-		base = origin(url)
+		base = load.Origin(url)
 	}
 	reqs, err := o.loadFlags.requests(o.method, url, base, header)
 	if err != nil {
@@ -300,19 +300,6 @@ func noSuccess(res *load.Result) error {
 	return fmt.Errorf("none of the %d requests succeeded (%s)", res.Requests, countsLine(res.Summary().ErrorKinds, " "))
 }
 
-// origin returns scheme://host of a URL, or "" when it has none.
-func origin(u string) string {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return ""
-	}
-	j := strings.IndexAny(u[i+3:], "/?#")
-	if j < 0 {
-		return u
-	}
-	return u[:i+3+j]
-}
-
 // loadProgress draws one status line on stderr: on a terminal it is
 // redrawn in place; when forced elsewhere, a line is printed every second.
 type loadProgress struct {
@@ -342,7 +329,7 @@ func (p *loadProgress) update(s load.Progress) {
 		return
 	}
 	p.last, p.drawn, p.pending = s.Elapsed, true, nil
-	line := progressLine(s)
+	line := s.String()
 	if p.terminal {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 	} else {
@@ -357,29 +344,8 @@ func (p *loadProgress) finish() {
 	case p.terminal && p.drawn:
 		fmt.Fprint(p.w, "\r\033[K")
 	case !p.terminal && p.pending != nil:
-		fmt.Fprintln(p.w, progressLine(*p.pending))
+		fmt.Fprintln(p.w, p.pending.String())
 	}
-}
-
-// progressLine describes a snapshot: elapsed/total, current rate, errors.
-func progressLine(s load.Progress) string {
-	var b strings.Builder
-	el := s.Elapsed.Truncate(100 * time.Millisecond)
-	if s.Duration > 0 {
-		fmt.Fprintf(&b, "load %s/%s", el, s.Duration)
-	} else {
-		fmt.Fprintf(&b, "load %s", el)
-	}
-	if s.MaxRequests > 0 {
-		fmt.Fprintf(&b, "  %d/%d requests", s.Requests, s.MaxRequests)
-	} else {
-		fmt.Fprintf(&b, "  %d requests", s.Requests)
-	}
-	fmt.Fprintf(&b, "  %.0f/s  %d errors  %d in flight", s.Rate, s.Errors, s.InFlight)
-	if s.Lag >= load.BehindLag {
-		fmt.Fprintf(&b, "  behind schedule by up to %s", s.Lag.Round(time.Millisecond))
-	}
-	return b.String()
 }
 
 // printLoad writes a load result in the format.

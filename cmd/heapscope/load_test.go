@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/goldenfile"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"

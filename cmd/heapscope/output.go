@@ -1,21 +1,20 @@
 package main
 
 import (
-	"net/http"
-
 	"encoding/json"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/target"
-	"github.com/spf13/pflag"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/target"
 )
 
 // exactArgs is cobra.ExactArgs with an error that names what is missing.
@@ -153,7 +152,7 @@ func (f *targetFlags) register(fs *pflag.FlagSet, what, timeoutUsage string, def
 // options checks the flags and returns the client options for baseURL,
 // with the parsed headers.
 func (f *targetFlags) options(baseURL string) (target.Options, http.Header, error) {
-	header, err := parseHeaders(f.headers)
+	header, err := target.ParseHeaders(f.headers)
 	if err != nil {
 		return target.Options{}, nil, err
 	}

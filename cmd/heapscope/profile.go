@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -183,15 +182,16 @@ func (o *profileOptions) loadConfig(fs *pflag.FlagSet, baseURL string, header ht
 	if err != nil {
 		return nil, err
 	}
+	on := base.Scheme + "://" + base.Host + base.Path
 	var method, url string
 	if o.load != "" {
-		req, err := parseLoad(o.load, baseURL)
+		req, err := load.ParseRequestOn(o.load, on)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--load: %w", err)
 		}
 		method, url = req.Method, req.URL
 	}
-	reqs, err := o.loadFlags.requests(method, url, base.Scheme+"://"+base.Host+base.Path, header)
+	reqs, err := o.loadFlags.requests(method, url, on, header)
 	if err != nil {
 		return nil, err
 	}
@@ -203,36 +203,6 @@ func (o *profileOptions) loadConfig(fs *pflag.FlagSet, baseURL string, header ht
 		return nil, err
 	}
 	return &opts, nil
-}
-
-// parseLoad parses --load, resolving a bare path against the target.
-func parseLoad(s, baseURL string) (load.Request, error) {
-	fields := strings.Fields(s)
-	if n := len(fields); n > 0 && strings.HasPrefix(fields[n-1], "/") {
-		base, err := target.ParseBaseURL(baseURL)
-		if err != nil {
-			return load.Request{}, err
-		}
-		fields[n-1] = base.Scheme + "://" + base.Host + base.Path + fields[n-1]
-	}
-	req, err := load.ParseRequest(strings.Join(fields, " "))
-	if err != nil {
-		return load.Request{}, fmt.Errorf("--load: %w", err)
-	}
-	return req, nil
-}
-
-func parseHeaders(hs []string) (http.Header, error) {
-	h := http.Header{}
-	for _, s := range hs {
-		name, value, ok := strings.Cut(s, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return nil, fmt.Errorf("header %q: want 'Name: value'", s)
-		}
-		h.Add(name, strings.TrimSpace(value))
-	}
-	return h, nil
 }
 
 func runProfile(ctx context.Context, e *env, fs *pflag.FlagSet, baseURL string, o *profileOptions) error {

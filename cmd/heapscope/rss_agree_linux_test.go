@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -64,12 +63,12 @@ func TestRSS_profileDiagnoseAndRSSAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer svc.stop(io.Discard)
-	pid := svc.cmd.Process.Pid
+	defer svc.Stop()
+	pid := svc.PID()
 
 	out := t.TempDir()
 	method, path := examples.DefaultLoad("leaky")
-	prof := heapscope(t, "profile", svc.url, "--duration", "2s", "--no-cpu", "--snapshots", "3",
+	prof := heapscope(t, "profile", svc.URL, "--duration", "2s", "--no-cpu", "--snapshots", "3",
 		"--load", method+" "+path, "--rate", "200", "--out", out, "--format", "json")
 	if prof.code != exitOK {
 		t.Fatalf("profile: exit %d: %s", prof.code, prof.stderr)

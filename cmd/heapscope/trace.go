@@ -5,24 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
 )
-
-// maxTraceFile caps a trace read from a file or stdin: the trace reader
-// holds a generation in memory, and a trace of a few seconds is a few MiB.
-const maxTraceFile = 512 << 20
 
 type traceOptions struct {
 	duration time.Duration
@@ -89,7 +83,7 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 		return fmt.Errorf("%s: %w", title, err)
 	}
 	if o.out != "" {
-		err := writeAtomic(o.out, func(w io.Writer) error {
+		err := atomicfile.Write(o.out, func(w io.Writer) error {
 			if ext == ".svg" {
 				return exectrace.WriteSVG(w, tl, "GC timeline of "+title)
 			}
@@ -110,19 +104,14 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 // captured from a target. It returns the bytes and a name for them.
 func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte, string, error) {
 	if arg == "-" {
-		data, err := readCapped(e.stdin, "stdin")
+		data, err := run.ReadTrace(e.stdin, "stdin")
 		return data, "stdin", err
 	}
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		if o.save != "" {
 			return nil, "", errors.New("--save keeps a trace captured from TARGET; FILE is already saved")
 		}
-		f, err := os.Open(arg)
-		if err != nil {
-			return nil, "", fmt.Errorf("open trace: %w", err)
-		}
-		defer f.Close()
-		data, err := readCapped(f, arg)
+		data, err := run.ReadTraceFile(arg)
 		return data, filepath.Base(arg), err
 	}
 	if !strings.Contains(arg, "://") && !strings.Contains(arg, ":") {
@@ -139,48 +128,18 @@ func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte
 	if err != nil {
 		return nil, "", err
 	}
-	secs := int(o.duration / time.Second)
-	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), secs)
+	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), int(o.duration/time.Second))
 	prog := newProgress(e.stderr, o.duration)
-	start := time.Now()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				prog.update(run.Progress{Elapsed: min(time.Since(start), o.duration), Total: o.duration})
-			}
-		}
-	})
-	data, err := c.Profile(cmd.Context(), "trace", url.Values{"seconds": {strconv.Itoa(secs)}})
-	close(stop)
-	wg.Wait()
+	data, err := run.CaptureTrace(cmd.Context(), c, o.duration, prog.update)
 	prog.finish()
 	if err != nil {
 		return nil, "", err
 	}
 	if o.save != "" {
-		if err := writeAtomic(o.save, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		if err := atomicfile.WriteBytes(o.save, data); err != nil {
 			return nil, "", err
 		}
 		fmt.Fprintf(e.stderr, "saved the trace to %s\n", o.save)
 	}
 	return data, c.Host(), nil
-}
-
-// readCapped reads r whole, refusing more than maxTraceFile bytes.
-func readCapped(r io.Reader, name string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxTraceFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("read trace %s: %w", name, err)
-	}
-	if len(data) > maxTraceFile {
-		return nil, fmt.Errorf("read trace %s: larger than %d MiB; trace a shorter window", name, maxTraceFile>>20)
-	}
-	return data, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,8 +21,8 @@ func profileStarted(t *testing.T, example string, args ...string) (*result.Run, 
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", example, err)
 	}
-	defer svc.stop(io.Discard)
-	return profileURL(t, svc.url, args...)
+	defer svc.Stop()
+	return profileURL(t, svc.URL, args...)
 }
 
 // TestProfile_VerdictsAtDefaultSettings is the README's profile command

@@ -2,13 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os/exec"
-	"runtime"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,80 +53,32 @@ copy under ~/pprof. Ctrl-C stops the server.`,
 	return cmd
 }
 
-// loopbackAddr checks --addr: the UI serves files of this machine and
-// pprof's UI, so it listens on 127.0.0.1 and nowhere else.
-func loopbackAddr(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("--addr %q: want 127.0.0.1:PORT", addr)
-	}
-	if host != "127.0.0.1" && host != "localhost" {
-		return "", fmt.Errorf("--addr %q: view serves on 127.0.0.1 only; give 127.0.0.1:PORT", addr)
-	}
-	return net.JoinHostPort("127.0.0.1", port), nil
-}
-
 func runView(ctx context.Context, e *env, path string, o *viewOptions) error {
-	addr, err := loopbackAddr(o.addr)
-	if err != nil {
-		return err
+	if _, err := view.LoopbackAddr(o.addr); err != nil {
+		return fmt.Errorf("--addr %w", err)
 	}
 	srv, err := view.Open(path, view.Options{Log: e.stderr})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	url := "http://" + ln.Addr().String() + "/"
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-
-	fmt.Fprintf(e.stdout, "%s: %d profiles\nserving on %s (Ctrl-C stops)\n", srv.Title(), len(srv.Profiles()), url)
-	if o.open {
-		browse := o.browse
-		if browse == nil {
-			browse = openBrowser
+	err = view.Serve(ctx, o.addr, srv, func(url string) {
+		fmt.Fprintf(e.stdout, "%s: %d profiles\nserving on %s (Ctrl-C stops)\n", srv.Title(), len(srv.Profiles()), url)
+		if o.open {
+			browse := o.browse
+			if browse == nil {
+				browse = view.OpenBrowser
+			}
+			if err := browse(url); err != nil {
+				fmt.Fprintf(e.stderr, "heapscope: warning: open a browser: %v; open %s yourself\n", err, url)
+			}
 		}
-		if err := browse(url); err != nil {
-			fmt.Fprintf(e.stderr, "heapscope: warning: open a browser: %v; open %s yourself\n", err, url)
+		if o.ready != nil {
+			o.ready(url)
 		}
-	}
-	if o.ready != nil {
-		o.ready(url)
-	}
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", url, err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
+	})
 	if err != nil {
-		return fmt.Errorf("stop serving %s: %w", url, err)
-	}
-	fmt.Fprintln(e.stdout, "stopped")
-	return nil
-}
-
-// openBrowser opens url with the desktop's opener, without waiting for
-// the browser to exit.
-func openBrowser(url string) error {
-	name := "xdg-open"
-	if runtime.GOOS == "darwin" {
-		name = "open"
-	}
-	cmd := exec.Command(name, url)
-	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go cmd.Wait() // reap it; the opener returns at once
+	fmt.Fprintln(e.stdout, "stopped")
 	return nil
 }

@@ -2,6 +2,7 @@ package allocbench
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,5 +116,31 @@ func TestLab_Prepare_versionWithoutDownloadLines(t *testing.T) {
 	}
 	if want := runtime.Version(); b.GoVersion != want {
 		t.Errorf("GoVersion %q, want %q alone", b.GoVersion, want)
+	}
+}
+
+func TestRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the lab reads /proc")
+	}
+	patterns := []Pattern{{Container: ContainerSlice, Sparse: true}}
+	rep, m, err := Run(context.Background(), RunOptions{
+		MatrixOptions: MatrixOptions{Toolchains: []string{LocalToolchain}, Patterns: patterns, Count: 2},
+		Live:          liveForTests,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Samples) != 2 || len(rep.Patterns) != 1 || len(rep.Toolchains) != 1 {
+		t.Fatalf("%d samples, report of %d patterns and %d toolchains; want 2, 1 and 1", len(m.Samples), len(rep.Patterns), len(rep.Toolchains))
+	}
+
+	// Interrupted before anything ran: the (empty) analysis and the
+	// context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, m, err = Run(ctx, RunOptions{MatrixOptions: MatrixOptions{Toolchains: []string{LocalToolchain}, Patterns: patterns}})
+	if !errors.Is(err, context.Canceled) || rep == nil || m == nil || len(m.Samples) != 0 {
+		t.Errorf("interrupted: report %v, matrix %+v, error %v; want an empty report and %v", rep != nil, m, err, context.Canceled)
 	}
 }

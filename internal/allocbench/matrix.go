@@ -1,8 +1,11 @@
 package allocbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"time"
 )
 
 // Progress is where a matrix run stands.
@@ -86,4 +89,42 @@ func (l *Lab) RunMatrix(ctx context.Context, o MatrixOptions) (*MatrixRun, error
 	}
 	report("done")
 	return m, nil
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	MatrixOptions
+	// Live is how many bytes a pattern keeps live; DefaultLive when 0.
+	Live int
+	// Timeout bounds one child run; one minute when 0.
+	Timeout time.Duration
+	// Analysis tunes Analyse.
+	Analysis Options
+}
+
+// Run runs the matrix in a lab of its own, in a temporary directory
+// removed after, and analyses what it collected: every failed run is
+// also a warning of the report. When ctx is cancelled, Run analyses the
+// runs made and returns ctx's error beside the report; any other error
+// (a toolchain that cannot be prepared) comes alone.
+func Run(ctx context.Context, o RunOptions) (*Report, *MatrixRun, error) {
+	dir, err := os.MkdirTemp("", "heapscope-allocbench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	live := cmp.Or(o.Live, DefaultLive)
+	lab := &Lab{Dir: dir, Live: live, Timeout: o.Timeout}
+	m, runErr := lab.RunMatrix(ctx, o.MatrixOptions)
+	if runErr != nil && ctx.Err() == nil {
+		return nil, nil, runErr
+	}
+	rep, err := Analyse(m.Samples, o.Patterns, m.Toolchains, live, o.Analysis)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range m.Failures {
+		rep.Warnings = append(rep.Warnings, f.Error())
+	}
+	return rep, m, runErr
 }

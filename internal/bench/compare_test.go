@@ -1,13 +1,13 @@
 package bench
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"bytes"
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/goldenfile"
 )
 
 // goldenCases compare real go test -bench outputs of the example services.

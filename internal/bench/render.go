@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"math"
 	"path"
@@ -11,6 +10,8 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 	"golang.org/x/perf/benchunit"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // WriteText writes the report as a benchstat-like table per file

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -175,6 +176,20 @@ type Decision struct {
 // Failed reports whether a gate failed.
 func (c *Comparison) Failed() bool {
 	return slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Outcome == bench.Fail })
+}
+
+// GateError says which gates failed, as one error; nil when none did.
+func (c *Comparison) GateError() error {
+	var parts []string
+	for _, d := range c.Decisions {
+		if d.Outcome == bench.Fail {
+			parts = append(parts, d.Gate+": "+d.Reason)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d gates failed: %s", len(parts), len(c.Decisions), strings.Join(parts, "; "))
 }
 
 // Figure returns the change of the figure of that JSON name.

@@ -101,3 +101,17 @@ func TestCompare_siteGateMatchesNothing(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestComparison_GateError(t *testing.T) {
+	c := &compare.Comparison{Decisions: []compare.Decision{
+		{Gate: "bytes_per_request>+5%", Outcome: bench.Pass},
+		{Gate: "gc_pause_p99_seconds>0.002", Outcome: bench.Fail, Reason: "0.0031 (+55%)"},
+	}}
+	if err := c.GateError(); err == nil || err.Error() != "1 of 2 gates failed: gc_pause_p99_seconds>0.002: 0.0031 (+55%)" {
+		t.Errorf("GateError = %v", err)
+	}
+	c.Decisions = c.Decisions[:1]
+	if err := c.GateError(); err != nil {
+		t.Errorf("GateError = %v with no failed gate", err)
+	}
+}

@@ -403,6 +403,14 @@ func TestSort_severityThenConfidence(t *testing.T) {
 	if !AtLeast(fs, Medium) || AtLeast(fs[3:], Medium) {
 		t.Error("AtLeast(Medium) is wrong")
 	}
+	for _, tt := range []struct {
+		min  Severity
+		want int
+	}{{High, 1}, {Medium, 3}, {Low, 4}, {Info, 5}} {
+		if got := CountAtLeast(fs, tt.min); got != tt.want {
+			t.Errorf("CountAtLeast(%s) = %d, want %d", tt.min, got, tt.want)
+		}
+	}
 }
 
 type fakeEscapes map[fn][]string

@@ -2,9 +2,9 @@ package diagnose
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"math"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/heapscope/heapscope/internal/humanize"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
 

@@ -3,12 +3,12 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
 

@@ -49,6 +49,17 @@ func SeverityOf(f result.Finding) Severity {
 	return s
 }
 
+// CountAtLeast returns how many findings have severity min or above.
+func CountAtLeast(findings []result.Finding, min Severity) int {
+	n := 0
+	for _, f := range findings {
+		if SeverityOf(f) >= min {
+			n++
+		}
+	}
+	return n
+}
+
 // AtLeast reports whether any finding has severity min or above.
 func AtLeast(findings []result.Finding, min Severity) bool {
 	for _, f := range findings {

@@ -1,8 +1,6 @@
 package flame
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"bytes"
 	"math/rand/v2"
 	"regexp"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/goldenfile"
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
 

@@ -18,8 +18,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func Update() bool { return *update }
 
 // Check compares got with the file at path. With -update it writes got
-// there instead. On a mismatch it leaves got beside the file as path.got,
-// for a diff.
+// there instead. On a mismatch it prints a unified diff from the file to
+// got and leaves got beside the file as path.got (git ignores *.got).
 func Check(t testing.TB, path string, got []byte) {
 	t.Helper()
 	if *update {
@@ -36,6 +36,7 @@ func Check(t testing.TB, path string, got []byte) {
 		if err := os.WriteFile(path+".got", got, 0o644); err != nil {
 			t.Error(err)
 		}
-		t.Errorf("output differs from %s; see diff %s %s.got (or rerun with -update)", path, path, path)
+		t.Errorf("output differs from %s (rerun with -update if the change is right; got is in %s.got):\n%s",
+			path, path, unifiedDiff(path, string(want), path+".got", string(got)))
 	}
 }

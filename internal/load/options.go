@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -136,6 +137,29 @@ type Progress struct {
 	// Lag is the open model's largest lag behind the schedule since the
 	// previous snapshot.
 	Lag time.Duration
+}
+
+// String describes the snapshot on one line: elapsed of total time (or
+// requests), the current rate, errors, requests in flight, and the lag
+// once it reaches BehindLag.
+func (s Progress) String() string {
+	var b strings.Builder
+	el := s.Elapsed.Truncate(100 * time.Millisecond)
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, "load %s/%s", el, s.Duration)
+	} else {
+		fmt.Fprintf(&b, "load %s", el)
+	}
+	if s.MaxRequests > 0 {
+		fmt.Fprintf(&b, "  %d/%d requests", s.Requests, s.MaxRequests)
+	} else {
+		fmt.Fprintf(&b, "  %d requests", s.Requests)
+	}
+	fmt.Fprintf(&b, "  %.0f/s  %d errors  %d in flight", s.Rate, s.Errors, s.InFlight)
+	if s.Lag >= BehindLag {
+		fmt.Fprintf(&b, "  behind schedule by up to %s", s.Lag.Round(time.Millisecond))
+	}
+	return b.String()
 }
 
 // Model returns the model the options select.

@@ -47,6 +47,31 @@ func ParseRequest(s string) (Request, error) {
 	return r, nil
 }
 
+// ParseRequestOn parses a request as ParseRequest does, a URL that is a
+// path (it starts with /) being one on base, a URL such as a service's
+// "http://host:port" or "https://host/prefix".
+func ParseRequestOn(s, base string) (Request, error) {
+	fields := strings.Fields(s)
+	if n := len(fields); n > 0 && strings.HasPrefix(fields[n-1], "/") {
+		fields[n-1] = base + fields[n-1]
+	}
+	return ParseRequest(strings.Join(fields, " "))
+}
+
+// Origin returns the scheme://host of a URL, or "" when it has no scheme.
+// The URL is not parsed: placeholders may stand in its path.
+func Origin(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexAny(u[i+3:], "/?#")
+	if j < 0 {
+		return u
+	}
+	return u[:i+3+j]
+}
+
 // Validate reports whether r can be sent: its method, if set, is an HTTP
 // token, and its URL is an absolute http or https URL with a host, and
 // placeholders, if any, only in its path and query. It does not read the

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -128,4 +129,63 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("ParseRequest(%q) = %+v, want method and URL", s, r)
 		}
 	})
+}
+
+func TestParseRequestOn(t *testing.T) {
+	tests := []struct {
+		in, base    string
+		method, url string
+		wantErr     string
+	}{
+		{in: "GET /process?id={seq}", base: "http://127.0.0.1:6060", method: "GET", url: "http://127.0.0.1:6060/process?id={seq}"},
+		{in: "/items", base: "https://svc/api", method: "GET", url: "https://svc/api/items"},
+		{in: "POST http://other:8080/x", base: "http://127.0.0.1:6060", method: "POST", url: "http://other:8080/x"},
+		{in: "GET", base: "http://127.0.0.1:6060", wantErr: "missing URL after method GET"},
+		{in: "GET process", base: "http://127.0.0.1:6060", wantErr: `parse request "GET process"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			r, err := ParseRequestOn(tt.in, tt.base)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || r.Method != tt.method || r.URL != tt.url {
+				t.Errorf("ParseRequestOn = %s %s, %v; want %s %s", r.Method, r.URL, err, tt.method, tt.url)
+			}
+		})
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8080/process?id={seq}": "http://127.0.0.1:8080",
+		"https://svc.internal":                   "https://svc.internal",
+		"http://h:1?q=1":                         "http://h:1",
+		"/path/only":                             "",
+	} {
+		if got := Origin(in); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestProgress_String(t *testing.T) {
+	tests := []struct {
+		p    Progress
+		want string
+	}{
+		{Progress{Elapsed: 2345 * time.Millisecond, Duration: 10 * time.Second, Requests: 1200, Rate: 499.6, Errors: 3, InFlight: 7},
+			"load 2.3s/10s  1200 requests  500/s  3 errors  7 in flight"},
+		{Progress{Elapsed: time.Second, MaxRequests: 5000, Requests: 10, Lag: 25*time.Millisecond + 400*time.Microsecond},
+			"load 1s  10/5000 requests  0/s  0 errors  0 in flight  behind schedule by up to 25ms"},
+		{Progress{Elapsed: time.Second, Lag: BehindLag - time.Millisecond}, "load 1s  0 requests  0/s  0 errors  0 in flight"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
 }

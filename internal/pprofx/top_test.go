@@ -1,8 +1,6 @@
 package pprofx
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"encoding/json"
 	"math"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/goldenfile"
 )
 
 func TestTop(t *testing.T) {

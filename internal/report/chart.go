@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"html"
 	"math"
 	"strings"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // Chart geometry, in the SVG's own units; the charts scale to the page's

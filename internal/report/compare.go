@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"math"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 

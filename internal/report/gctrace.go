@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/linechart"
 )
 

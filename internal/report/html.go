@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"html"
 	"io"
 	"maps"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 

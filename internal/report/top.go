@@ -3,13 +3,13 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 

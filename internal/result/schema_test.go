@@ -1,11 +1,11 @@
 package result
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/goldenfile"
 )
 
 func TestSchema_MatchesDocs(t *testing.T) {

@@ -2,7 +2,9 @@ package run
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/escape"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
@@ -278,4 +281,71 @@ func (s *SourceFiles) candidates(file string) []string {
 		}
 	}
 	return out
+}
+
+// DiagnosePaths diagnoses what heapscope diagnose is given: one run
+// directory (diagnosed again, as DiagnoseDir does), or profile files
+// (BareProfiles). With opts.SourceDir, source lines are read from there
+// and the findings get the compiler's escape analysis of the module's
+// packages that hold them; an analysis that fails leaves the findings
+// without it and comes back as a warning.
+func DiagnosePaths(ctx context.Context, paths []string, opts Diagnosis) (diagnose.Report, []error, error) {
+	if len(paths) == 0 {
+		return diagnose.Report{}, nil, errors.New("diagnose: no run directory or profile")
+	}
+	var rep diagnose.Report
+	if st, err := os.Stat(paths[0]); err == nil && st.IsDir() {
+		if len(paths) > 1 {
+			return diagnose.Report{}, nil, fmt.Errorf("diagnose takes one RUN_DIR, or profiles: %s is a directory", paths[0])
+		}
+		if _, rep, err = DiagnoseDir(paths[0], opts); err != nil {
+			return diagnose.Report{}, nil, err
+		}
+	} else {
+		in, err := BareProfiles(paths)
+		if err != nil {
+			return diagnose.Report{}, nil, err
+		}
+		in.Thresholds, in.Escapes, in.All = opts.Thresholds, opts.Escapes, opts.All
+		in.Source = &SourceFiles{Dir: opts.SourceDir}
+		rep = diagnose.Run(in)
+	}
+	var warnings []error
+	if opts.SourceDir != "" {
+		if err := explainEscapes(ctx, opts.SourceDir, rep.Findings); err != nil {
+			warnings = append(warnings, fmt.Errorf("findings come without escape analysis: %w", err))
+		}
+	}
+	return rep, warnings, nil
+}
+
+// explainEscapes attaches the compiler's escape analysis to the findings:
+// why each line they point at allocates. Only the module's packages that
+// hold a finding are compiled with -m=2, so a large module costs what its
+// hot packages cost (and the go command caches the compiler's output).
+func explainEscapes(ctx context.Context, dir string, findings []result.Finding) error {
+	module, err := escape.ModulePath(dir)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("escape analysis of %s: %w", dir, err)
+	}
+	var sites []escape.Site
+	for _, f := range findings {
+		if f.Function != "" && f.File != "" && f.Line > 0 {
+			sites = append(sites, escape.Site{Package: pprofx.PackagePath(f.Function), File: f.File})
+		}
+	}
+	patterns := escape.Patterns(module, root, sites)
+	if len(patterns) == 0 {
+		return nil // no finding in the module's own code
+	}
+	rep, err := escape.Analyze(ctx, dir, patterns...)
+	if err != nil {
+		return err
+	}
+	diagnose.AttachEscapes(findings, rep)
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
@@ -67,7 +68,7 @@ type memStatsRecord struct {
 func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile, rendered ...renderedFile) error {
 	var errs []error
 	write := func(rel string, data []byte) {
-		if err := writeFileAtomic(filepath.Join(dir, rel), data); err != nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, rel), data); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -141,7 +142,7 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 			res.Failures = append(res.Failures, result.Failure{Step: "write run directory", Error: err.Error()})
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, result.FileName), mustJSON(res)); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, result.FileName), mustJSON(res)); err != nil {
 		return fmt.Errorf("write run directory %s: %w", dir, err)
 	}
 	if len(errs) > 0 {
@@ -161,29 +162,4 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("encode JSON: %v", err))
 	}
 	return append(b, '\n')
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

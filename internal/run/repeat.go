@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -86,11 +87,11 @@ func profileRepeated(ctx context.Context, cfg Config) (*result.Run, string, erro
 		top.Files.Report = reportFile
 	}
 	if len(md) > 0 {
-		if err := writeFileAtomic(filepath.Join(dir, reportFile), md); err != nil && writeErr == nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, reportFile), md); err != nil && writeErr == nil {
 			writeErr = err
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, result.FileName), mustJSON(top)); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, result.FileName), mustJSON(top)); err != nil {
 		return nil, dir, fmt.Errorf("write run directory %s: %w", dir, err)
 	}
 	if writeErr != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -72,4 +74,68 @@ func (c *collector) addTrace(res *result.Run, start time.Time) {
 	if c.traceTimeline != nil {
 		res.Trace = c.traceTimeline.Result(traceMaxPoints)
 	}
+}
+
+// MaxTraceFile caps a trace read whole (ReadTrace, ReadTraceFile): the
+// trace reader holds a generation in memory, and a trace of a few seconds
+// is a few MiB.
+const MaxTraceFile = 512 << 20
+
+// ReadTrace reads an execution trace whole from r, refusing more than
+// MaxTraceFile bytes; name says what r is in errors.
+func ReadTrace(r io.Reader, name string) ([]byte, error) {
+	return readCapped(r, name, MaxTraceFile)
+}
+
+func readCapped(r io.Reader, name string, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read trace %s: %w", name, err)
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("read trace %s: larger than %d MiB; trace a shorter window", name, limit>>20)
+	}
+	return data, nil
+}
+
+// ReadTraceFile reads the execution trace saved at path, as ReadTrace
+// does.
+func ReadTraceFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open trace: %w", err)
+	}
+	defer f.Close()
+	return ReadTrace(f, path)
+}
+
+// traceProgressEvery is how often CaptureTrace reports its progress.
+const traceProgressEvery = 200 * time.Millisecond
+
+// CaptureTrace fetches an execution trace of d (whole seconds, at least
+// one) from a service. progress, when not nil, is called every 200 ms
+// while the service traces, with the time elapsed.
+func CaptureTrace(ctx context.Context, f Fetcher, d time.Duration, progress func(Progress)) ([]byte, error) {
+	if d < time.Second || d%time.Second != 0 {
+		return nil, fmt.Errorf("trace %s: the pprof endpoint takes whole seconds, at least 1s", d)
+	}
+	if progress != nil {
+		start := time.Now()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			tick := time.NewTicker(traceProgressEvery)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					progress(Progress{Elapsed: min(time.Since(start), d), Total: d})
+				}
+			}
+		})
+		defer func() { close(stop); wg.Wait() }()
+	}
+	return f.Profile(ctx, "trace", url.Values{"seconds": {strconv.Itoa(int(d / time.Second))}})
 }

@@ -2,9 +2,11 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +106,63 @@ func TestConfig_Validate_trace(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestReadTraceFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trace.out")
+	os.WriteFile(path, []byte("trace bytes"), 0o644)
+	if data, err := ReadTraceFile(path); err != nil || string(data) != "trace bytes" {
+		t.Errorf("ReadTraceFile = %q, %v", data, err)
+	}
+	if _, err := ReadTraceFile(filepath.Join(dir, "missing")); err == nil || !strings.HasPrefix(err.Error(), "open trace: ") {
+		t.Errorf("a missing file: error %v", err)
+	}
+	if _, err := readCapped(strings.NewReader(strings.Repeat("x", 3<<20)), "big.out", 2<<20); err == nil ||
+		err.Error() != "read trace big.out: larger than 2 MiB; trace a shorter window" {
+		t.Errorf("a trace over the limit: error %v", err)
+	}
+	if data, err := readCapped(strings.NewReader(strings.Repeat("x", 2<<20)), "big.out", 2<<20); err != nil || len(data) != 2<<20 {
+		t.Errorf("a trace at the limit: %d bytes, %v", len(data), err)
+	}
+}
+
+// traceFetcher serves a trace, recording what it was asked.
+type traceFetcher struct {
+	Fetcher
+	query url.Values
+	wait  time.Duration
+}
+
+func (f *traceFetcher) Profile(ctx context.Context, name string, query url.Values) ([]byte, error) {
+	f.query = query
+	time.Sleep(f.wait)
+	return []byte(name), nil
+}
+
+func TestCaptureTrace(t *testing.T) {
+	f := &traceFetcher{wait: 500 * time.Millisecond}
+	var calls []Progress
+	data, err := CaptureTrace(t.Context(), f, 2*time.Second, func(p Progress) { calls = append(calls, p) })
+	if err != nil || string(data) != "trace" {
+		t.Fatalf("CaptureTrace = %q, %v", data, err)
+	}
+	if got := f.query.Get("seconds"); got != "2" {
+		t.Errorf("asked for seconds=%q, want 2", got)
+	}
+	// About two calls in 500 ms; none after the capture returned.
+	n := len(calls)
+	if n == 0 || calls[0].Total != 2*time.Second || calls[n-1].Elapsed <= 0 || calls[n-1].Elapsed > 2*time.Second {
+		t.Errorf("progress %+v, want a few calls with elapsed time of the 2s total", calls)
+	}
+	time.Sleep(2 * traceProgressEvery)
+	if len(calls) != n {
+		t.Error("progress reported after CaptureTrace returned")
+	}
+	for _, d := range []time.Duration{0, 1500 * time.Millisecond} {
+		if _, err := CaptureTrace(t.Context(), f, d, nil); err == nil || !strings.Contains(err.Error(), "whole seconds") {
+			t.Errorf("trace of %s: error %v", d, err)
+		}
 	}
 }

@@ -118,6 +118,21 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
+// ParseHeaders reads headers given as "Name: value", such as the -H flags
+// of a command line, for every request to a service.
+func ParseHeaders(hs []string) (http.Header, error) {
+	h := http.Header{}
+	for _, s := range hs {
+		name, value, ok := strings.Cut(s, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("header %q: want 'Name: value'", s)
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h, nil
+}
+
 // ParseBaseURL checks that raw is an absolute http or https URL with a host
 // and returns it without query or fragment.
 func ParseBaseURL(raw string) (*url.URL, error) {

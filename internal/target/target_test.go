@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -411,6 +412,37 @@ func TestClient_Profile(t *testing.T) {
 				if tl.Limit != tc.wantLimit {
 					t.Errorf("BodyTooLargeError.Limit = %d, want %d", tl.Limit, tc.wantLimit)
 				}
+			}
+		})
+	}
+}
+
+func TestParseHeaders(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []string
+		want    http.Header
+		wantErr string
+	}{
+		{name: "none", want: http.Header{}},
+		{name: "trimmed and repeated", in: []string{"Authorization:  Bearer x ", "X-A: 1", "x-a:2"},
+			want: http.Header{"Authorization": {"Bearer x"}, "X-A": {"1", "2"}}},
+		{name: "empty value", in: []string{"X-Empty:"}, want: http.Header{"X-Empty": {""}}},
+		{name: "no colon", in: []string{"Authorization Bearer x"}, wantErr: `header "Authorization Bearer x": want 'Name: value'`},
+		{name: "space in name", in: []string{"X A: 1"}, wantErr: "want 'Name: value'"},
+		{name: "no name", in: []string{": 1"}, wantErr: "want 'Name: value'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := ParseHeaders(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(h, tt.want) {
+				t.Errorf("ParseHeaders = %v, %v; want %v", h, err, tt.want)
 			}
 		})
 	}
