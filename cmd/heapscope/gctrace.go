@@ -142,6 +142,9 @@ func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Fo
 		if code != 0 {
 			return &codeError{code: code, err: fmt.Errorf("gctrace: %s exited with status %d before any GC cycle", argv[0], code)}
 		}
+		if res.TestBinaries {
+			return errors.New("gctrace: the test binaries of go test ran no GC cycle (the go command's, the compiler's and the linker's own are left out)")
+		}
 		return fmt.Errorf("gctrace: %s printed %w", argv[0], gcstats.ErrNoCycles)
 	}
 	if err := gctraceReport(e, res.Trace, format, o); err != nil {

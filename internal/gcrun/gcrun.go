@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +43,10 @@ type Result struct {
 	Trace gcstats.Trace
 	// ExitCode is the command's exit status, 128+N when signal N ended it.
 	ExitCode int
+	// TestBinaries is true when the command was go test, whose test
+	// binaries alone were traced: not the go command, the compiler or
+	// the linker.
+	TestBinaries bool
 }
 
 // Run runs argv with gctrace=1 added to its GODEBUG (unless GODEBUG sets
@@ -52,8 +58,31 @@ func Run(ctx context.Context, argv []string, o Options) (Result, error) {
 	if len(argv) == 0 {
 		return Result{}, errors.New("run: no command")
 	}
+	env := WithGODEBUG(os.Environ(), "gctrace=1")
+	traceDir := ""
+	if isGoTest(argv) {
+		// The go command, the compiler and the linker are Go programs
+		// too, and go test keeps a passing test's output to itself:
+		// trace the test binaries alone, through go test's -exec, each
+		// writing its stderr to a file of its own.
+		dir, err := os.MkdirTemp("", "heapscope-gctrace-")
+		if err != nil {
+			return Result{}, fmt.Errorf("run %s: %w", argv[0], err)
+		}
+		defer os.RemoveAll(dir)
+		traceDir = dir
+		godebug := env[len(env)-1]
+		env = append(os.Environ(), "HEAPSCOPE_"+godebug, "HEAPSCOPE_GCTRACE_DIR="+dir)
+		at := 2 // after "go test", and after -C DIR, which must come first
+		if len(argv) > 3 && (argv[2] == "-C" || argv[2] == "--C") {
+			at = 4
+		} else if len(argv) > 2 && (strings.HasPrefix(argv[2], "-C=") || strings.HasPrefix(argv[2], "--C=")) {
+			at = 3
+		}
+		argv = slices.Concat(argv[:at:at], []string{"-exec", goTestExec}, argv[at:])
+	}
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	c.Env = WithGODEBUG(os.Environ(), "gctrace=1")
+	c.Env = env
 	c.Stdin, c.Stdout = o.Stdin, o.Stdout
 	// Interrupted: ask the command to stop as Ctrl-C would, then kill it.
 	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
@@ -75,7 +104,10 @@ func Run(ctx context.Context, argv []string, o Options) (Result, error) {
 	}
 	readErr := Forward(stderr, forward, &p)
 	waitErr := c.Wait()
-	res := Result{Trace: p.Trace()}
+	if traceDir != "" && readErr == nil {
+		readErr = forwardFiles(traceDir, forward, &p)
+	}
+	res := Result{Trace: p.Trace(), TestBinaries: traceDir != ""}
 
 	var ee *exec.ExitError
 	switch {
@@ -92,7 +124,7 @@ func Run(ctx context.Context, argv []string, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("run %s: %w", argv[0], waitErr)
 	}
 	if readErr != nil {
-		return Result{}, fmt.Errorf("read the stderr of %s: %w", argv[0], readErr)
+		return Result{}, fmt.Errorf("read the GC trace of %s: %w", argv[0], readErr)
 	}
 	return res, nil
 }
@@ -121,6 +153,45 @@ func Forward(r io.Reader, w io.Writer, p *gcstats.TraceParser) error {
 			return err
 		}
 	}
+}
+
+// goTestExec is the -exec of a traced go test: it runs each test binary
+// with the GODEBUG the trace needs and its stderr, where the runtime
+// prints the trace, appended to a file named by its process id.
+const goTestExec = `sh -c 'GODEBUG="$HEAPSCOPE_GODEBUG" exec "$0" "$@" 2>>"$HEAPSCOPE_GCTRACE_DIR/$$"'`
+
+// isGoTest reports whether argv runs go test without an -exec of its own.
+func isGoTest(argv []string) bool {
+	if len(argv) < 2 || filepath.Base(argv[0]) != "go" || argv[1] != "test" {
+		return false
+	}
+	for _, a := range argv[2:] {
+		if a == "-exec" || a == "--exec" || strings.HasPrefix(a, "-exec=") || strings.HasPrefix(a, "--exec=") {
+			return false
+		}
+	}
+	return true
+}
+
+// forwardFiles forwards the test binaries' stderr files of dir, one
+// process after another.
+func forwardFiles(dir string, w io.Writer, p *gcstats.TraceParser) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		err = Forward(f, w, p)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WithGODEBUG returns env with setting (such as "gctrace=1") appended to

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -121,4 +123,72 @@ func godebugOf(env []string) []string {
 		}
 	}
 	return out
+}
+
+// TestRun_goTest traces go test on a module of its own, built from an
+// empty build cache: the go command, the compiler and the linker collect
+// garbage too, and only the test binary's cycles are counted — none for a
+// test that allocates nothing, the forced ones for a test that forces
+// them, whether go test shows the test's output or not.
+func TestRun_goTest(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module gctracetest\n\ngo 1.26\n",
+		"a_test.go": `package gctracetest
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestNothing(t *testing.T) {}
+
+func TestCollect(t *testing.T) {
+	for range 4 {
+		runtime.GC()
+	}
+	time.Sleep(100 * time.Millisecond) // the last trace line may still be printing
+}
+`,
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		run        string
+		min, max   int
+		wantStdout string
+	}{
+		{"TestNothing", 0, 0, "ok"},
+		{"TestCollect", 4, 6, "ok"},
+	}
+	// An empty build cache: the compiler and linker run, at least for
+	// the first test.
+	t.Setenv("GOCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "-mod=mod")
+	for _, tt := range tests {
+		t.Run(tt.run, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			res, err := Run(t.Context(), []string{goBin, "test", "-C", mod, "-count=1", "-run", "^" + tt.run + "$", "."}, Options{Stdout: &stdout, Stderr: &stderr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != 0 || !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, stdout.String(), stderr.String())
+			}
+			if n := len(res.Trace.Cycles); n < tt.min || n > tt.max {
+				t.Errorf("%d GC cycles, want %d to %d: the test binary's alone", n, tt.min, tt.max)
+			}
+			if strings.Contains(stderr.String(), "gc 1 @") {
+				t.Errorf("the trace was forwarded, not parsed: %s", stderr.String())
+			}
+		})
+	}
 }
