@@ -100,11 +100,10 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 			w = holder{p: p, what: what, how: how, sure: sure * weakHolder}
 		}
 	}
-	if best < 0 && weak >= 0 && d.onlyKeptOutside(places, weak, hs) {
-		// No sample caught the container's own storage, but what else
-		// grew was allocated by libraries on their own (the request
-		// net/http reads): something of the service's keeps it, and its
-		// one growing container is the place to look.
+	if best < 0 && weak >= 0 && d.keptByOne(places, weak, hs) {
+		// No sample caught the container's own storage, but the rest of
+		// the growth is what a container keeps, and this is the one
+		// growing container of the service's code: the place to look.
 		best, h = weak, w
 	}
 	if best < 0 {
@@ -127,25 +126,42 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 // its own storage.
 const weakHolder = 0.7
 
-// onlyKeptOutside reports whether every growing place but places[except]
-// lies outside the service's code with no frame of it in its stacks:
-// memory a library allocated on its own, which only something of the
-// service's can be keeping.
-func (d *diagnosis) onlyKeptOutside(places []place, except int, hs heapSites) bool {
-	others := 0
+// keptByOne reports whether places[at], a growing container of the
+// service's code, is the one thing that can be keeping the rest of the
+// growth: every other growing place is memory a library allocated on its
+// own, with no frame of the service's code in its stacks (the request
+// net/http reads), which only something of the service's can keep, or
+// objects the service's own code allocated outside any container. A
+// library's allocation for the service's call may be kept by the library
+// itself (a known leak of a dependency), and a second container of the
+// service's code would be as likely a holder: either leaves it open.
+func (d *diagnosis) keptByOne(places []place, at int, hs heapSites) bool {
+	kept := false
 	for i, p := range places {
-		if i == except {
+		if i == at {
 			continue
 		}
-		if d.app.is(p.s.at.function) {
+		if d.app.is(p.s.at.function) && !inDependency(p.s.at.file) {
+			if _, _, _, ok := d.containerAt(p.s.at); ok {
+				return false
+			}
+		} else if _, ok := d.appCaller(hs, p.s.at); ok {
 			return false
 		}
-		if _, ok := d.appCaller(hs, p.s.at); ok {
-			return false
-		}
-		others++
+		kept = true
 	}
-	return others > 0
+	return kept
+}
+
+// inDependency reports whether a source path is a dependency's: in the
+// module cache, or a module@version path as -trimpath writes them. Without
+// the build info, a dependency's functions pass for the service's own.
+func inDependency(file string) bool {
+	if _, _, ok := ModuleOfFile(file); ok {
+		return true
+	}
+	at := strings.Index(file, "@v")
+	return at > 0 && at+2 < len(file) && file[at+2] >= '0' && file[at+2] <= '9'
 }
 
 // containerAt says whether the line at a site inserts into a map or
@@ -194,7 +210,7 @@ func (d *diagnosis) holderFinding(h holder, sev Severity, growsBy string, ev map
 	fn := humanize.ShortFunction(p.s.at.function)
 	storage := fmt.Sprintf("%s of it the %s's own storage (objects of %s or more)", humanize.Bytes(h.storage), strings.TrimPrefix(h.what, "a "), humanize.Bytes(containerObjectBytes))
 	if h.storage <= 0 {
-		storage = "the only container of your code that grew while the rest of the growth was allocated outside it"
+		storage = "the only growing container of your code"
 	}
 	title := fmt.Sprintf("%s that only grows holds the leak (%s): at %s %s; ≈ %s ± %s there (%s at %s), %s; kept with it: %s",
 		h.what, h.how, p.s.at.where(), growsBy, humanize.Bytes(p.growth), humanize.Bytes(p.plusMin), samplesWord(p.n), humanize.Bytes(float64(period)),
