@@ -11,6 +11,7 @@ import (
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
@@ -168,7 +169,7 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if c.Failed() {
 		var parts []string
 		for _, d := range c.Decisions {
-			if d.Outcome == bench.Fail {
+			if d.Outcome == gate.Fail {
 				parts = append(parts, d.Gate+": "+d.Reason)
 			}
 		}

@@ -1,13 +1,14 @@
 package bench
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"bytes"
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/gate"
+	"github.com/heapscope/heapscope/internal/goldenfile"
 )
 
 // goldenCases compare real go test -bench outputs of the example services.
@@ -255,7 +256,7 @@ func TestCompare_exactUnit(t *testing.T) {
 	if rep.Tables[0].Summary != "exact" || !r.Delta.Significant || r.Delta.P != 0 {
 		t.Errorf("summary %s, delta %+v; want exact and significant", rep.Tables[0].Summary, r.Delta)
 	}
-	if len(rep.Decisions) != 1 || rep.Decisions[0].Outcome != Fail {
+	if len(rep.Decisions) != 1 || rep.Decisions[0].Outcome != gate.Fail {
 		t.Errorf("decisions %+v, want one failure", rep.Decisions)
 	}
 }

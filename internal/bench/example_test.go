@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 func ExampleParseGate() {
@@ -34,11 +35,11 @@ func ExampleCompare() {
 		}
 		return b.String()
 	}
-	gate, _ := bench.ParseGate("B/op>+5%")
+	g, _ := bench.ParseGate("B/op>+5%")
 	rep, err := bench.Compare(
 		bench.Input{Label: "old.txt", R: strings.NewReader(lines(160))},
 		bench.Input{Label: "new.txt", R: strings.NewReader(lines(200))},
-		bench.Options{Gates: []bench.Gate{gate}},
+		bench.Options{Gates: []gate.Gate{g}},
 	)
 	if err != nil {
 		fmt.Println(err)

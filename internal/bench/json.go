@@ -3,6 +3,8 @@ package bench
 import (
 	"encoding/json"
 	"io"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 // WriteJSON writes the report as indented JSON: snake_case keys, warnings
@@ -95,7 +97,7 @@ type jsonDecision struct {
 	N2          int          `json:"n_new"`
 	Significant bool         `json:"significant"`
 	Beyond      bool         `json:"beyond"`
-	Outcome     Outcome      `json:"outcome"`
+	Outcome     gate.Outcome `json:"outcome"`
 	Reason      string       `json:"reason"`
 }
 

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/perf/benchunit"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 // WriteJUnit writes the report as JUnit XML, so that CI systems show each
@@ -67,7 +69,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		s := suites[configKey(d.Config)]
 		line := fmt.Sprintf("gate %s: %s: %s", d.Gate, d.Outcome, d.Reason)
 		s.out[d.Benchmark] = append(s.out[d.Benchmark], line)
-		if d.Outcome == Fail {
+		if d.Outcome == gate.Fail {
 			s.fails[d.Benchmark] = append(s.fails[d.Benchmark], d)
 		}
 	}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"math"
 	"path"
@@ -11,6 +10,9 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 	"golang.org/x/perf/benchunit"
+
+	"github.com/heapscope/heapscope/internal/gate"
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // WriteText writes the report as a benchstat-like table per file
@@ -252,9 +254,9 @@ func verdict(r *Report) string {
 	fails, warns := 0, 0
 	for _, d := range r.Decisions {
 		switch d.Outcome {
-		case Fail:
+		case gate.Fail:
 			fails++
-		case Warn:
+		case gate.Warn:
 			warns++
 		}
 	}
@@ -268,21 +270,21 @@ func verdict(r *Report) string {
 	return s
 }
 
-func outcomeWord(o Outcome) string {
+func outcomeWord(o gate.Outcome) string {
 	switch o {
-	case Fail:
+	case gate.Fail:
 		return "FAIL"
-	case Warn:
+	case gate.Warn:
 		return "WARN"
 	}
 	return "pass"
 }
 
-func outcomeMark(o Outcome) string {
+func outcomeMark(o gate.Outcome) string {
 	switch o {
-	case Fail:
+	case gate.Fail:
 		return "❌ fail"
-	case Warn:
+	case gate.Warn:
 		return "⚠️ warn"
 	}
 	return "✅ pass"

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"math"
 	"strings"
@@ -10,8 +9,9 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 
-	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/gate"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -369,21 +369,21 @@ func findingSite(f result.Finding, code func(string) string) string {
 	return " at " + code(humanize.ShortFunction(f.Function)) + " (" + humanize.Location(f.File, f.Line) + ")"
 }
 
-func outcomeWord(o bench.Outcome) string {
+func outcomeWord(o gate.Outcome) string {
 	switch o {
-	case bench.Fail:
+	case gate.Fail:
 		return "FAIL"
-	case bench.Warn:
+	case gate.Warn:
 		return "warn"
 	}
 	return "ok  "
 }
 
-func outcomeMark(o bench.Outcome) string {
+func outcomeMark(o gate.Outcome) string {
 	switch o {
-	case bench.Fail:
+	case gate.Fail:
 		return "❌ fail"
-	case bench.Warn:
+	case gate.Warn:
 		return "⚠️ warn"
 	}
 	return "✅ pass"
@@ -393,9 +393,9 @@ func gateVerdict(c *compare.Comparison) string {
 	var fail, warn int
 	for _, d := range c.Decisions {
 		switch d.Outcome {
-		case bench.Fail:
+		case gate.Fail:
 			fail++
-		case bench.Warn:
+		case gate.Warn:
 			warn++
 		}
 	}

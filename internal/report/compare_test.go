@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/compare/comparetest"
 	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/goldenfile"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -60,9 +60,9 @@ func cacheSide(label string, n int, process, lru float64, heap uint64, goVersion
 	return side
 }
 
-func gates(t *testing.T, exprs ...string) []bench.Gate {
+func gates(t *testing.T, exprs ...string) []gate.Gate {
 	t.Helper()
-	var gs []bench.Gate
+	var gs []gate.Gate
 	for _, e := range exprs {
 		g, err := compare.ParseGate(e)
 		if err != nil {
