@@ -8,60 +8,29 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
-
-// Result is the timeline as JSON documents carry it (heapscope trace
-// --format json, a run's result.json): snake_case keys, seconds, bytes.
-type Result struct {
-	Summary Summary       `json:"summary"`
-	Cycles  []CycleResult `json:"cycles"`
-	Pauses  []PauseResult `json:"pauses"`
-	// Heap and Goal are [seconds, bytes] pairs, downsampled.
-	Heap [][2]float64 `json:"heap"`
-	Goal [][2]float64 `json:"goal"`
-}
-
-// CycleResult is a Cycle in a Result.
-type CycleResult struct {
-	StartSeconds            float64 `json:"start_seconds"`
-	EndSeconds              float64 `json:"end_seconds"`
-	MarkSeconds             float64 `json:"mark_seconds"`
-	SweepTerminationSeconds float64 `json:"sweep_termination_seconds"`
-	MarkTerminationSeconds  float64 `json:"mark_termination_seconds"`
-	HeapBeforeBytes         uint64  `json:"heap_before_bytes"`
-	HeapAfterBytes          uint64  `json:"heap_after_bytes"`
-	GoalBytes               uint64  `json:"goal_bytes"`
-	Partial                 bool    `json:"partial,omitempty"`
-}
-
-// PauseResult is a Pause in a Result.
-type PauseResult struct {
-	StartSeconds    float64 `json:"start_seconds"`
-	DurationSeconds float64 `json:"duration_seconds"`
-	Reason          string  `json:"reason"`
-	GC              bool    `json:"gc"`
-	Partial         bool    `json:"partial,omitempty"`
-}
 
 // DefaultMaxPoints is how many points of each series a Result keeps.
 const DefaultMaxPoints = 1000
 
-// Result returns the timeline as a Result, keeping at most maxPoints
+// Result returns the timeline as result.json carries it, keeping at most maxPoints
 // points of each series (DefaultMaxPoints when 0).
-func (t *Timeline) Result(maxPoints int) *Result {
+func (t *Timeline) Result(maxPoints int) *result.Trace {
 	if maxPoints <= 0 {
 		maxPoints = DefaultMaxPoints
 	}
-	r := &Result{Summary: t.Summarise(), Cycles: []CycleResult{}, Pauses: []PauseResult{}}
+	r := &result.Trace{Summary: t.Summarise(), Cycles: []result.TraceCycle{}, Pauses: []result.TracePause{}}
 	for _, c := range t.Cycles {
-		r.Cycles = append(r.Cycles, CycleResult{
+		r.Cycles = append(r.Cycles, result.TraceCycle{
 			StartSeconds: c.Start.Seconds(), EndSeconds: c.End.Seconds(), MarkSeconds: c.Mark().Seconds(),
 			SweepTerminationSeconds: c.SweepTermination.Seconds(), MarkTerminationSeconds: c.MarkTermination.Seconds(),
 			HeapBeforeBytes: c.HeapBefore, HeapAfterBytes: c.HeapAfter, GoalBytes: c.Goal, Partial: c.Partial,
 		})
 	}
 	for _, p := range t.Pauses {
-		r.Pauses = append(r.Pauses, PauseResult{StartSeconds: p.Start.Seconds(), DurationSeconds: p.Duration.Seconds(), Reason: p.Reason, GC: p.GC, Partial: p.Partial})
+		r.Pauses = append(r.Pauses, result.TracePause{StartSeconds: p.Start.Seconds(), DurationSeconds: p.Duration.Seconds(), Reason: p.Reason, GC: p.GC, Partial: p.Partial})
 	}
 	r.Heap = pairs(Downsample(t.Heap, maxPoints))
 	r.Goal = pairs(Downsample(t.Goal, maxPoints))
