@@ -205,8 +205,8 @@ func (c *Chart) write(b *bufio.Writer) {
 	}
 
 	for _, band := range c.Bands {
-		fmt.Fprintf(b, `<rect class="band" x="%s" y="%d" width="%s" height="%s" fill="%s" fill-opacity="0.35">%s</rect>`+"\n",
-			n(px(band.From)), top, n(math.Max(1, px(band.To)-px(band.From))), n(plotH), e(band.Color), tip(band.Tip))
+		fmt.Fprintf(b, `<rect class="band" x="%s" y="%d" width="%s" height="%s" fill="%s" fill-opacity="0.35"%s`+"\n",
+			n(px(band.From)), top, n(math.Max(1, px(band.To)-px(band.From))), n(plotH), e(band.Color), closeTag("rect", band.Tip))
 	}
 	yFormat := formatter(c.Y.Format)
 	for _, y := range yTicks {
@@ -227,8 +227,8 @@ func (c *Chart) write(b *bufio.Writer) {
 	row := axisY + tickRow
 	if len(c.Marks) > 0 {
 		for _, m := range c.Marks {
-			fmt.Fprintf(b, `<rect class="mark" x="%s" y="%s" width="%s" height="%d" fill="%s">%s</rect>`+"\n",
-				n(px(m.X)), n(row), n(math.Max(1.5, px(m.X+m.Width)-px(m.X))), markHeight, e(m.Color), tip(m.Tip))
+			fmt.Fprintf(b, `<rect class="mark" x="%s" y="%s" width="%s" height="%d" fill="%s"%s`+"\n",
+				n(px(m.X)), n(row), n(math.Max(1.5, px(m.X+m.Width)-px(m.X))), markHeight, e(m.Color), closeTag("rect", m.Tip))
 		}
 		if c.MarksLabel != "" {
 			fmt.Fprintf(b, `<text x="%d" y="%s" text-anchor="end" fill="#555">%s</text>`+"\n", left-6, n(row+markHeight-1), e(c.MarksLabel))
@@ -271,8 +271,8 @@ func writeSeries(b *bufio.Writer, s Series, px, py func(float64) float64, base f
 	}
 	if s.Style == Stems {
 		for _, p := range s.Points {
-			fmt.Fprintf(b, `<line class="stem" x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="3">%s</line>`+"\n",
-				n(px(p.X)), n(px(p.X)), n(base), n(math.Min(py(p.Y), base-1)), e(s.Color), tip(p.Tip))
+			fmt.Fprintf(b, `<line class="stem" x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="3"%s`+"\n",
+				n(px(p.X)), n(px(p.X)), n(base), n(math.Min(py(p.Y), base-1)), e(s.Color), closeTag("line", p.Tip))
 		}
 		return
 	}
@@ -286,20 +286,21 @@ func writeSeries(b *bufio.Writer, s Series, px, py func(float64) float64, base f
 		}
 		fmt.Fprintf(b, "%s,%s", n(px(p.X)), n(py(p.Y)))
 	}
-	fmt.Fprintf(b, `">%s</polyline>`+"\n", tip(s.Name))
+	fmt.Fprintf(b, `"%s`+"\n", closeTag("polyline", s.Name))
 	if s.Style == Dots {
 		for _, p := range s.Points {
-			fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3.5" fill="%s">%s</circle>`+"\n", n(px(p.X)), n(py(p.Y)), e(s.Color), tip(p.Tip))
+			fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3.5" fill="%s"%s`+"\n", n(px(p.X)), n(py(p.Y)), e(s.Color), closeTag("circle", p.Tip))
 		}
 	}
 }
 
-// tip is a tooltip element, or nothing.
-func tip(s string) string {
-	if s == "" {
-		return ""
+// closeTag ends an element opened up to its attributes: with a tooltip
+// when tip is set, otherwise empty.
+func closeTag(name, tip string) string {
+	if tip == "" {
+		return "/>"
 	}
-	return "<title>" + html.EscapeString(s) + "</title>"
+	return "><title>" + html.EscapeString(tip) + "</title></" + name + ">"
 }
 
 func dash(dashed bool) string {
