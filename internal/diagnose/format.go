@@ -2,22 +2,11 @@ package diagnose
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"math"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
-
-func fmtSeconds(s float64) string {
-	switch {
-	case s < 1e-3:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.1fms", s*1e3)
-	default:
-		return fmt.Sprintf("%.1fs", s)
-	}
-}
 
 // where names a site for a title: "leakycache.(*Worker).Process
 // (leakycache/leakycache.go:38)".

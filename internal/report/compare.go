@@ -282,16 +282,9 @@ func FigureValue(v float64, unit string) string {
 	case "seconds":
 		return humanize.Seconds(v)
 	case "1/s", "requests/s":
-		return rate(v) + "/s"
+		return humanize.Rate(v)
 	case "fraction":
 		return humanize.Percent(v)
-	}
-	return humanize.Count(v)
-}
-
-func rate(v float64) string {
-	if math.Abs(v) < 100 && v != math.Trunc(v) {
-		return fmt.Sprintf("%.2f", v)
 	}
 	return humanize.Count(v)
 }
