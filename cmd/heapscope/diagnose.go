@@ -67,12 +67,6 @@ above is present.`,
 	return cmd
 }
 
-// diagnoseOutput is diagnose's JSON output.
-type diagnoseOutput struct {
-	Findings []result.Finding `json:"findings"`
-	Notes    []string         `json:"notes,omitempty"`
-}
-
 func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions) error {
 	format, err := report.ParseFormat(o.format)
 	if err != nil {
@@ -130,13 +124,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 		}
 	}
 
-	switch format {
-	case report.FormatJSON:
-		err = writeJSON(e.stdout, diagnoseOutput{Findings: rep.Findings, Notes: rep.Notes})
-	default:
-		err = report.Findings(e.stdout, rep.Findings, rep.Notes, format)
-	}
-	if err != nil {
+	if err := report.Write(e.stdout, format, report.Findings{Findings: rep.Findings, Notes: rep.Notes}); err != nil {
 		return err
 	}
 	if gate >= 0 && diagnose.AtLeast(rep.Findings, gate) {

@@ -149,6 +149,15 @@ type ConfigValue struct {
 	Key, Value string
 }
 
+// configKey is a configuration as one comparable string.
+func configKey(c []ConfigValue) string {
+	var b strings.Builder
+	for _, kv := range c {
+		b.WriteString(kv.Key + "\x00" + kv.Value + "\x00")
+	}
+	return b.String()
+}
+
 // configGet returns the value of a configuration key, or "".
 func configGet(c []ConfigValue, key string) string {
 	for _, kv := range c {

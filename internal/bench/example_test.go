@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/bench"
@@ -48,18 +47,6 @@ func ExampleCompare() {
 	for _, d := range rep.Decisions {
 		fmt.Println(d.Outcome, d.Benchmark, d.Reason)
 	}
-	bench.WriteText(os.Stdout, rep)
 	// Output:
 	// fail Process-8 B/op +25.00% is beyond +5% and significant (p=0.000 n=10)
-	// pkg: example.com/cache
-	// B/op           old.txt      new.txt   vs base
-	// Process-8   160.0 ± 0%   200.0 ± 0%   +25.00% (p=0.000 n=10)
-	//
-	// allocs/op      old.txt      new.txt   vs base
-	// Process-8   2.000 ± 0%   2.000 ± 0%   ~ (p=1.000 n=10) ¹
-	// ¹ all samples are equal
-	//
-	// gates (alpha 0.05):
-	//   FAIL   B/op>+5%   Process-8   B/op +25.00% is beyond +5% and significant (p=0.000 n=10)
-	// 1 of 1 gate decision failed
 }

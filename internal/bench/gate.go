@@ -108,7 +108,7 @@ func decide(g gate.Gate, t Table, r Row) Decision {
 	}
 	d.Beyond = g.Beyond(d.Change)
 	change := formatChange(d.Change, g.Relative, t.Unit)
-	stat := statString(r.Delta)
+	stat := r.Delta.Stat()
 	switch {
 	case d.Beyond && d.Significant:
 		d.Outcome = gate.Fail
@@ -142,8 +142,9 @@ func formatChange(v float64, relative bool, unit string) string {
 	return "+" + s + " " + unit
 }
 
-// statString is benchstat's "(p=0.000 n=10)" without the parentheses.
-func statString(d *Delta) string {
+// Stat is benchstat's "(p=0.000 n=10)" without the parentheses: the
+// p-value when there is one, and the runs on each side.
+func (d *Delta) Stat() string {
 	var s string
 	if d.P != 0 {
 		s = fmt.Sprintf("p=%0.3f ", d.P)

@@ -10,6 +10,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
@@ -21,14 +22,37 @@ const compareSites = 10
 // highlights is how many sentences the comparison opens with.
 const highlights = 3
 
-// CompareJSON writes the comparison as JSON.
-func CompareJSON(w io.Writer, c *compare.Comparison) error { return writeJSON(w, c) }
+// Comparison is runs compared before and after (heapscope compare): in
+// text, Markdown, HTML or JSON.
+type Comparison struct {
+	Comparison *compare.Comparison
+	// Flame is the differential flame graph of the runs' allocations,
+	// which the HTML page embeds; none when nil.
+	Flame *flame.HTMLWidget
+}
 
-// CompareText writes the comparison for a terminal: what differs besides
+// Formats lists Comparison's formats.
+func (Comparison) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatMarkdown, FormatHTML}
+}
+
+func (c Comparison) data() any { return c.Comparison }
+
+func (c Comparison) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatMarkdown:
+		return compareMarkdown(w, c.Comparison)
+	case FormatHTML:
+		return compareHTML(w, c.Comparison, c.Flame)
+	}
+	return compareText(w, c.Comparison)
+}
+
+// compareText writes the comparison for a terminal: what differs besides
 // the code, the before/after table of headline figures, the sites that
 // grew and shrank most, findings that appeared or disappeared, and the
 // gates.
-func CompareText(w io.Writer, c *compare.Comparison) error {
+func compareText(w io.Writer, c *compare.Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "before: %s\nafter:  %s\n", sideLine(c.Before), sideLine(c.After))
 	for _, n := range c.Notes {
@@ -104,9 +128,9 @@ func CompareText(w io.Writer, c *compare.Comparison) error {
 	return err
 }
 
-// CompareMarkdown writes the comparison as Markdown, ready to paste into a
+// compareMarkdown writes the comparison as Markdown, ready to paste into a
 // pull request.
-func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
+func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Memory: %s → %s\n\n", humanize.MarkdownCode(c.Before.Label), humanize.MarkdownCode(c.After.Label))
 	fmt.Fprintf(&b, "%s before, %s after.", runsText(c.Before), runsText(c.After))

@@ -12,15 +12,25 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
-// Findings writes findings (already in order, most severe first) and the
-// notes on what could not be checked, in text or Markdown. JSON is the
-// caller's: the findings are result.json's.
-func Findings(w io.Writer, findings []result.Finding, notes []string, format Format) error {
+// Findings are the findings of a diagnosis (heapscope diagnose), already
+// in order, most severe first, with the notes on what could not be
+// checked: in text, Markdown or JSON ({"findings": […], "notes": […]}).
+type Findings struct {
+	Findings []result.Finding `json:"findings"`
+	Notes    []string         `json:"notes,omitempty"`
+}
+
+// Formats lists Findings' formats.
+func (Findings) Formats() []Format { return textFormats }
+
+func (d Findings) data() any { return d }
+
+func (d Findings) render(w io.Writer, f Format) error {
 	var b strings.Builder
-	if format == FormatMarkdown {
-		findingsMarkdown(&b, findings, notes)
+	if f == FormatMarkdown {
+		findingsMarkdown(&b, d.Findings, d.Notes)
 	} else {
-		findingsText(&b, findings, notes)
+		findingsText(&b, d.Findings, d.Notes)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -18,13 +18,28 @@ import (
 // sampled evenly, first and last included.
 const gctraceRows = 24
 
-// GCTrace writes the summary of a gctrace log (heapscope gctrace) in the
-// format: text or JSON.
-func GCTrace(w io.Writer, s *gcstats.TraceSummary, f Format) error {
-	if f == FormatJSON {
-		return writeJSON(w, s)
+// GCTrace is the summary of a gctrace log (heapscope gctrace): text or
+// JSON, and the heap over time with a mark per GC cycle as SVG, or as an
+// HTML page with the text under the chart.
+type GCTrace struct {
+	Summary *gcstats.TraceSummary
+}
+
+// Formats lists GCTrace's formats.
+func (GCTrace) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatSVG, FormatHTML}
+}
+
+func (g GCTrace) data() any { return g.Summary }
+
+func (g GCTrace) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatSVG:
+		return gctraceChart(g.Summary).WriteSVG(w)
+	case FormatHTML:
+		return chartPage(w, gctraceChart(g.Summary), gctraceText(g.Summary))
 	}
-	_, err := io.WriteString(w, gctraceText(s))
+	_, err := io.WriteString(w, gctraceText(g.Summary))
 	return err
 }
 
@@ -123,16 +138,6 @@ func sampleCycles(count, n int) []int {
 		idx[i] = i * (count - 1) / (n - 1)
 	}
 	return idx
-}
-
-// GCTracePlot writes the heap over time with GC marks: SVG, or an HTML
-// page with the SVG and the text summary when html is set.
-func GCTracePlot(w io.Writer, s *gcstats.TraceSummary, html bool) error {
-	c := gctraceChart(s)
-	if html {
-		return chartPage(w, c, gctraceText(s))
-	}
-	return c.WriteSVG(w)
 }
 
 // gctraceChart draws the heap of a gctrace log over time: its size as a

@@ -12,6 +12,33 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
+// Run is a profiling run: the terminal summary (text), report.md
+// (Markdown), report.html (HTML) or result.json (JSON).
+type Run struct {
+	Result *result.Run
+	// Dir is the run directory, which the summary names; none when empty.
+	Dir string
+	// Flames are the flame graphs report.html embeds.
+	Flames []HTMLFlame
+}
+
+// Formats lists Run's formats.
+func (Run) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatMarkdown, FormatHTML}
+}
+
+func (r Run) data() any { return r.Result }
+
+func (r Run) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatMarkdown:
+		return Markdown(w, r.Result)
+	case FormatHTML:
+		return HTML(w, r.Result, r.Flames)
+	}
+	return Summary(w, r.Result, r.Dir)
+}
+
 // summarySites is how many sites the terminal summary shows per table.
 const summarySites = 3
 

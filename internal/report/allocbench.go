@@ -1,7 +1,6 @@
-package allocbench
+package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -10,23 +9,46 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
+
+	"github.com/heapscope/heapscope/internal/allocbench"
 )
 
-// WriteJSON writes the report as indented JSON.
-func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+// Allocbench is the allocator lab's report (heapscope allocbench): a table
+// of every pattern under every toolchain as text, a table of the heap's
+// Rss per pattern and toolchain as Markdown, a chart of small panels as
+// SVG, both on an HTML page, or the report with its runs as JSON (what
+// allocbench --from reads back).
+type Allocbench struct {
+	Report *allocbench.Report
 }
 
-// WriteText writes the report as a table, one row per pattern and
+// Formats lists Allocbench's formats.
+func (Allocbench) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatMarkdown, FormatSVG, FormatHTML}
+}
+
+func (d Allocbench) data() any { return d.Report }
+
+func (d Allocbench) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatMarkdown:
+		return allocbenchMarkdown(w, d.Report)
+	case FormatSVG:
+		return allocbenchSVG(w, d.Report)
+	case FormatHTML:
+		return allocbenchHTML(w, d.Report)
+	}
+	return allocbenchText(w, d.Report)
+}
+
+// allocbenchText writes the report as a table, one row per pattern and
 // toolchain, then the flagged patterns and the warnings.
-func WriteText(w io.Writer, r *Report) error {
+func allocbenchText(w io.Writer, r *allocbench.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "allocbench: %d patterns × %d toolchains (%s), %s live per pattern\n",
 		len(r.Patterns), len(r.Toolchains), toolchainList(r.Toolchains), mib(float64(r.LiveBytes)))
 	b.WriteString("sizes in MiB, medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval (the range of the runs when they are too few for one)\n\n")
-	b.WriteString(textTable(r))
+	b.WriteString(allocbenchTable(r))
 	writeFlags(&b, r)
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", warn)
@@ -35,14 +57,14 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-// WriteMarkdown writes the report as a Markdown table, one row per
+// allocbenchMarkdown writes the report as a Markdown table, one row per
 // pattern and a column per toolchain with the heap's Rss and RSS/heap
 // (the median runs), flagged patterns in bold, then the flags: the form
 // for a README or a pull request.
-func WriteMarkdown(w io.Writer, r *Report) error {
+func allocbenchMarkdown(w io.Writer, r *allocbench.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d patterns, %s live each, %d runs per cell; each cell: Go heap mappings' Rss, and that Rss per HeapAlloc byte.\n\n",
-		len(r.Patterns), mib(float64(r.LiveBytes)), maxRuns(r))
+		len(r.Patterns), mib(float64(r.LiveBytes)), allocbenchMaxRuns(r))
 	first := ""
 	if len(r.Toolchains) > 0 {
 		first = " (" + toolchainList(r.Toolchains[:1]) + ")"
@@ -91,7 +113,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 }
 
 // maxRuns is the most runs any cell has.
-func maxRuns(r *Report) int {
+func allocbenchMaxRuns(r *allocbench.Report) int {
 	n := 0
 	for _, p := range r.Patterns {
 		for _, c := range p.Cells {
@@ -101,7 +123,7 @@ func maxRuns(r *Report) int {
 	return n
 }
 
-func toolchainList(ts []Toolchain) string {
+func toolchainList(ts []allocbench.Toolchain) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.GoVersion
@@ -112,12 +134,12 @@ func toolchainList(ts []Toolchain) string {
 	return strings.Join(names, ", ")
 }
 
-func tableHeader() table.Row {
+func allocbenchHeader() table.Row {
 	return table.Row{"pattern", "go", "runs", "HeapAlloc", "HeapInuse", "HeapSys", "HeapReleased", "Sys", "VmRSS", "heap Rss", "RSS/heap", "flag"}
 }
 
 // tableRows are the table's rows; mark wraps the flagged cells' ratio.
-func tableRows(r *Report, mark string) []table.Row {
+func allocbenchRows(r *allocbench.Report, mark string) []table.Row {
 	var rows []table.Row
 	for _, p := range r.Patterns {
 		for i, c := range p.Cells {
@@ -151,7 +173,7 @@ func tableRows(r *Report, mark string) []table.Row {
 
 // cellFlag says whom a toolchain's cell differs from: "≠ go1.23.12 ×9.9"
 // per flag it takes part in, the ratio being this cell's over the other's.
-func cellFlag(p *PatternResult, toolchain string) string {
+func cellFlag(p *allocbench.PatternResult, toolchain string) string {
 	var parts []string
 	for _, f := range p.Flags {
 		switch toolchain {
@@ -171,7 +193,7 @@ func ratioString(r float64) string {
 	return fmt.Sprintf("%.2f", r)
 }
 
-func textTable(r *Report) string {
+func allocbenchTable(r *allocbench.Report) string {
 	tw := table.NewWriter()
 	style := table.StyleDefault
 	style.Options = table.OptionsNoBordersAndSeparators
@@ -179,8 +201,8 @@ func textTable(r *Report) string {
 	style.Box.PaddingLeft = ""
 	style.Box.PaddingRight = "  "
 	tw.SetStyle(style)
-	tw.AppendHeader(tableHeader())
-	tw.AppendRows(tableRows(r, ""))
+	tw.AppendHeader(allocbenchHeader())
+	tw.AppendRows(allocbenchRows(r, ""))
 	lines := strings.Split(tw.Render(), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ")
@@ -188,7 +210,7 @@ func textTable(r *Report) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-func writeFlags(b *strings.Builder, r *Report) {
+func writeFlags(b *strings.Builder, r *allocbench.Report) {
 	n := 0
 	for _, p := range r.Patterns {
 		if p.Flagged() {
@@ -206,7 +228,7 @@ func writeFlags(b *strings.Builder, r *Report) {
 }
 
 // flagSummary describes a flagged pattern in one line.
-func flagSummary(p *PatternResult) string {
+func flagSummary(p *allocbench.PatternResult) string {
 	var parts []string
 	for _, f := range p.Flags {
 		parts = append(parts, fmt.Sprintf("%s/%s ×%s (p=%.3f)", f.B, f.A, ratioString(f.Ratio), f.P))
@@ -235,15 +257,15 @@ const (
 // palette colours the toolchains, in order.
 var palette = []string{"#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f"}
 
-// WriteSVG draws one small chart per pattern: a bar per toolchain with
+// allocbenchSVG draws one small chart per pattern: a bar per toolchain with
 // the median RSS per heap byte and its confidence interval; panels of
 // flagged patterns have a red frame.
-func WriteSVG(w io.Writer, r *Report) error {
-	_, err := io.WriteString(w, svgChart(r))
+func allocbenchSVG(w io.Writer, r *allocbench.Report) error {
+	_, err := io.WriteString(w, allocbenchChart(r))
 	return err
 }
 
-func svgChart(r *Report) string {
+func allocbenchChart(r *allocbench.Report) string {
 	rows := (len(r.Patterns) + panelCols - 1) / panelCols
 	width := panelCols * panelW
 	legendH := 46
@@ -271,7 +293,7 @@ func svgChart(r *Report) string {
 	return b.String()
 }
 
-func writePanel(b *strings.Builder, r *Report, p *PatternResult, px, py int) {
+func writePanel(b *strings.Builder, r *allocbench.Report, p *allocbench.PatternResult, px, py int) {
 	maxV := 1.0
 	for _, c := range p.Cells {
 		maxV = math.Max(maxV, math.Max(c.RSSPerHeapByte.Median, c.RSSPerHeapByte.Hi))
@@ -315,28 +337,28 @@ func writePanel(b *strings.Builder, r *Report, p *PatternResult, px, py int) {
 	b.WriteString("</g>\n")
 }
 
-func flagSummaryOrNone(p *PatternResult) string {
+func flagSummaryOrNone(p *allocbench.PatternResult) string {
 	if !p.Flagged() {
 		return "no significant difference"
 	}
 	return flagSummary(p)
 }
 
-// WriteHTML writes one self-contained page: the chart and the table.
-func WriteHTML(w io.Writer, r *Report) error {
+// allocbenchHTML writes one self-contained page: the chart and the table.
+func allocbenchHTML(w io.Writer, r *allocbench.Report) error {
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>allocbench</title>\n")
 	b.WriteString("<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}tr.flag td{color:#c00}tbody tr:nth-child(odd){background:#f6f6f6}</style>\n")
 	b.WriteString("</head><body>\n<h1>allocbench</h1>\n")
 	fmt.Fprintf(&b, "<p>%d patterns under %s, %s live per pattern. RSS/heap is the Go heap mappings' Rss over HeapAlloc; flagged when two toolchains differ with Mann-Whitney p ≤ %g and by at least %.0f%%.</p>\n",
 		len(r.Patterns), html.EscapeString(toolchainList(r.Toolchains)), mib(float64(r.LiveBytes)), r.Alpha, 100*r.MinEffect)
-	b.WriteString(svgChart(r))
+	b.WriteString(allocbenchChart(r))
 	b.WriteString("<table>\n<thead><tr>")
-	for _, h := range tableHeader() {
+	for _, h := range allocbenchHeader() {
 		fmt.Fprintf(&b, "<th>%s</th>", html.EscapeString(fmt.Sprint(h)))
 	}
 	b.WriteString("</tr></thead>\n<tbody>\n")
-	for _, row := range tableRows(r, "") {
+	for _, row := range allocbenchRows(r, "") {
 		class := ""
 		if s, _ := row[len(row)-1].(string); s != "" {
 			class = ` class="flag"`

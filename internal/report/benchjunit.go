@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"encoding/xml"
@@ -10,29 +10,30 @@ import (
 
 	"golang.org/x/perf/benchunit"
 
+	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/gate"
 )
 
-// WriteJUnit writes the report as JUnit XML, so that CI systems show each
+// benchJUnit writes the report as JUnit XML, so that CI systems show each
 // benchmark as a test case: one test suite per file configuration (named
 // after its package), one test case per benchmark, a failure for every
 // gate that failed on it, the benchmark skipped when only one side has it,
 // and its figures in every unit in system-out.
-func WriteJUnit(w io.Writer, r *Report) error {
+func benchJUnit(w io.Writer, r *bench.Report) error {
 	type suiteAcc struct {
-		config []ConfigValue
+		config []bench.ConfigValue
 		names  []string
 		out    map[string][]string
-		fails  map[string][]Decision
+		fails  map[string][]bench.Decision
 		sides  map[string][2]bool
 	}
 	var order []string
 	suites := map[string]*suiteAcc{}
 	for _, t := range r.Tables {
-		key := configKey(t.Config)
+		key := benchConfigKey(t.Config)
 		s := suites[key]
 		if s == nil {
-			s = &suiteAcc{config: t.Config, out: map[string][]string{}, fails: map[string][]Decision{}, sides: map[string][2]bool{}}
+			s = &suiteAcc{config: t.Config, out: map[string][]string{}, fails: map[string][]bench.Decision{}, sides: map[string][2]bool{}}
 			suites[key] = s
 			order = append(order, key)
 		}
@@ -46,13 +47,13 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			sides[1] = sides[1] || row.New != nil
 			s.sides[row.Name] = sides
 			var centers []float64
-			for _, x := range []*Summary{row.Old, row.New} {
+			for _, x := range []*bench.Summary{row.Old, row.New} {
 				if x != nil {
 					centers = append(centers, x.Center)
 				}
 			}
 			sc := benchunit.CommonScale(centers, class)
-			f := func(x *Summary) string {
+			f := func(x *bench.Summary) string {
 				if x == nil {
 					return "-"
 				}
@@ -60,13 +61,13 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			}
 			line := fmt.Sprintf("%s: %s → %s", t.Unit, f(row.Old), f(row.New))
 			if row.Delta != nil {
-				line += fmt.Sprintf("  %s (%s)", row.Delta.Text, statString(row.Delta))
+				line += fmt.Sprintf("  %s (%s)", row.Delta.Text, row.Delta.Stat())
 			}
 			s.out[row.Name] = append(s.out[row.Name], line)
 		}
 	}
 	for _, d := range r.Decisions {
-		s := suites[configKey(d.Config)]
+		s := suites[benchConfigKey(d.Config)]
 		line := fmt.Sprintf("gate %s: %s: %s", d.Gate, d.Outcome, d.Reason)
 		s.out[d.Benchmark] = append(s.out[d.Benchmark], line)
 		if d.Outcome == gate.Fail {
@@ -132,17 +133,9 @@ func xmlText(s string) string {
 	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
-func configKey(c []ConfigValue) string {
-	var b strings.Builder
-	for _, kv := range c {
-		b.WriteString(kv.Key + "\x00" + kv.Value + "\x00")
-	}
-	return b.String()
-}
-
 // suiteName is the package of a configuration, or its values joined.
-func suiteName(c []ConfigValue) string {
-	if pkg := configGet(c, "pkg"); pkg != "" {
+func suiteName(c []bench.ConfigValue) string {
+	if pkg := benchConfigValue(c, "pkg"); pkg != "" {
 		return pkg
 	}
 	if len(c) == 0 {

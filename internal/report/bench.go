@@ -1,9 +1,8 @@
-package bench
+package report
 
 import (
 	"fmt"
 	"io"
-	"math"
 	"path"
 	"strings"
 
@@ -11,34 +10,60 @@ import (
 	"github.com/jedib0t/go-pretty/v6/text"
 	"golang.org/x/perf/benchunit"
 
+	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/humanize"
 )
 
-// WriteText writes the report as a benchstat-like table per file
+// Bench is go test -bench results compared (heapscope bench compare,
+// bench run): benchstat-like tables, the gates' decisions, the
+// attributions and the warnings as text or Markdown (for a pull request),
+// the report as JSON, or as JUnit XML for CI.
+type Bench struct {
+	Report *bench.Report
+}
+
+// Formats lists Bench's formats.
+func (Bench) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatMarkdown, FormatJUnit}
+}
+
+func (d Bench) data() any { return d.Report }
+
+func (d Bench) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatMarkdown:
+		return benchMarkdown(w, d.Report)
+	case FormatJUnit:
+		return benchJUnit(w, d.Report)
+	}
+	return benchText(w, d.Report)
+}
+
+// benchText writes the report as a benchstat-like table per file
 // configuration and unit, then the gates' decisions, the attributions and
 // the warnings.
-func WriteText(w io.Writer, r *Report) error {
+func benchText(w io.Writer, r *bench.Report) error {
 	var b strings.Builder
-	var prev []ConfigValue
+	var prev []bench.ConfigValue
 	for i, t := range r.Tables {
 		if i > 0 {
 			b.WriteString("\n")
 		}
 		for _, kv := range t.Config {
-			if i == 0 || configGet(prev, kv.Key) != kv.Value {
+			if i == 0 || benchConfigValue(prev, kv.Key) != kv.Value {
 				fmt.Fprintf(&b, "%s: %s\n", kv.Key, kv.Value)
 			}
 		}
 		prev = t.Config
 		var notes footnotes
-		tw := newTextTable()
+		tw := benchTable()
 		tw.SetColumnConfigs([]table.ColumnConfig{
 			{Number: 2, Align: text.AlignRight, AlignHeader: text.AlignRight},
 			{Number: 3, Align: text.AlignRight, AlignHeader: text.AlignRight},
 		})
 		tw.AppendHeader(table.Row{t.Unit, r.Old, r.New, "vs base"})
-		for _, row := range tableRows(r, t, &notes) {
+		for _, row := range benchRows(r, t, &notes) {
 			tw.AppendRow(row)
 		}
 		b.WriteString(trimLines(tw.Render()))
@@ -48,15 +73,15 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if len(r.Decisions) > 0 {
 		fmt.Fprintf(&b, "\ngates (alpha %v):\n", r.Alpha)
-		tw := newTextTable()
+		tw := benchTable()
 		for _, d := range r.Decisions {
-			tw.AppendRow(table.Row{outcomeWord(d.Outcome), d.Gate, r.benchmarkLabel(d.Benchmark, d.Config), d.Reason})
+			tw.AppendRow(table.Row{benchOutcomeWord(d.Outcome), d.Gate, benchmarkLabel(r, d.Benchmark, d.Config), d.Reason})
 		}
 		b.WriteString(trimLines(indentLines(tw.Render(), "  ")))
-		b.WriteString(verdict(r) + "\n")
+		b.WriteString(benchVerdict(r) + "\n")
 	}
 	for _, a := range r.Attributions {
-		b.WriteString("\n" + a.heading(r) + ":\n")
+		b.WriteString("\n" + attributionHeading(r, a) + ":\n")
 		if a.Err != "" {
 			fmt.Fprintf(&b, "  %s\n", a.Err)
 			continue
@@ -65,7 +90,7 @@ func WriteText(w io.Writer, r *Report) error {
 			b.WriteString("  no allocation site changed by more than the noise floor\n")
 			continue
 		}
-		tw := newTextTable()
+		tw := benchTable()
 		tw.AppendHeader(table.Row{"bytes/op", "old → new", "objects/op", "old → new", "site", "function"})
 		for _, s := range a.Sites {
 			tw.AppendRow(siteRow(s))
@@ -78,32 +103,32 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-// WriteMarkdown writes the report as Markdown, ready to paste into a pull
+// benchMarkdown writes the report as Markdown, ready to paste into a pull
 // request.
-func WriteMarkdown(w io.Writer, r *Report) error {
+func benchMarkdown(w io.Writer, r *bench.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Benchmarks: %s → %s\n", humanize.MarkdownCode(r.Old), humanize.MarkdownCode(r.New))
 	if len(r.Decisions) > 0 {
-		fmt.Fprintf(&b, "\n**%s**\n", verdict(r))
+		fmt.Fprintf(&b, "\n**%s**\n", benchVerdict(r))
 	}
-	var prev []ConfigValue
+	var prev []bench.ConfigValue
 	for i, t := range r.Tables {
 		b.WriteString("\n")
-		changed := i == 0 || configKey(prev) != configKey(t.Config)
+		changed := i == 0 || benchConfigKey(prev) != benchConfigKey(t.Config)
 		prev = t.Config
 		if changed && len(t.Config) > 0 {
 			parts := make([]string, len(t.Config))
 			for i, kv := range t.Config {
-				parts[i] = fmt.Sprintf("**%s** %s", mdEscape(kv.Key), humanize.MarkdownCode(kv.Value))
+				parts[i] = fmt.Sprintf("**%s** %s", humanize.MarkdownText(kv.Key), humanize.MarkdownCode(kv.Value))
 			}
 			b.WriteString(strings.Join(parts, " · ") + "\n\n")
 		}
 		var notes footnotes
-		fmt.Fprintf(&b, "| %s | %s | %s | vs base |\n|:--|--:|--:|:--|\n", mdEscape(t.Unit), mdEscape(r.Old), mdEscape(r.New))
-		for _, row := range tableRows(r, t, &notes) {
+		fmt.Fprintf(&b, "| %s | %s | %s | vs base |\n|:--|--:|--:|:--|\n", humanize.MarkdownText(t.Unit), humanize.MarkdownText(r.Old), humanize.MarkdownText(r.New))
+		for _, row := range benchRows(r, t, &notes) {
 			cells := make([]string, len(row))
 			for i, c := range row {
-				cells[i] = mdEscape(fmt.Sprint(c))
+				cells[i] = humanize.MarkdownText(fmt.Sprint(c))
 			}
 			if row[3] != "" && !strings.HasPrefix(cells[3], "~") && !strings.HasPrefix(cells[3], "?") && cells[0] != "geomean" {
 				delta, rest, _ := strings.Cut(cells[3], " ")
@@ -112,7 +137,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 		}
 		for i, n := range notes.list {
-			fmt.Fprintf(&b, "\n%s %s", superscript(i+1), mdEscape(n))
+			fmt.Fprintf(&b, "\n%s %s", superscript(i+1), humanize.MarkdownText(n))
 		}
 		if len(notes.list) > 0 {
 			b.WriteString("\n")
@@ -121,13 +146,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(r.Decisions) > 0 {
 		fmt.Fprintf(&b, "\n### Gates (alpha %v)\n\n| result | gate | benchmark | why |\n|:--|:--|:--|:--|\n", r.Alpha)
 		for _, d := range r.Decisions {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", outcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), mdEscape(r.benchmarkLabel(d.Benchmark, d.Config)), mdEscape(d.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", benchOutcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), humanize.MarkdownText(benchmarkLabel(r, d.Benchmark, d.Config)), humanize.MarkdownText(d.Reason))
 		}
 	}
 	for _, a := range r.Attributions {
-		fmt.Fprintf(&b, "\n### %s\n\n", mdEscape(a.heading(r)))
+		fmt.Fprintf(&b, "\n### %s\n\n", humanize.MarkdownText(attributionHeading(r, a)))
 		if a.Err != "" {
-			b.WriteString(mdEscape(a.Err) + "\n")
+			b.WriteString(humanize.MarkdownText(a.Err) + "\n")
 			continue
 		}
 		if len(a.Sites) == 0 {
@@ -149,7 +174,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(&b, "\n### %s\n\n", p.title)
 		for _, e := range p.errs {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(e.Error()))
+			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(e.Error()))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -157,18 +182,18 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 }
 
 // tableRows lays out a table's rows and its geomean: name, old, new, delta.
-func tableRows(r *Report, t Table, notes *footnotes) []table.Row {
+func benchRows(r *bench.Report, t bench.Table, notes *footnotes) []table.Row {
 	class := benchunit.ClassOf(t.Unit)
 	var rows []table.Row
 	for _, row := range t.Rows {
 		var centers []float64
-		for _, s := range []*Summary{row.Old, row.New} {
+		for _, s := range []*bench.Summary{row.Old, row.New} {
 			if s != nil {
 				centers = append(centers, s.Center)
 			}
 		}
 		scaler := benchunit.CommonScale(centers, class)
-		cellOf := func(s *Summary) string {
+		cellOf := func(s *bench.Summary) string {
 			if s == nil {
 				return ""
 			}
@@ -176,7 +201,7 @@ func tableRows(r *Report, t Table, notes *footnotes) []table.Row {
 		}
 		delta := ""
 		if row.Delta != nil {
-			delta = notes.mark(row.Delta.Text+" ("+statString(row.Delta)+")", row.Delta.Warnings)
+			delta = notes.mark(row.Delta.Text+" ("+row.Delta.Stat()+")", row.Delta.Warnings)
 		}
 		name := notes.mark(row.Name, row.Warnings)
 		rows = append(rows, table.Row{name, cellOf(row.Old), cellOf(row.New), delta})
@@ -230,11 +255,11 @@ func superscript(i int) string {
 
 // benchmarkLabel names a benchmark, with the configuration values that
 // tell its table apart from the others when there are several.
-func (r *Report) benchmarkLabel(name string, config []ConfigValue) string {
+func benchmarkLabel(r *bench.Report, name string, config []bench.ConfigValue) string {
 	var varying []string
 	for _, kv := range config {
 		for _, t := range r.Tables {
-			if configGet(t.Config, kv.Key) != kv.Value {
+			if benchConfigValue(t.Config, kv.Key) != kv.Value {
 				v := kv.Value
 				if kv.Key == "pkg" {
 					v = path.Base(v)
@@ -250,7 +275,7 @@ func (r *Report) benchmarkLabel(name string, config []ConfigValue) string {
 	return name + " (" + strings.Join(varying, ", ") + ")"
 }
 
-func verdict(r *Report) string {
+func benchVerdict(r *bench.Report) string {
 	fails, warns := 0, 0
 	for _, d := range r.Decisions {
 		switch d.Outcome {
@@ -260,17 +285,17 @@ func verdict(r *Report) string {
 			warns++
 		}
 	}
-	s := fmt.Sprintf("%d of %d gate %s failed", fails, len(r.Decisions), plural(len(r.Decisions), "decision", "decisions"))
+	s := fmt.Sprintf("%d of %d gate %s failed", fails, len(r.Decisions), pluralWord(len(r.Decisions), "decision", "decisions"))
 	if fails == 0 {
-		s = fmt.Sprintf("no gate failed (%d %s)", len(r.Decisions), plural(len(r.Decisions), "decision", "decisions"))
+		s = fmt.Sprintf("no gate failed (%d %s)", len(r.Decisions), pluralWord(len(r.Decisions), "decision", "decisions"))
 	}
 	if warns > 0 {
-		s += fmt.Sprintf("; %d %s beyond the threshold but not significant: more runs would decide", warns, plural(warns, "change is", "changes are"))
+		s += fmt.Sprintf("; %d %s beyond the threshold but not significant: more runs would decide", warns, pluralWord(warns, "change is", "changes are"))
 	}
 	return s
 }
 
-func outcomeWord(o gate.Outcome) string {
+func benchOutcomeWord(o gate.Outcome) string {
 	switch o {
 	case gate.Fail:
 		return "FAIL"
@@ -280,7 +305,7 @@ func outcomeWord(o gate.Outcome) string {
 	return "pass"
 }
 
-func outcomeMark(o gate.Outcome) string {
+func benchOutcomeMark(o gate.Outcome) string {
 	switch o {
 	case gate.Fail:
 		return "❌ fail"
@@ -290,52 +315,43 @@ func outcomeMark(o gate.Outcome) string {
 	return "✅ pass"
 }
 
-func siteRow(s SiteDelta) table.Row {
+func siteRow(s bench.SiteDelta) table.Row {
 	return table.Row{
-		signedBytes(s.NewBytes - s.OldBytes),
-		formatBytes(s.OldBytes) + " → " + formatBytes(s.NewBytes),
-		signedCount(s.NewObjects - s.OldObjects),
-		formatCount(s.OldObjects) + " → " + formatCount(s.NewObjects),
+		benchSignedBytes(s.NewBytes - s.OldBytes),
+		benchBytes(s.OldBytes) + " → " + benchBytes(s.NewBytes),
+		benchSignedCount(s.NewObjects - s.OldObjects),
+		benchCount(s.OldObjects) + " → " + benchCount(s.NewObjects),
 		s.Location(),
-		shortFunction(s.Function),
+		humanize.ShortFunction(s.Function),
 	}
 }
 
-func formatBytes(v float64) string {
+func benchBytes(v float64) string {
 	if v == 0 {
 		return "0B"
 	}
 	return benchunit.Scale(v, benchunit.Binary) + "B"
 }
 
-func signedBytes(v float64) string {
+func benchSignedBytes(v float64) string {
 	if v < 0 {
-		return "-" + formatBytes(-v)
+		return "-" + benchBytes(-v)
 	}
-	return "+" + formatBytes(v)
+	return "+" + benchBytes(v)
 }
 
-func formatCount(v float64) string {
+func benchCount(v float64) string {
 	if v == 0 {
 		return "0"
 	}
 	return benchunit.Scale(v, benchunit.Decimal)
 }
 
-func signedCount(v float64) string {
+func benchSignedCount(v float64) string {
 	if v < 0 {
-		return "-" + formatCount(-v)
+		return "-" + benchCount(-v)
 	}
-	return "+" + formatCount(v)
-}
-
-// shortFunction drops the import path of a function name, keeping the
-// package's last element.
-func shortFunction(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		return name[i+1:]
-	}
-	return name
+	return "+" + benchCount(v)
 }
 
 func writeProblems(b *strings.Builder, word string, errs []error) {
@@ -348,7 +364,7 @@ func writeProblems(b *strings.Builder, word string, errs []error) {
 	}
 }
 
-func newTextTable() table.Writer {
+func benchTable() table.Writer {
 	tw := table.NewWriter()
 	style := table.StyleDefault
 	style.Options = table.OptionsNoBordersAndSeparators
@@ -377,18 +393,42 @@ func indentLines(s, prefix string) string {
 	return strings.Join(lines, "\n")
 }
 
-// mdEscape keeps text from breaking a Markdown table or turning into
-// formatting.
-func mdEscape(s string) string {
-	r := strings.NewReplacer("|", `\|`, "*", `\*`, "`", "\\`", "<", "&lt;", ">", "&gt;", "\n", " ")
-	return r.Replace(s)
+// attributionHeading says whose allocations an attribution lists and
+// why.
+func attributionHeading(r *bench.Report, a bench.Attribution) string {
+	s := "where " + benchmarkLabel(r, a.Benchmark, a.Config) + " allocates"
+	if len(a.Regressed) > 0 {
+		s += " (" + strings.Join(a.Regressed, ", ") + ")"
+	}
+	if a.Iters > 0 {
+		s += fmt.Sprintf(", per op over %d iterations of each side with -memprofile", a.Iters)
+	}
+	return s
 }
 
-// finite returns a pointer to v, or nil when v is not finite (JSON has no
-// infinities).
-func finite(v float64) *float64 {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return nil
+// benchConfigValue returns the value of a configuration key, or "".
+func benchConfigValue(c []bench.ConfigValue, key string) string {
+	for _, kv := range c {
+		if kv.Key == key {
+			return kv.Value
+		}
 	}
-	return &v
+	return ""
+}
+
+// benchConfigKey is a configuration as one comparable string.
+func benchConfigKey(c []bench.ConfigValue) string {
+	var b strings.Builder
+	for _, kv := range c {
+		b.WriteString(kv.Key + "\x00" + kv.Value + "\x00")
+	}
+	return b.String()
+}
+
+// pluralWord picks the word for n.
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
