@@ -1,7 +1,9 @@
 // Package chart draws heapscope's charts as SVG: series over an x axis
 // (lines, steps, lines with a dot per point, stems), shaded bands, marks
 // in a row under the axis, a legend, and axes whose ticks are nice
-// numbers, one algorithm for every axis (Ticks). It is the one drawer
+// numbers, one algorithm for every axis (Ticks): a step of 1, 2 or 5
+// times a power of ten (of 1024 for bytes), about one every 80 pixels
+// across and 40 up. It is the one drawer
 // behind report.html's heap and GC-pause charts, gctrace --plot and the
 // trace command's GC timeline.
 //
@@ -174,7 +176,7 @@ func (c *Chart) write(b *bufio.Writer) {
 	plotW := float64(width - left - marginRight)
 	plotH := float64(height - top - bottom)
 
-	xTicks, yTicks := c.ticks()
+	xTicks, yTicks := c.ticks(plotW, plotH)
 	x0, x1 := xTicks[0], xTicks[len(xTicks)-1]
 	y0, y1 := yTicks[0], yTicks[len(yTicks)-1]
 	px := func(x float64) float64 { return float64(left) + (x-x0)/(x1-x0)*plotW }
@@ -336,8 +338,8 @@ func (c *Chart) legend() []legendEntry {
 }
 
 // ticks returns the ticks of both axes, which span every point, band
-// and mark.
-func (c *Chart) ticks() (xs, ys []float64) {
+// and mark, a step every so many pixels of the plot's width and height.
+func (c *Chart) ticks(plotW, plotH float64) (xs, ys []float64) {
 	xLo, xHi := math.Inf(1), math.Inf(-1)
 	yLo, yHi := 0.0, 0.0
 	see := func(x float64) {
@@ -369,28 +371,37 @@ func (c *Chart) ticks() (xs, ys []float64) {
 	}
 	xHi = math.Max(xHi, c.X.Max)
 	yHi = math.Max(yHi, c.Y.Max)
-	return axisTicks(xLo, xHi, c.X.Bytes), axisTicks(yLo, yHi, c.Y.Bytes)
+	return axisTicks(xLo, xHi, c.X.Bytes, plotW, xStepPixels), axisTicks(yLo, yHi, c.Y.Bytes, plotH, yStepPixels)
 }
 
-func axisTicks(lo, hi float64, bytes bool) []float64 {
+// Pixels per step of the ticks: wide enough apart across for a label
+// such as "150.0ms", tall enough apart up for the text's height.
+const (
+	xStepPixels = 80
+	yStepPixels = 40
+)
+
+func axisTicks(lo, hi float64, bytes bool, pixels, perStep float64) []float64 {
+	steps := int(math.Round(pixels / perStep))
 	if bytes {
-		return ByteTicks(lo, hi)
+		return ByteTicks(lo, hi, steps)
 	}
-	return Ticks(lo, hi)
+	return Ticks(lo, hi, steps)
 }
 
-// Ticks returns nice values spanning lo to hi, about five steps of them:
-// multiples of a step of 1, 2 or 5 times a power of ten, from the last at
-// or below lo to the first at or above hi. An invalid range gives 0 and
-// 1; a single value, the whole numbers around it.
-func Ticks(lo, hi float64) []float64 {
+// Ticks returns nice values spanning lo to hi, at most steps steps of
+// them (and at least about two fifths of that): multiples of a step of 1,
+// 2 or 5 times a power of ten, from the last at or below lo to the first
+// at or above hi. An invalid range gives 0 and 1; a single value, the
+// whole numbers around it.
+func Ticks(lo, hi float64, steps int) []float64 {
 	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || hi < lo {
 		return []float64{0, 1}
 	}
 	if hi == lo {
 		lo, hi = math.Floor(lo), math.Floor(lo)+1
 	}
-	raw := (hi - lo) / 5
+	raw := (hi - lo) / float64(max(steps, 1))
 	exp := int(math.Floor(math.Log10(raw)))
 	m := 10
 	for _, c := range []int{1, 2, 5} {
@@ -419,12 +430,12 @@ func Ticks(lo, hi float64) []float64 {
 
 // ByteTicks is Ticks in the binary unit of hi: ticks of a MiB range are
 // nice numbers of MiB.
-func ByteTicks(lo, hi float64) []float64 {
+func ByteTicks(lo, hi float64, steps int) []float64 {
 	unit := 1.0
 	for math.Max(math.Abs(lo), math.Abs(hi))/unit >= 1024 {
 		unit *= 1024
 	}
-	out := Ticks(lo/unit, hi/unit)
+	out := Ticks(lo/unit, hi/unit, steps)
 	for i := range out {
 		out[i] *= unit
 	}
