@@ -112,7 +112,7 @@ func TestLoad_OpenModelTable(t *testing.T) {
 	for _, want := range []string{
 		"GET " + srv.URL + "/items/{seq}: open model, 100/s asked, 500.0ms, HTTP/1.1",
 		"requests      50 sent, 50 completed",
-		"rate          100.0/s (asked 100/s)",
+		"rate          100/s (asked 100/s)",
 		"success       100.00 %",
 		"status codes  200 × 50",
 		"errors        none",

@@ -11,6 +11,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // Allocbench is the allocator lab's report (heapscope allocbench): a table
@@ -46,8 +47,8 @@ func (d Allocbench) render(w io.Writer, f Format) error {
 func allocbenchText(w io.Writer, r *allocbench.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "allocbench: %d patterns × %d toolchains (%s), %s live per pattern\n",
-		len(r.Patterns), len(r.Toolchains), toolchainList(r.Toolchains), mib(float64(r.LiveBytes)))
-	b.WriteString("sizes in MiB, medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval (the range of the runs when they are too few for one)\n\n")
+		len(r.Patterns), len(r.Toolchains), toolchainList(r.Toolchains), humanize.Bytes(float64(r.LiveBytes)))
+	b.WriteString("sizes are medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval (the range of the runs when they are too few for one)\n\n")
 	b.WriteString(allocbenchTable(r))
 	writeFlags(&b, r)
 	for _, warn := range r.Warnings {
@@ -64,12 +65,12 @@ func allocbenchText(w io.Writer, r *allocbench.Report) error {
 func allocbenchMarkdown(w io.Writer, r *allocbench.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d patterns, %s live each, %d runs per cell; each cell: Go heap mappings' Rss, and that Rss per HeapAlloc byte.\n\n",
-		len(r.Patterns), mib(float64(r.LiveBytes)), allocbenchMaxRuns(r))
+		len(r.Patterns), humanize.Bytes(float64(r.LiveBytes)), allocbenchMaxRuns(r))
 	first := ""
 	if len(r.Toolchains) > 0 {
 		first = " (" + toolchainList(r.Toolchains[:1]) + ")"
 	}
-	fmt.Fprintf(&b, "| pattern | HeapAlloc MiB%s |", first)
+	fmt.Fprintf(&b, "| pattern | HeapAlloc%s |", first)
 	for _, t := range r.Toolchains {
 		name := t.GoVersion
 		if name == "" {
@@ -89,7 +90,7 @@ func allocbenchMarkdown(w io.Writer, r *allocbench.Report) error {
 		}
 		heap := "-"
 		if len(p.Cells) > 0 && p.Cells[0].Runs > 0 {
-			heap = mibNum(p.Cells[0].HeapAlloc.Median)
+			heap = humanize.Bytes(p.Cells[0].HeapAlloc.Median)
 		}
 		fmt.Fprintf(&b, "| %s | %s |", name, heap)
 		for _, c := range p.Cells {
@@ -97,7 +98,7 @@ func allocbenchMarkdown(w io.Writer, r *allocbench.Report) error {
 				b.WriteString(" - |")
 				continue
 			}
-			fmt.Fprintf(&b, " %s MiB, %.2f |", mibNum(c.HeapRss.Median), c.RSSPerHeapByte.Median)
+			fmt.Fprintf(&b, " %s, %.2f |", humanize.Bytes(c.HeapRss.Median), c.RSSPerHeapByte.Median)
 		}
 		flag := ""
 		if p.Flagged() {
@@ -162,9 +163,9 @@ func allocbenchRows(r *allocbench.Report, mark string) []table.Row {
 			}
 			rows = append(rows, table.Row{
 				name, goVersion, c.Runs,
-				mibNum(c.HeapAlloc.Median), mibNum(c.HeapInuse.Median), mibNum(c.HeapSys.Median),
-				mibNum(c.HeapReleased.Median), mibNum(c.Sys.Median), mibNum(c.VmRSS.Median),
-				mibNum(c.HeapRss.Median), ratio, flag,
+				humanize.Bytes(c.HeapAlloc.Median), humanize.Bytes(c.HeapInuse.Median), humanize.Bytes(c.HeapSys.Median),
+				humanize.Bytes(c.HeapReleased.Median), humanize.Bytes(c.Sys.Median), humanize.Bytes(c.VmRSS.Median),
+				humanize.Bytes(c.HeapRss.Median), ratio, flag,
 			})
 		}
 	}
@@ -239,10 +240,6 @@ func flagSummary(p *allocbench.PatternResult) string {
 	}
 	return s
 }
-
-func mib(v float64) string { return mibNum(v) + " MiB" }
-
-func mibNum(v float64) string { return fmt.Sprintf("%.1f", v/(1<<20)) }
 
 // Chart geometry.
 const (
@@ -328,7 +325,7 @@ func writePanel(b *strings.Builder, r *allocbench.Report, p *allocbench.PatternR
 		}
 		s := c.RSSPerHeapByte
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.3f (%.3f–%.3f), heap Rss %s of HeapAlloc %s</title></rect>`+"\n",
-			cx-barW/2, y(s.Median), barW, y(0)-y(s.Median), palette[i%len(palette)], html.EscapeString(c.Toolchain), s.Median, s.Lo, s.Hi, mib(c.HeapRss.Median), mib(c.HeapAlloc.Median))
+			cx-barW/2, y(s.Median), barW, y(0)-y(s.Median), palette[i%len(palette)], html.EscapeString(c.Toolchain), s.Median, s.Lo, s.Hi, humanize.Bytes(c.HeapRss.Median), humanize.Bytes(c.HeapAlloc.Median))
 		if !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) {
 			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"/>`+"\n", cx, cx, y(s.Lo), y(s.Hi))
 		}
@@ -351,7 +348,7 @@ func allocbenchHTML(w io.Writer, r *allocbench.Report) error {
 	b.WriteString("<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}tr.flag td{color:#c00}tbody tr:nth-child(odd){background:#f6f6f6}</style>\n")
 	b.WriteString("</head><body>\n<h1>allocbench</h1>\n")
 	fmt.Fprintf(&b, "<p>%d patterns under %s, %s live per pattern. RSS/heap is the Go heap mappings' Rss over HeapAlloc; flagged when two toolchains differ with Mann-Whitney p ≤ %g and by at least %.0f%%.</p>\n",
-		len(r.Patterns), html.EscapeString(toolchainList(r.Toolchains)), mib(float64(r.LiveBytes)), r.Alpha, 100*r.MinEffect)
+		len(r.Patterns), html.EscapeString(toolchainList(r.Toolchains)), humanize.Bytes(float64(r.LiveBytes)), r.Alpha, 100*r.MinEffect)
 	b.WriteString(allocbenchChart(r))
 	b.WriteString("<table>\n<thead><tr>")
 	for _, h := range allocbenchHeader() {

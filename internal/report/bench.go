@@ -317,41 +317,13 @@ func benchOutcomeMark(o gate.Outcome) string {
 
 func siteRow(s bench.SiteDelta) table.Row {
 	return table.Row{
-		benchSignedBytes(s.NewBytes - s.OldBytes),
-		benchBytes(s.OldBytes) + " → " + benchBytes(s.NewBytes),
-		benchSignedCount(s.NewObjects - s.OldObjects),
-		benchCount(s.OldObjects) + " → " + benchCount(s.NewObjects),
+		signedBytes(s.NewBytes - s.OldBytes),
+		humanize.Bytes(s.OldBytes) + " → " + humanize.Bytes(s.NewBytes),
+		signedCount(s.NewObjects - s.OldObjects),
+		humanize.Count(s.OldObjects) + " → " + humanize.Count(s.NewObjects),
 		s.Location(),
 		humanize.ShortFunction(s.Function),
 	}
-}
-
-func benchBytes(v float64) string {
-	if v == 0 {
-		return "0B"
-	}
-	return benchunit.Scale(v, benchunit.Binary) + "B"
-}
-
-func benchSignedBytes(v float64) string {
-	if v < 0 {
-		return "-" + benchBytes(-v)
-	}
-	return "+" + benchBytes(v)
-}
-
-func benchCount(v float64) string {
-	if v == 0 {
-		return "0"
-	}
-	return benchunit.Scale(v, benchunit.Decimal)
-}
-
-func benchSignedCount(v float64) string {
-	if v < 0 {
-		return "-" + benchCount(-v)
-	}
-	return "+" + benchCount(v)
 }
 
 func writeProblems(b *strings.Builder, word string, errs []error) {

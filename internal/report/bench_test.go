@@ -168,3 +168,32 @@ func FuzzBench(f *testing.F) {
 		}
 	})
 }
+
+// TestBench_attributions renders where regressed benchmarks allocate:
+// sizes and counts as humanize writes them, a failed attribution's
+// reason, and one without a site above the noise.
+func TestBench_attributions(t *testing.T) {
+	rep := benchReport(t, goldenBench[1])
+	config := rep.Tables[0].Config
+	rep.Attributions = []bench.Attribution{
+		{Benchmark: "Worker_Process-2", Config: config, Regressed: []string{"B/op +627.27%", "allocs/op +100.00%"}, Iters: 20000,
+			Sites: []bench.SiteDelta{
+				{Function: "example.com/leakycache.(*Worker).Process", File: "leakycache/leakycache.go", Line: 38, OldLine: 36, OldBytes: 0, NewBytes: 138, OldObjects: 0, NewObjects: 1},
+				{Function: "strconv.Itoa", File: "/usr/lib/go/src/strconv/itoa.go", Line: 42, OldBytes: 24576, NewBytes: 16, OldObjects: 12000, NewObjects: 1},
+			}},
+		{Benchmark: "Worker_Process-2", Config: config, Err: "the profiled run failed: exit status 1"},
+		{Benchmark: "Worker_Process-2", Config: config, Iters: 100},
+	}
+	for _, f := range []struct {
+		ext    string
+		format Format
+	}{{"text", FormatText}, {"md", FormatMarkdown}} {
+		t.Run(f.ext, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Write(&b, f.format, Bench{Report: rep}); err != nil {
+				t.Fatal(err)
+			}
+			goldenfile.Check(t, filepath.Join("testdata", "bench", "attribution."+f.ext), b.Bytes())
+		})
+	}
+}

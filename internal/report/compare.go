@@ -334,11 +334,20 @@ func figureDelta(f compare.FigureChange) string {
 	return "+" + s
 }
 
+// signedBytes is a change in bytes with its sign: +1.5 KiB, -3.0 MiB.
 func signedBytes(v float64) string {
 	if v < 0 {
 		return humanize.Bytes(v)
 	}
 	return "+" + humanize.Bytes(v)
+}
+
+// signedCount is a change in a count with its sign: +2, -12.3k.
+func signedCount(v float64) string {
+	if v < 0 {
+		return humanize.Count(v)
+	}
+	return "+" + humanize.Count(v)
 }
 
 func relative(r *float64) string {

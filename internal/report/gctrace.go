@@ -47,7 +47,7 @@ func gctraceText(s *gcstats.TraceSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d GC cycles from %s to %s after process start", s.Cycles, humanize.Seconds(s.FirstAtSeconds), humanize.Seconds(s.LastAtSeconds))
 	if s.CyclesPerSecond > 0 {
-		fmt.Fprintf(&b, ", %.3g per second", s.CyclesPerSecond)
+		fmt.Fprintf(&b, ", %s", humanize.Rate(s.CyclesPerSecond))
 	}
 	b.WriteString("\n")
 	var kinds []string

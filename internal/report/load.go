@@ -58,7 +58,7 @@ func loadHeading(l *result.Load) string {
 	}
 	model := fmt.Sprintf("closed model, %d connections", l.Connections)
 	if l.Model == string(load.ModelOpen) {
-		model = fmt.Sprintf("open model, %s/s asked", humanize.Count(l.RequestedRate))
+		model = fmt.Sprintf("open model, %s asked", humanize.Rate(l.RequestedRate))
 		if l.RampSeconds > 0 {
 			model += fmt.Sprintf(" after a %s ramp", humanize.Seconds(l.RampSeconds))
 		}
@@ -88,9 +88,9 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 		sent += fmt.Sprintf(", %d dropped", l.Dropped)
 	}
 	sum.AppendRow(table.Row{"requests", sent})
-	rate := fmt.Sprintf("%.1f/s", l.AchievedRate)
+	rate := humanize.Rate(l.AchievedRate)
 	if l.Model == string(load.ModelOpen) {
-		rate += fmt.Sprintf(" (asked %s/s)", trimFloat(l.RequestedRate))
+		rate += fmt.Sprintf(" (asked %s)", humanize.Rate(l.RequestedRate))
 	}
 	sum.AppendRow(table.Row{"rate", rate})
 	if l.Model == string(load.ModelOpen) {
@@ -110,15 +110,15 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 		var sched string
 		switch {
 		case lag.HeldBack == string(load.HeldByMaxInFlight):
-			sched = fmt.Sprintf("HELD BACK by --max-in-flight %d: the service did not answer fast enough to free a slot; %.1f/s sent of %s/s asked",
-				l.MaxInFlight, l.AchievedRate, trimFloat(l.RequestedRate))
+			sched = fmt.Sprintf("HELD BACK by --max-in-flight %d: the service did not answer fast enough to free a slot; %s sent of %s asked",
+				l.MaxInFlight, humanize.Rate(l.AchievedRate), humanize.Rate(l.RequestedRate))
 			if l.Dropped > 0 {
 				sched += fmt.Sprintf(", %d requests dropped", l.Dropped)
 			}
 			sched += fmt.Sprintf(", lag p99 %s, max %s; latency counts the wait", humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		case l.Dropped > 0:
-			sched = fmt.Sprintf("FELL BEHIND: %.1f/s sent of %s/s asked, %d requests dropped, lag p99 %s, max %s; latency counts the lag",
-				l.AchievedRate, trimFloat(l.RequestedRate), l.Dropped, humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
+			sched = fmt.Sprintf("FELL BEHIND: %s sent of %s asked, %d requests dropped, lag p99 %s, max %s; latency counts the lag",
+				humanize.Rate(l.AchievedRate), humanize.Rate(l.RequestedRate), l.Dropped, humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		case lag.FellBehind:
 			sched = fmt.Sprintf("LATE: the rate was kept, but 1 %% of the requests left %s or more late (p99 %s, max %s), waiting for the pacer or a free connection; latency counts the lag",
 				humanize.Seconds(load.BehindLag.Seconds()), humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
@@ -190,8 +190,4 @@ func rightAlign(tw table.Writer, from, to int) {
 		cfgs = append(cfgs, table.ColumnConfig{Number: n, Align: text.AlignRight, AlignHeader: text.AlignRight})
 	}
 	tw.SetColumnConfigs(cfgs)
-}
-
-func trimFloat(f float64) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", f), "0"), ".")
 }

@@ -212,7 +212,7 @@ func TestLoadLine_CountsWhatWasSent(t *testing.T) {
 		{
 			name: "all answered",
 			load: result.Load{Method: "GET", URL: "http://127.0.0.1:1/", Model: "open", RequestedRate: 500, AchievedRate: 500, Requests: 1000, Completed: 1000},
-			want: []string{"1000 requests sent at 500.0/s (asked 500.0/s), 0 errors"},
+			want: []string{"1000 requests sent at 500/s (asked 500/s), 0 errors"},
 			not:  []string{"answered"},
 		},
 		{
