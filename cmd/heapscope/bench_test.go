@@ -48,7 +48,7 @@ func TestBenchCompare(t *testing.T) {
 			code: 0,
 			stdout: []string{
 				"B/op", "Worker_Process-2", "160.00 ± 0%", "22.00 ± 0%", "-86.25% (p=0.000 n=10)",
-				"pass   B/op>+5%", "no gate failed (2 decisions)",
+				"PASS   B/op>+5%", "no gate failed (2 decisions)",
 			},
 		},
 		{

@@ -75,7 +75,7 @@ func benchText(w io.Writer, r *bench.Report) error {
 		fmt.Fprintf(&b, "\ngates (alpha %v):\n", r.Alpha)
 		tw := benchTable()
 		for _, d := range r.Decisions {
-			tw.AppendRow(table.Row{benchOutcomeWord(d.Outcome), d.Gate, benchmarkLabel(r, d.Benchmark, d.Config), d.Reason})
+			tw.AppendRow(table.Row{outcomeLabel(d.Outcome), d.Gate, benchmarkLabel(r, d.Benchmark, d.Config), d.Reason})
 		}
 		b.WriteString(trimLines(indentLines(tw.Render(), "  ")))
 		b.WriteString(benchVerdict(r) + "\n")
@@ -146,7 +146,7 @@ func benchMarkdown(w io.Writer, r *bench.Report) error {
 	if len(r.Decisions) > 0 {
 		fmt.Fprintf(&b, "\n### Gates (alpha %v)\n\n| result | gate | benchmark | why |\n|:--|:--|:--|:--|\n", r.Alpha)
 		for _, d := range r.Decisions {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", benchOutcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), humanize.MarkdownText(benchmarkLabel(r, d.Benchmark, d.Config)), humanize.MarkdownText(d.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", outcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), humanize.MarkdownText(benchmarkLabel(r, d.Benchmark, d.Config)), humanize.MarkdownText(d.Reason))
 		}
 	}
 	for _, a := range r.Attributions {
@@ -293,26 +293,6 @@ func benchVerdict(r *bench.Report) string {
 		s += fmt.Sprintf("; %d %s beyond the threshold but not significant: more runs would decide", warns, pluralWord(warns, "change is", "changes are"))
 	}
 	return s
-}
-
-func benchOutcomeWord(o gate.Outcome) string {
-	switch o {
-	case gate.Fail:
-		return "FAIL"
-	case gate.Warn:
-		return "WARN"
-	}
-	return "pass"
-}
-
-func benchOutcomeMark(o gate.Outcome) string {
-	switch o {
-	case gate.Fail:
-		return "❌ fail"
-	case gate.Warn:
-		return "⚠️ warn"
-	}
-	return "✅ pass"
 }
 
 func siteRow(s bench.SiteDelta) table.Row {

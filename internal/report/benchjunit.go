@@ -68,7 +68,7 @@ func benchJUnit(w io.Writer, r *bench.Report) error {
 	}
 	for _, d := range r.Decisions {
 		s := suites[benchConfigKey(d.Config)]
-		line := fmt.Sprintf("gate %s: %s: %s", d.Gate, d.Outcome, d.Reason)
+		line := fmt.Sprintf("gate %s: %s: %s", d.Gate, outcomeLabel(d.Outcome), d.Reason)
 		s.out[d.Benchmark] = append(s.out[d.Benchmark], line)
 		if d.Outcome == gate.Fail {
 			s.fails[d.Benchmark] = append(s.fails[d.Benchmark], d)

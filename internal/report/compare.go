@@ -117,7 +117,7 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 	if len(c.Decisions) > 0 {
 		b.WriteString("\nGates:\n")
 		for _, d := range c.Decisions {
-			fmt.Fprintf(&b, "  %s  %s: %s\n", outcomeWord(d.Outcome), d.Gate, d.Reason)
+			fmt.Fprintf(&b, "  %s  %s: %s\n", outcomeLabel(d.Outcome), d.Gate, d.Reason)
 		}
 		b.WriteString(gateVerdict(c) + "\n")
 	}
@@ -393,26 +393,6 @@ func findingSite(f result.Finding, code func(string) string) string {
 		return ""
 	}
 	return " at " + code(humanize.ShortFunction(f.Function)) + " (" + humanize.Location(f.File, f.Line) + ")"
-}
-
-func outcomeWord(o gate.Outcome) string {
-	switch o {
-	case gate.Fail:
-		return "FAIL"
-	case gate.Warn:
-		return "warn"
-	}
-	return "ok  "
-}
-
-func outcomeMark(o gate.Outcome) string {
-	switch o {
-	case gate.Fail:
-		return "❌ fail"
-	case gate.Warn:
-		return "⚠️ warn"
-	}
-	return "✅ pass"
 }
 
 func gateVerdict(c *compare.Comparison) string {
