@@ -254,7 +254,7 @@ func writeFindings(b *strings.Builder, findings []result.Finding, notes []string
 		}
 		var ev []string
 		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-			ev = append(ev, k+" "+strconv.FormatFloat(f.Evidence[k], 'g', 6, 64))
+			ev = append(ev, k+" "+evidenceValue(k, f.Evidence[k]))
 		}
 		fix := e(f.Fix)
 		for _, esc := range f.Escape {

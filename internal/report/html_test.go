@@ -122,7 +122,7 @@ func TestHTML_Content(t *testing.T) {
 				// own escapes are escaped again, its quotes too.
 				`&amp;amp; &#34;friends&#34;`,
 				"<b>In-use heap grows without bound at one site</b>", "bound the cache &lt;map&gt; &amp; evict",
-				"growth_bytes 3.77487e+07, r2 1", "90%",
+				"growth_bytes 36.0 MiB, r2 1.00", "90%",
 				"<code>worker.go:42: ([]byte)(id) escapes to heap</code>", "<li>lock contention not checked: no mutex profile</li>",
 			},
 			notWant: []string{"No findings.", "<?xml", "No GC pause"},
