@@ -1,13 +1,14 @@
 package diagnose
 
 import (
-	"github.com/google/pprof/profile"
-	"github.com/heapscope/heapscope/internal/humanize"
-
 	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // contention is check 7: the sites where goroutines wait the longest for

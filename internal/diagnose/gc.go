@@ -2,10 +2,11 @@ package diagnose
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // gcPressure is check 5: how often the GC runs, what it costs and how long

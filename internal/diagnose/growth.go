@@ -3,7 +3,6 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"maps"
 	"math"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )

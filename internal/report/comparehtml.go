@@ -3,13 +3,13 @@ package report
 import (
 	"bufio"
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"html"
 	"io"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 

@@ -1,13 +1,12 @@
 package report
 
 import (
-	"github.com/heapscope/heapscope/internal/goldenfile"
-
 	"bytes"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/goldenfile"
 	"github.com/heapscope/heapscope/internal/result"
 )
 

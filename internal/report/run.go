@@ -2,13 +2,13 @@ package report
 
 import (
 	"fmt"
-	"github.com/heapscope/heapscope/internal/humanize"
 	"io"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
