@@ -122,7 +122,8 @@ type Chart struct {
 const (
 	marginLeft  = 80
 	yLabelWidth = 16
-	marginRight = 20
+	// marginRight leaves room for half the last x tick label.
+	marginRight = 32
 	marginTop   = 16
 	titleHeight = 22
 	subHeight   = 16
