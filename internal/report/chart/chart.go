@@ -194,8 +194,14 @@ func (c *Chart) write(b *bufio.Writer) {
 	if c.ID != "" {
 		id = ` id="` + e(c.ID) + `"`
 	}
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart"%s width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="sans-serif" font-size="11">`+"\n",
-		id, width, height, width, height, e(label))
+	points := 0
+	for _, s := range c.Series {
+		points += len(s.Points)
+	}
+	// data-points says how many points the series hold, for tests and
+	// scripts.
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart"%s data-points="%d" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="sans-serif" font-size="11">`+"\n",
+		id, points, width, height, width, height, e(label))
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
 	ty := marginTop
 	if c.Title != "" {

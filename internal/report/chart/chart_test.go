@@ -131,7 +131,7 @@ func TestChart_WriteSVG_elements(t *testing.T) {
 		{
 			name:  "every element",
 			chart: sample(),
-			contains: []string{`id="sample"`, `aria-label="Heap &lt;and&gt; goal"`, ">Heap &lt;and&gt; goal</text>", ">3 GC cycles in 2.5s</text>",
+			contains: []string{`id="sample" data-points="8"`, `aria-label="Heap &lt;and&gt; goal"`, ">Heap &lt;and&gt; goal</text>", ">3 GC cycles in 2.5s</text>",
 				">0 MiB</text>", ">6 MiB</text>", ">0s</text>", ">2.5s</text>", `stroke-dasharray="5 3"`, "<title>GC 1</title>", ">STW</text>",
 				">GC cycle</text>", ">GC pause</text>", ">heap</text>", ">seconds</text>"},
 			count: map[string]int{"<circle": 2, `<line class="stem"`: 1, `<rect class="mark"`: 2, `<rect class="band"`: 1, "<polyline": 3},
