@@ -59,7 +59,9 @@ func writeComparePage(t *testing.T, beforeDir, afterDir string) (*compare.Compar
 		t.Fatalf("compare.Flame gave %d views, want changes and vanished", len(views))
 	}
 	widget := &flame.HTMLWidget{ID: compareWidget, Title: "allocations per " + c.PerUnit, Views: views}
-	page := writeFile(t, "compare.html", func(b *bytes.Buffer) error { return report.CompareHTML(b, c, widget) })
+	page := writeFile(t, "compare.html", func(b *bytes.Buffer) error {
+		return report.Write(b, report.FormatHTML, report.Comparison{Comparison: c, Flame: widget})
+	})
 	return c, views, page
 }
 

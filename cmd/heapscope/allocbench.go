@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
 	"github.com/heapscope/heapscope/internal/atomicfile"
+	"github.com/heapscope/heapscope/internal/report"
 )
 
 type allocbenchOptions struct {
@@ -178,10 +177,8 @@ func runAllocbenchFrom(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 
 // checkAllocbenchOutputs checks the output and threshold flags.
 func checkAllocbenchOutputs(o *allocbenchOptions) error {
-	switch o.format {
-	case "text", "json", "markdown":
-	default:
-		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
+	if _, err := report.ParseFormat(o.format); err != nil {
+		return err
 	}
 	if !(o.alpha > 0 && o.alpha < 1) {
 		return fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
@@ -189,40 +186,28 @@ func checkAllocbenchOutputs(o *allocbenchOptions) error {
 	if !(o.minEffect > 0) {
 		return fmt.Errorf("--min-effect %v: give a relative difference above 0, such as 0.25", o.minEffect)
 	}
-	if ext := strings.ToLower(filepath.Ext(o.out)); o.out != "" && ext != ".svg" && ext != ".html" {
-		return fmt.Errorf("-o %s: the extension picks the format; use .svg or .html", o.out)
+	if o.out != "" {
+		if _, err := report.FormatOf(o.out, report.FormatSVG, report.FormatHTML); err != nil {
+			return fmt.Errorf("-o %s: %w", o.out, err)
+		}
 	}
 	return nil
 }
 
 // writeAllocbenchOutputs prints the report and writes the chart of -o.
 func writeAllocbenchOutputs(e *env, rep *allocbench.Report, o *allocbenchOptions) error {
-	if err := writeAllocbench(e.stdout, rep, o.format); err != nil {
+	doc := report.Allocbench{Report: rep}
+	format, _ := report.ParseFormat(o.format) // checked by checkAllocbenchOutputs
+	if err := report.Write(e.stdout, format, doc); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	if o.out == "" {
 		return nil
 	}
-	err := atomicfile.Write(o.out, func(w io.Writer) error {
-		if strings.ToLower(filepath.Ext(o.out)) == ".svg" {
-			return allocbench.WriteSVG(w, rep)
-		}
-		return allocbench.WriteHTML(w, rep)
-	})
-	if err != nil {
+	out, _ := report.FormatOf(o.out, report.FormatSVG, report.FormatHTML)
+	if err := atomicfile.Write(o.out, func(w io.Writer) error { return report.Write(w, out, doc) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "wrote %s\n", o.out)
 	return nil
-}
-
-func writeAllocbench(w io.Writer, rep *allocbench.Report, format string) error {
-	switch format {
-	case "json":
-		return allocbench.WriteJSON(w, rep)
-	case "markdown":
-		return allocbench.WriteMarkdown(w, rep)
-	default:
-		return allocbench.WriteText(w, rep)
-	}
 }

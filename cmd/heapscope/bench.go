@@ -61,21 +61,13 @@ func (o *benchGateOptions) options() (bench.Options, report.Format, error) {
 // finish writes the report and turns it into the command's outcome: exit 2
 // for errors of the report (--strict), 1 for a failed gate.
 func (o *benchGateOptions) finish(e *env, rep *bench.Report, format report.Format) error {
-	var err error
-	switch format {
-	case report.FormatJSON:
-		err = bench.WriteJSON(e.stdout, rep)
-	case report.FormatMarkdown:
-		err = bench.WriteMarkdown(e.stdout, rep)
-	default:
-		err = bench.WriteText(e.stdout, rep)
-	}
-	if err != nil {
+	doc := report.Bench{Report: rep}
+	if err := report.Write(e.stdout, format, doc); err != nil {
 		return fmt.Errorf("write the comparison: %w", err)
 	}
 	if o.junit != "" {
 		var buf bytes.Buffer
-		if err := bench.WriteJUnit(&buf, rep); err != nil {
+		if err := report.Write(&buf, report.FormatJUnit, doc); err != nil {
 			return fmt.Errorf("write JUnit XML: %w", err)
 		}
 		if err := os.WriteFile(o.junit, buf.Bytes(), 0o644); err != nil {

@@ -48,7 +48,7 @@ func TestBenchCompare(t *testing.T) {
 			code: 0,
 			stdout: []string{
 				"B/op", "Worker_Process-2", "160.00 ± 0%", "22.00 ± 0%", "-86.25% (p=0.000 n=10)",
-				"pass   B/op>+5%", "no gate failed (2 decisions)",
+				"PASS   B/op>+5%", "no gate failed (2 decisions)",
 			},
 		},
 		{
@@ -291,7 +291,7 @@ func TestBenchRun(t *testing.T) {
 		"64.00 ± ∞", "128.00 ± ∞", "+100.00% (p=0.029 n=4)",
 		"FAIL   B/op>+5%",
 		"allocates (B/op +100.00%, allocs/op +100.00%), per op over 20000 iterations of each side with -memprofile",
-		"work.go:8", "+64", "0B → 64", "benchrun.Process",
+		"work.go:8", "+64 B", "0 B → 64 B", "benchrun.Process",
 		"warning: too few runs",
 	} {
 		if !strings.Contains(inv.stdout, w) {

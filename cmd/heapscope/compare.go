@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -108,13 +107,10 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if err != nil {
 		return err
 	}
-	ext := ""
+	var out report.Format
 	if o.out != "" {
-		ext = strings.ToLower(filepath.Ext(o.out))
-		switch ext {
-		case ".html", ".md", ".json", ".txt":
-		default:
-			return fmt.Errorf("-o %s: the extension picks the format: .html, .md, .json or .txt", o.out)
+		if out, err = report.FormatOf(o.out, report.FormatHTML, report.FormatMarkdown, report.FormatJSON, report.FormatText); err != nil {
+			return fmt.Errorf("-o %s: %w", o.out, err)
 		}
 	}
 	if o.sites < 1 {
@@ -143,22 +139,20 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if err != nil {
 		return err
 	}
-	switch ext {
-	case "":
-		err = writeComparison(e.stdout, c, format)
-	case ".html":
-		var widget *flame.HTMLWidget
-		views, ferr := compare.Flame(before, after, c.PerUnit)
-		if ferr != nil {
-			return ferr
+	doc := report.Comparison{Comparison: c}
+	if out == report.FormatHTML {
+		views, err := compare.Flame(before, after, c.PerUnit)
+		if err != nil {
+			return err
 		}
 		if views != nil {
-			widget = &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}
+			doc.Flame = &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}
 		}
-		err = atomicfile.Write(o.out, func(w io.Writer) error { return report.CompareHTML(w, c, widget) })
-	default:
-		f := map[string]report.Format{".md": report.FormatMarkdown, ".json": report.FormatJSON, ".txt": report.FormatText}[ext]
-		err = atomicfile.Write(o.out, func(w io.Writer) error { return writeComparison(w, c, f) })
+	}
+	if o.out == "" {
+		err = report.Write(e.stdout, format, doc)
+	} else {
+		err = atomicfile.Write(o.out, func(w io.Writer) error { return report.Write(w, out, doc) })
 	}
 	if err != nil {
 		return err
@@ -170,16 +164,6 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 		return &codeError{code: exitGateFailed, err: err}
 	}
 	return nil
-}
-
-func writeComparison(w io.Writer, c *compare.Comparison, f report.Format) error {
-	switch f {
-	case report.FormatJSON:
-		return report.CompareJSON(w, c)
-	case report.FormatMarkdown:
-		return report.CompareMarkdown(w, c)
-	}
-	return report.CompareText(w, c)
 }
 
 // readSide reads the run directories of one side, saying what they lack.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/report"
-	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
 )
 
@@ -64,12 +63,6 @@ above is present.`,
 	return cmd
 }
 
-// diagnoseOutput is diagnose's JSON output.
-type diagnoseOutput struct {
-	Findings []result.Finding `json:"findings"`
-	Notes    []string         `json:"notes,omitempty"`
-}
-
 func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions) error {
 	format, err := report.ParseFormat(o.format)
 	if err != nil {
@@ -106,13 +99,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 		fmt.Fprintf(e.stderr, "heapscope: warning: %v\n", w)
 	}
 
-	switch format {
-	case report.FormatJSON:
-		err = writeJSON(e.stdout, diagnoseOutput{Findings: rep.Findings, Notes: rep.Notes})
-	default:
-		err = report.Findings(e.stdout, rep.Findings, rep.Notes, format)
-	}
-	if err != nil {
+	if err := report.Write(e.stdout, format, report.Findings{Findings: rep.Findings, Notes: rep.Notes}); err != nil {
 		return err
 	}
 	if n := diagnose.CountAtLeast(rep.Findings, gate); gate >= 0 && n > 0 {

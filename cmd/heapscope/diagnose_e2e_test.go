@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -65,7 +66,7 @@ func TestDiagnose_BundledServices(t *testing.T) {
 	if got.code != exitGateFailed || !strings.Contains(got.stderr, "severity high or above") {
 		t.Errorf("diagnose --fail-on high of the leaky run: exit %d, stderr %q; want 1", got.code, got.stderr)
 	}
-	var out diagnoseOutput
+	var out report.Findings
 	if err := json.Unmarshal([]byte(got.stdout), &out); err != nil || findingAt(out.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend) == nil {
 		t.Errorf("diagnose of the run directory lost the leak finding (%v):%s", err, describe(out.Findings))
 	}
@@ -96,7 +97,7 @@ func TestDiagnose_BundledServices(t *testing.T) {
 			t.Errorf("text output: the finding %q does not carry %q:\n%s", title, why, text.stdout)
 		}
 		js := heapscope(t, "diagnose", leakyDir, "--source", root, "--format", "json")
-		var out diagnoseOutput
+		var out report.Findings
 		if err := json.Unmarshal([]byte(js.stdout), &out); err != nil {
 			t.Fatalf("diagnose --source --format json: %v\n%s", err, js.stderr)
 		}

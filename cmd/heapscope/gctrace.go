@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -65,13 +64,13 @@ command's own code when it failed; 130 interrupted.`,
 }
 
 func runGCTrace(ctx context.Context, e *env, args []string, dash int, o *gctraceOptions) error {
-	format, err := report.ParseFormat(o.format)
-	if err != nil || format == report.FormatMarkdown {
-		return fmt.Errorf("--format %q: give text or json", o.format)
+	format, err := report.ParseFormat(o.format, report.FormatText, report.FormatJSON)
+	if err != nil {
+		return err
 	}
 	if o.plot != "" {
-		if ext := filepath.Ext(o.plot); ext != ".svg" && ext != ".html" {
-			return fmt.Errorf("--plot %s: give a file ending in .svg or .html", o.plot)
+		if _, err := report.FormatOf(o.plot, report.FormatSVG, report.FormatHTML); err != nil {
+			return fmt.Errorf("--plot %s: %w", o.plot, err)
 		}
 	}
 	if dash >= 0 {
@@ -110,9 +109,11 @@ func runGCTrace(ctx context.Context, e *env, args []string, dash int, o *gctrace
 // gctraceReport writes the summary, and the plot when asked.
 func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOptions) error {
 	s := gcstats.Summarize(t)
+	doc := report.GCTrace{Summary: &s}
 	if o.plot != "" {
+		plot, _ := report.FormatOf(o.plot, report.FormatSVG, report.FormatHTML) // checked by runGCTrace
 		var buf bytes.Buffer
-		if err := report.GCTracePlot(&buf, &s, filepath.Ext(o.plot) == ".html"); err != nil {
+		if err := report.Write(&buf, plot, doc); err != nil {
 			return fmt.Errorf("draw %s: %w", o.plot, err)
 		}
 		if err := atomicfile.WriteBytes(o.plot, buf.Bytes()); err != nil {
@@ -120,7 +121,7 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.plot)
 	}
-	return report.GCTrace(e.stdout, &s, format)
+	return report.Write(e.stdout, format, doc)
 }
 
 // gctraceStopDelay is how long an interrupted command has to exit before

@@ -223,7 +223,7 @@ func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report
 	if err != nil {
 		return err
 	}
-	if err := printRun(e, res, dir, format); err != nil {
+	if err := report.Write(e.stdout, format, report.Run{Result: res, Dir: dir}); err != nil {
 		return err
 	}
 	switch {
@@ -233,15 +233,4 @@ func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report
 		return &codeError{code: exitPartial, err: fmt.Errorf("run %s: %d step(s) not collected, see %s", res.Status, len(res.Failures), dir)}
 	}
 	return nil
-}
-
-func printRun(e *env, res *result.Run, dir string, format report.Format) error {
-	switch format {
-	case report.FormatJSON:
-		return writeJSON(e.stdout, res)
-	case report.FormatMarkdown:
-		return report.Markdown(e.stdout, res)
-	default:
-		return report.Summary(e.stdout, res, dir)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/heapscope/heapscope/examples"
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rss"
 )
@@ -89,7 +90,7 @@ func TestRSS_profileDiagnoseAndRSSAgree(t *testing.T) {
 	if diag.code != exitOK {
 		t.Fatalf("diagnose: exit %d: %s", diag.code, diag.stderr)
 	}
-	var again diagnoseOutput
+	var again report.Findings
 	if err := json.Unmarshal([]byte(diag.stdout), &again); err != nil {
 		t.Fatalf("diagnose: %v\n%s", err, diag.stdout)
 	}

@@ -58,7 +58,7 @@ func runTop(e *env, path string, o *topOptions) error {
 	if err != nil {
 		return fmt.Errorf("top of %s: %w", path, err)
 	}
-	return report.Top(e.stdout, run.TopTable(tab, path, ""), format)
+	return report.Write(e.stdout, format, report.Top{Table: run.TopTable(tab, path, "")})
 }
 
 // readStacks streams the profile at path (a file, or stdin for "-")

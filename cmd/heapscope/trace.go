@@ -14,6 +14,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -67,12 +68,15 @@ shaded, stop-the-world pauses marked beneath.`,
 }
 
 func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
-	if o.format != "text" && o.format != "json" {
-		return fmt.Errorf("--format %q: want text or json", o.format)
+	format, err := report.ParseFormat(o.format, report.FormatText, report.FormatJSON)
+	if err != nil {
+		return err
 	}
-	ext := strings.ToLower(filepath.Ext(o.out))
-	if o.out != "" && ext != ".svg" && ext != ".html" {
-		return fmt.Errorf("-o %s: the extension picks the format; use .svg or .html", o.out)
+	var out report.Format
+	if o.out != "" {
+		if out, err = report.FormatOf(o.out, report.FormatSVG, report.FormatHTML); err != nil {
+			return fmt.Errorf("-o %s: %w", o.out, err)
+		}
 	}
 	data, title, err := traceInput(cmd, e, arg, o)
 	if err != nil {
@@ -82,22 +86,14 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", title, err)
 	}
+	doc := report.Trace{Timeline: tl, Title: title}
 	if o.out != "" {
-		err := atomicfile.Write(o.out, func(w io.Writer) error {
-			if ext == ".svg" {
-				return exectrace.WriteSVG(w, tl, "GC timeline of "+title)
-			}
-			return exectrace.WriteHTML(w, tl, "GC timeline of "+title)
-		})
-		if err != nil {
+		if err := atomicfile.Write(o.out, func(w io.Writer) error { return report.Write(w, out, doc) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.out)
 	}
-	if o.format == "json" {
-		return exectrace.WriteJSON(e.stdout, tl)
-	}
-	return exectrace.WriteText(e.stdout, tl, title)
+	return report.Write(e.stdout, format, doc)
 }
 
 // traceInput reads the trace named by arg: a file, stdin, or a trace

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // allocating keeps a goroutine allocating with a small GOGC until the
@@ -55,7 +55,7 @@ func TestTrace_Target(t *testing.T) {
 	if got.code != exitOK {
 		t.Fatalf("exit %d: %s", got.code, got.stderr)
 	}
-	var res exectrace.Result
+	var res result.Trace
 	if err := json.Unmarshal([]byte(got.stdout), &res); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, got.stdout)
 	}

@@ -1,7 +1,6 @@
 package allocbench
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -170,27 +169,13 @@ func TestMinP(t *testing.T) {
 	}
 }
 
-func TestWrite_golden(t *testing.T) {
+// TestReport_JSON checks the report of the regression's samples as
+// allocbench --format json prints it, which --from reads back and
+// report's tests render.
+func TestReport_JSON(t *testing.T) {
 	r, err := Analyse(regressionSamples(5), []Pattern{sparsePtr, sparseNoptr}, threeChains, 64<<20, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name  string
-		write func(*bytes.Buffer, *Report) error
-	}{
-		{"regression.txt", func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) }},
-		{"regression.md", func(b *bytes.Buffer, r *Report) error { return WriteMarkdown(b, r) }},
-		{"regression.json", func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) }},
-		{"regression.svg", func(b *bytes.Buffer, r *Report) error { return WriteSVG(b, r) }},
-		{"regression.html", func(b *bytes.Buffer, r *Report) error { return WriteHTML(b, r) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := tc.write(&b, r); err != nil {
-				t.Fatal(err)
-			}
-			goldenfile.Check(t, "testdata/golden/"+tc.name, b.Bytes())
-		})
-	}
+	goldenfile.Check(t, "testdata/golden/regression.json", mustJSON(t, r))
 }

@@ -21,7 +21,8 @@
 //     heap RSS per heap byte differs between two toolchains both
 //     significantly (Mann-Whitney U test, as benchstat) and by at least a
 //     minimum effect.
-//  5. WriteText, WriteJSON, WriteSVG and WriteHTML render the report.
+//  5. report.Allocbench renders the report (text, Markdown, JSON, SVG,
+//     HTML); ReadSaved reads its JSON back.
 //
 // Why the GC is off in the child: a GC cycle reads every pointer-holding
 // object, and on kernels that do not map the shared zero page on a read

@@ -11,8 +11,8 @@ import (
 // about 300 KiB.
 const maxSaved = 64 << 20
 
-// Saved is what ReadSaved recovers of a report written by WriteJSON: the
-// runs and what they were run with, enough to analyse them again.
+// Saved is what ReadSaved recovers of a report saved as JSON: the runs
+// and what they were run with, enough to analyse them again.
 type Saved struct {
 	Toolchains []Toolchain
 	Patterns   []Pattern
@@ -20,8 +20,8 @@ type Saved struct {
 	Runs       []Sample
 }
 
-// ReadSaved reads a report written by WriteJSON (allocbench --format
-// json) and returns its runs, with the patterns they cover in the
+// ReadSaved reads a report saved as JSON (allocbench --format json, a
+// Report as encoding/json writes it) and returns its runs, with the patterns they cover in the
 // matrix's order, so that Analyse can summarise them again, with other
 // thresholds or into another format.
 func ReadSaved(r io.Reader) (*Saved, error) {

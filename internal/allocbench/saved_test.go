@@ -2,6 +2,7 @@ package allocbench
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -11,11 +12,7 @@ func TestReadSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := ReadSaved(&buf)
+	s, err := ReadSaved(bytes.NewReader(mustJSON(t, r)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,11 +20,8 @@ func TestReadSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a, b bytes.Buffer
-	WriteText(&a, r)
-	WriteText(&b, again)
-	if a.String() != b.String() {
-		t.Errorf("the saved report analyses to another table:\n%s\nwant\n%s", b.String(), a.String())
+	if a, b := mustJSON(t, r), mustJSON(t, again); !bytes.Equal(a, b) {
+		t.Errorf("the saved report analyses to another report:\n%s\nwant\n%s", b, a)
 	}
 }
 
@@ -55,11 +49,7 @@ func FuzzReadSaved(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(buf.Bytes())
+	f.Add(mustJSON(f, r))
 	f.Add([]byte(`{"toolchains":[{"name":"local"}],"live_bytes":1,"runs":[{"pattern":"large-ptr-slice-retained-sparse","toolchain":"other"}]}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -67,14 +57,24 @@ func FuzzReadSaved(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Whatever it accepts, Analyse must take without panicking.
+		// Whatever it accepts, Analyse must take without panicking, and
+		// what it makes of it encodes.
 		rep, err := Analyse(s.Runs, s.Patterns, s.Toolchains, s.LiveBytes, Options{})
 		if err != nil {
 			return
 		}
-		var out bytes.Buffer
-		if err := WriteText(&out, rep); err != nil {
-			t.Fatal(err)
-		}
+		mustJSON(t, rep)
 	})
+}
+
+// mustJSON encodes a report as allocbench --format json prints it.
+func mustJSON(t testing.TB, r *Report) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

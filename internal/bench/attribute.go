@@ -34,17 +34,6 @@ type Attribution struct {
 	Err string `json:"error,omitempty"`
 }
 
-func (a Attribution) heading(r *Report) string {
-	s := "where " + r.benchmarkLabel(a.Benchmark, a.Config) + " allocates"
-	if len(a.Regressed) > 0 {
-		s += " (" + strings.Join(a.Regressed, ", ") + ")"
-	}
-	if a.Iters > 0 {
-		s += fmt.Sprintf(", per op over %d iterations of each side with -memprofile", a.Iters)
-	}
-	return s
-}
-
 // SiteDelta is one allocation site's figures per op on both sides.
 type SiteDelta struct {
 	Function string `json:"function"`

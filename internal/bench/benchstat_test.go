@@ -141,7 +141,7 @@ func TestCompare_agreesWithBenchstat(t *testing.T) {
 						got.newCenter, got.newCI = fmt.Sprint(r.New.Center), r.New.Range
 					}
 					if r.Delta != nil {
-						got.delta, got.p = r.Delta.Text, statString(r.Delta)
+						got.delta, got.p = r.Delta.Text, r.Delta.Stat()
 					}
 					if got != w {
 						t.Errorf("%s:\n got %+v\nwant %+v (benchstat)", key, got, w)

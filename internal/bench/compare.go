@@ -12,6 +12,8 @@ import (
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 	"golang.org/x/perf/benchproc"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 // Defaults of Options.
@@ -57,7 +59,7 @@ type Options struct {
 	// same name across packages.
 	Ignore string
 	// Gates are evaluated against every comparison they select.
-	Gates []Gate
+	Gates []gate.Gate
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -109,14 +111,14 @@ type Report struct {
 
 // Failed reports whether a gate failed.
 func (r *Report) Failed() bool {
-	return slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Outcome == Fail })
+	return slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Outcome == gate.Fail })
 }
 
 // Failures returns the decisions that failed.
 func (r *Report) Failures() []Decision {
 	var out []Decision
 	for _, d := range r.Decisions {
-		if d.Outcome == Fail {
+		if d.Outcome == gate.Fail {
 			out = append(out, d)
 		}
 	}
@@ -145,6 +147,15 @@ type Table struct {
 // ConfigValue is one key of a file configuration.
 type ConfigValue struct {
 	Key, Value string
+}
+
+// configKey is a configuration as one comparable string.
+func configKey(c []ConfigValue) string {
+	var b strings.Builder
+	for _, kv := range c {
+		b.WriteString(kv.Key + "\x00" + kv.Value + "\x00")
+	}
+	return b.String()
 }
 
 // configGet returns the value of a configuration key, or "".

@@ -21,8 +21,9 @@
 //     significant and beyond its threshold; a delta beyond the threshold
 //     that is not significant is a warning.
 //
-// The Report holds every number, the decisions and the warnings as data;
-// WriteText, WriteMarkdown, WriteJSON and WriteJUnit render it.
+// The Report holds every number, the decisions and the warnings as data,
+// and encodes itself as JSON; report.Bench renders it (text, Markdown,
+// JSON, JUnit XML). Gates and their outcomes are internal/gate's.
 //
 // Run is the side-effecting half behind heapscope bench run: it runs the
 // benchmarks of a working tree and of a git ref checked out in a temporary
@@ -34,7 +35,7 @@
 //
 // The benchmark files under testdata/bench are real go test output of the
 // bundled example services: regenerate them with go generate, then refresh
-// the golden files with go test -update.
+// the golden files with go test -update (here and in internal/report).
 package bench
 
 //go:generate go run ./internal/gen -out testdata/bench

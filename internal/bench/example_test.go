@@ -2,10 +2,10 @@ package bench_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 func ExampleParseGate() {
@@ -34,11 +34,11 @@ func ExampleCompare() {
 		}
 		return b.String()
 	}
-	gate, _ := bench.ParseGate("B/op>+5%")
+	g, _ := bench.ParseGate("B/op>+5%")
 	rep, err := bench.Compare(
 		bench.Input{Label: "old.txt", R: strings.NewReader(lines(160))},
 		bench.Input{Label: "new.txt", R: strings.NewReader(lines(200))},
-		bench.Options{Gates: []bench.Gate{gate}},
+		bench.Options{Gates: []gate.Gate{g}},
 	)
 	if err != nil {
 		fmt.Println(err)
@@ -47,18 +47,6 @@ func ExampleCompare() {
 	for _, d := range rep.Decisions {
 		fmt.Println(d.Outcome, d.Benchmark, d.Reason)
 	}
-	bench.WriteText(os.Stdout, rep)
 	// Output:
 	// fail Process-8 B/op +25.00% is beyond +5% and significant (p=0.000 n=10)
-	// pkg: example.com/cache
-	// B/op           old.txt      new.txt   vs base
-	// Process-8   160.0 ± 0%   200.0 ± 0%   +25.00% (p=0.000 n=10)
-	//
-	// allocs/op      old.txt      new.txt   vs base
-	// Process-8   2.000 ± 0%   2.000 ± 0%   ~ (p=1.000 n=10) ¹
-	// ¹ all samples are equal
-	//
-	// gates (alpha 0.05):
-	//   FAIL   B/op>+5%   Process-8   B/op +25.00% is beyond +5% and significant (p=0.000 n=10)
-	// 1 of 1 gate decision failed
 }

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchunit"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 // GateSyntax is the accepted form of a gate, for messages and help.
@@ -16,138 +16,22 @@ const GateSyntax = `[NAME_REGEX:]UNIT>THRESHOLD or [NAME_REGEX:]UNIT<THRESHOLD, 
 	`THRESHOLD a relative change such as +5% or an absolute one in the unit such as 100; ` +
 	`for example 'B/op>+5%', 'Process.*:allocs/op>+0%', 'sec/op>+10%', 'ns/op>50', 'B/s<-5%'`
 
-// Gate fails a comparison whose change is significant and beyond a
-// threshold. It is written [NAME_REGEX:]UNIT>THRESHOLD, or with < for
-// units where lower is worse:
-//
-//	B/op>+5%                  bytes per op grow by more than 5 %
-//	Process.*:allocs/op>+0%   any growth of allocations in benchmarks matching Process.*
-//	ns/op>50                  time per op grows by more than 50 ns
-//	MB/s<-5%                  throughput falls by more than 5 %
-//
-// A threshold without a sign points the way of the operator (> +T, < -T).
-// NAME_REGEX is searched for, unanchored, in the full benchmark name as the
-// table shows it (Worker_Process-2) and in the name with its Benchmark
-// prefix. The unit is matched after tidying, so ns/op gates sec/op and an
-// absolute threshold is converted with it (50 ns/op is 5e-8 sec/op).
-type Gate struct {
-	// Expr is the gate as written.
-	Expr string
-	// Name selects benchmarks; nil selects all of them.
-	Name *regexp.Regexp
-	// Unit is the tidied unit the gate applies to.
-	Unit string
-	// Higher is true for >: the gate fails on changes above Threshold;
-	// false for <: it fails on changes below it.
-	Higher bool
-	// Threshold is a fraction (0.05 for +5%) when Relative, otherwise an
-	// absolute change in Unit.
-	Threshold float64
-	Relative  bool
-	// display is the threshold as written, with the sign made explicit.
-	display string
-}
-
-// ParseGate parses a gate expression. Its errors quote the accepted form.
-func ParseGate(expr string) (Gate, error) {
-	s := strings.TrimSpace(expr)
-	bad := func(why string) (Gate, error) {
-		return Gate{}, fmt.Errorf("gate %q: %s; want %s", expr, why, GateSyntax)
-	}
-	// The threshold holds neither < nor >, the name's regexp may.
-	i := strings.LastIndexAny(s, "<>")
-	if i < 0 {
-		return bad("no > or < between the unit and the threshold")
-	}
-	g := Gate{Expr: s, Higher: s[i] == '>'}
-	lhs, rhs := s[:i], strings.TrimSpace(s[i+1:])
-	name, unit := "", lhs
-	if j := strings.LastIndexByte(lhs, ':'); j >= 0 {
-		name, unit = lhs[:j], lhs[j+1:]
-	}
-	unit = strings.TrimSpace(unit)
-	switch {
-	case strings.HasPrefix(rhs, "=") || strings.HasSuffix(lhs, "=") || strings.HasSuffix(lhs, "<") || strings.HasSuffix(lhs, ">"):
-		return bad("a single > or < compares, not >= or <=")
-	case unit == "":
-		return bad("no unit before " + string(s[i]))
-	case strings.ContainsAny(unit, " \t=<>"):
-		return bad(fmt.Sprintf("unit %q has a space or an operator in it", unit))
-	}
-	if name = strings.TrimSpace(name); name != "" {
-		re, err := regexp.Compile(name)
-		if err != nil {
-			return bad(fmt.Sprintf("name %q is not a regular expression: %v", name, err))
-		}
-		g.Name = re
-	}
-
-	num := rhs
-	g.Relative = strings.HasSuffix(num, "%")
-	num = strings.TrimSpace(strings.TrimSuffix(num, "%"))
-	if num == "" {
-		return bad("no threshold after " + string(s[i]))
-	}
-	signed := num[0] == '+' || num[0] == '-'
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || strings.ContainsAny(num, "xXpP_") {
-		return bad(fmt.Sprintf("threshold %q is not a number", rhs))
-	}
-	if !signed && !g.Higher {
-		v = -v
-	}
-	if g.Relative {
-		g.display = strconv.FormatFloat(v, 'f', -1, 64) + "%"
-		g.Threshold = v / 100
-		_, g.Unit = benchunit.Tidy(1, unit)
-	} else {
-		g.display = strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
-		g.Threshold, g.Unit = benchunit.Tidy(v, unit)
-	}
-	if v >= 0 {
-		g.display = "+" + g.display
+// ParseGate parses a gate on benchmarks (see gate.Gate): its NAME_REGEX
+// is searched for, unanchored, in the full benchmark name as the table
+// shows it (Worker_Process-2) and in the name with its Benchmark prefix.
+// Its errors quote the accepted form.
+func ParseGate(expr string) (gate.Gate, error) {
+	g, err := gate.Parse(expr)
+	if err != nil {
+		return gate.Gate{}, fmt.Errorf("%w; want %s", err, GateSyntax)
 	}
 	return g, nil
 }
 
-// String returns the gate as written.
-func (g Gate) String() string { return g.Expr }
-
-// matches reports whether the gate selects the benchmark named name.
-func (g Gate) matches(name string) bool {
-	return g.Name == nil || g.Name.MatchString(name) || g.Name.MatchString("Benchmark"+name)
+// selects reports whether the gate selects the benchmark named name.
+func selects(g gate.Gate, name string) bool {
+	return g.Matches(name) || g.Matches("Benchmark"+name)
 }
-
-// beyond reports whether a change is beyond the threshold, strictly: a
-// change equal to it up to rounding (105/100−1 is 0.050000000000000044) is
-// not beyond.
-func (g Gate) beyond(change float64) bool {
-	if math.IsNaN(change) {
-		return false
-	}
-	over := change - g.Threshold
-	if !g.Higher {
-		over = -over
-	}
-	if math.IsInf(over, 0) {
-		return over > 0
-	}
-	return over > 1e-9*max(math.Abs(g.Threshold), math.Abs(change))
-}
-
-// Outcome is what a gate decided for one comparison.
-type Outcome string
-
-// The outcomes of a gate.
-const (
-	// Pass: the change is within the threshold (significant or not).
-	Pass Outcome = "pass"
-	// Warn: the change is beyond the threshold but not significant; more
-	// runs would decide.
-	Warn Outcome = "warn"
-	// Fail: the change is significant and beyond the threshold.
-	Fail Outcome = "fail"
-)
 
 // Decision is one gate's verdict on one benchmark of one table.
 type Decision struct {
@@ -165,7 +49,7 @@ type Decision struct {
 	N1, N2   int
 	// Significant and Beyond are the two conditions of a failure.
 	Significant, Beyond bool
-	Outcome             Outcome
+	Outcome             gate.Outcome
 	// Reason says why, in a sentence: "B/op +38.20% is beyond +5% and
 	// significant (p=0.000 n=10)".
 	Reason string
@@ -174,7 +58,7 @@ type Decision struct {
 // evaluate applies the gates to every row they select. A gate whose unit
 // no benchmark reports, or whose name selects no benchmark compared on both
 // sides, is an error: a gate that checks nothing must not pass silently.
-func evaluate(rep *Report, gates []Gate) error {
+func evaluate(rep *Report, gates []gate.Gate) error {
 	var errs []error
 	for _, g := range gates {
 		rep.Gates = append(rep.Gates, g.Expr)
@@ -191,7 +75,7 @@ func evaluate(rep *Report, gates []Gate) error {
 				}
 			}
 			for _, r := range t.Rows {
-				if r.Delta == nil || !g.matches(r.Name) {
+				if r.Delta == nil || !selects(g, r.Name) {
 					continue
 				}
 				matched++
@@ -210,7 +94,7 @@ func evaluate(rep *Report, gates []Gate) error {
 	return errors.Join(errs...)
 }
 
-func decide(g Gate, t Table, r Row) Decision {
+func decide(g gate.Gate, t Table, r Row) Decision {
 	d := Decision{
 		Gate: g.Expr, Benchmark: r.Name, Config: t.Config, Unit: t.Unit,
 		Old: r.Old.Center, New: r.New.Center,
@@ -222,22 +106,22 @@ func decide(g Gate, t Table, r Row) Decision {
 	if g.Relative {
 		d.Change = r.Delta.Relative
 	}
-	d.Beyond = g.beyond(d.Change)
+	d.Beyond = g.Beyond(d.Change)
 	change := formatChange(d.Change, g.Relative, t.Unit)
-	stat := statString(r.Delta)
+	stat := r.Delta.Stat()
 	switch {
 	case d.Beyond && d.Significant:
-		d.Outcome = Fail
-		d.Reason = fmt.Sprintf("%s %s is beyond %s and significant (%s)", t.Unit, change, g.display, stat)
+		d.Outcome = gate.Fail
+		d.Reason = fmt.Sprintf("%s %s is beyond %s and significant (%s)", t.Unit, change, g.Display(), stat)
 	case d.Beyond:
-		d.Outcome = Warn
-		d.Reason = fmt.Sprintf("%s %s is beyond %s but not significant (%s): more runs would decide", t.Unit, change, g.display, stat)
+		d.Outcome = gate.Warn
+		d.Reason = fmt.Sprintf("%s %s is beyond %s but not significant (%s): more runs would decide", t.Unit, change, g.Display(), stat)
 	case d.Significant:
-		d.Outcome = Pass
-		d.Reason = fmt.Sprintf("%s %s is within %s (%s)", t.Unit, change, g.display, stat)
+		d.Outcome = gate.Pass
+		d.Reason = fmt.Sprintf("%s %s is within %s (%s)", t.Unit, change, g.Display(), stat)
 	default:
-		d.Outcome = Pass
-		d.Reason = fmt.Sprintf("%s %s is within %s and not significant (%s)", t.Unit, change, g.display, stat)
+		d.Outcome = gate.Pass
+		d.Reason = fmt.Sprintf("%s %s is within %s and not significant (%s)", t.Unit, change, g.Display(), stat)
 	}
 	return d
 }
@@ -258,8 +142,9 @@ func formatChange(v float64, relative bool, unit string) string {
 	return "+" + s + " " + unit
 }
 
-// statString is benchstat's "(p=0.000 n=10)" without the parentheses.
-func statString(d *Delta) string {
+// Stat is benchstat's "(p=0.000 n=10)" without the parentheses: the
+// p-value when there is one, and the runs on each side.
+func (d *Delta) Stat() string {
 	var s string
 	if d.P != 0 {
 		s = fmt.Sprintf("p=%0.3f ", d.P)

@@ -4,56 +4,9 @@ import (
 	"math"
 	"strings"
 	"testing"
-)
 
-func TestParseGate(t *testing.T) {
-	cases := []struct {
-		expr      string
-		name      string // regexp, "" for none
-		unit      string
-		higher    bool
-		threshold float64
-		relative  bool
-	}{
-		{"B/op>+5%", "", "B/op", true, 0.05, true},
-		{"B/op>5%", "", "B/op", true, 0.05, true},
-		{" B/op > +5 % ", "", "B/op", true, 0.05, true},
-		{"Process.*:allocs/op>+0%", "Process.*", "allocs/op", true, 0, true},
-		{"sec/op>+10%", "", "sec/op", true, 0.10, true},
-		{"ns/op>+10%", "", "sec/op", true, 0.10, true},
-		{"ns/op>50", "", "sec/op", true, 50e-9, false},
-		{"B/op>1024", "", "B/op", true, 1024, false},
-		{"MB/s<-5%", "", "B/s", false, -0.05, true},
-		{"MB/s<5%", "", "B/s", false, -0.05, true},
-		{"MB/s<-2", "", "B/s", false, -2e6, false},
-		{"B/op>-5%", "", "B/op", true, -0.05, true},
-		{"B/op>1.5e1%", "", "B/op", true, 0.15, true},
-		{"(?:Get|Put):B/op>+1%", "(?:Get|Put)", "B/op", true, 0.01, true},
-		{"(?P<x>Get):B/op>+1%", "(?P<x>Get)", "B/op", true, 0.01, true},
-		{"custom-unit>+3%", "", "custom-unit", true, 0.03, true},
-		{":B/op>+1%", "", "B/op", true, 0.01, true},
-	}
-	for _, c := range cases {
-		t.Run(c.expr, func(t *testing.T) {
-			g, err := ParseGate(c.expr)
-			if err != nil {
-				t.Fatalf("ParseGate: %v", err)
-			}
-			name := ""
-			if g.Name != nil {
-				name = g.Name.String()
-			}
-			if name != c.name || g.Unit != c.unit || g.Higher != c.higher || g.Relative != c.relative ||
-				math.Abs(g.Threshold-c.threshold) > 1e-15 {
-				t.Errorf("got name %q unit %q higher %v threshold %v relative %v, want %q %q %v %v %v",
-					name, g.Unit, g.Higher, g.Threshold, g.Relative, c.name, c.unit, c.higher, c.threshold, c.relative)
-			}
-			if g.String() != strings.TrimSpace(c.expr) {
-				t.Errorf("String() = %q, want the expression as written", g.String())
-			}
-		})
-	}
-}
+	"github.com/heapscope/heapscope/internal/gate"
+)
 
 func TestParseGate_malformed(t *testing.T) {
 	cases := []struct {
@@ -94,7 +47,9 @@ func TestParseGate_malformed(t *testing.T) {
 	}
 }
 
-func TestGate_matches(t *testing.T) {
+// TestGate_selects checks that a gate's name is searched for in the
+// benchmark's name as the table shows it and with its Benchmark prefix.
+func TestGate_selects(t *testing.T) {
 	g := mustGates(t, "^Worker_Process-:B/op>1%", "^BenchmarkWorker:B/op>1%", "Evicting:B/op>1%")
 	cases := []struct {
 		gate  int
@@ -109,8 +64,8 @@ func TestGate_matches(t *testing.T) {
 		{2, "Worker_Process", false},
 	}
 	for _, c := range cases {
-		if got := g[c.gate].matches(c.name); got != c.match {
-			t.Errorf("%s matches %s = %v, want %v", g[c.gate], c.name, got, c.match)
+		if got := selects(g[c.gate], c.name); got != c.match {
+			t.Errorf("%s selects %s = %v, want %v", g[c.gate], c.name, got, c.match)
 		}
 	}
 }
@@ -125,34 +80,34 @@ func TestCompare_gateDecisions(t *testing.T) {
 		old, new    []float64
 		unit        string
 		gate        string
-		outcome     Outcome
+		outcome     gate.Outcome
 		significant bool
 		reason      string
 	}{
 		{"significant small regression under threshold passes",
-			spread(1000, 0.001, n), spread(1020, 0.001, n), "B/op", "B/op>+5%", Pass, true, "within +5%"},
+			spread(1000, 0.001, n), spread(1020, 0.001, n), "B/op", "B/op>+5%", gate.Pass, true, "within +5%"},
 		{"significant large regression fails",
-			spread(1000, 0.001, n), spread(1200, 0.001, n), "B/op", "B/op>+5%", Fail, true, "B/op +20.00% is beyond +5% and significant (p=0.000 n=10)"},
+			spread(1000, 0.001, n), spread(1200, 0.001, n), "B/op", "B/op>+5%", gate.Fail, true, "B/op +20.00% is beyond +5% and significant (p=0.000 n=10)"},
 		{"large but not significant warns",
-			spread(1000, 0.5, n), append(spread(1000, 0.5, n-1), 5000), "sec/op", "sec/op>+5%", Warn, false, "but not significant"},
+			spread(1000, 0.5, n), append(spread(1000, 0.5, n-1), 5000), "sec/op", "sec/op>+5%", gate.Warn, false, "but not significant"},
 		{"improvement passes",
-			spread(1000, 0.001, n), spread(500, 0.001, n), "B/op", "B/op>+5%", Pass, true, "B/op -50.00% is within +5%"},
+			spread(1000, 0.001, n), spread(500, 0.001, n), "B/op", "B/op>+5%", gate.Pass, true, "B/op -50.00% is within +5%"},
 		{"exactly at the threshold passes",
-			repeat(100, n), repeat(105, n), "B/op", "B/op>+5%", Pass, true, "within"},
+			repeat(100, n), repeat(105, n), "B/op", "B/op>+5%", gate.Pass, true, "within"},
 		{"any allocation more fails a +0% gate",
-			repeat(2, n), repeat(3, n), "allocs/op", "allocs/op>+0%", Fail, true, "+50.00%"},
+			repeat(2, n), repeat(3, n), "allocs/op", "allocs/op>+0%", gate.Fail, true, "+50.00%"},
 		{"from zero allocations",
-			repeat(0, n), repeat(1, n), "allocs/op", "allocs/op>+0%", Fail, true, "+∞%"},
+			repeat(0, n), repeat(1, n), "allocs/op", "allocs/op>+0%", gate.Fail, true, "+∞%"},
 		{"absolute threshold in ns",
-			spread(100, 0.001, n), spread(160, 0.001, n), "ns/op", "ns/op>50", Fail, true, "sec/op +60.00n sec/op is beyond +50 ns/op"},
+			spread(100, 0.001, n), spread(160, 0.001, n), "ns/op", "ns/op>50", gate.Fail, true, "sec/op +60.00n sec/op is beyond +50 ns/op"},
 		{"absolute threshold not reached",
-			spread(100, 0.001, n), spread(140, 0.001, n), "ns/op", "ns/op>50", Pass, true, "within +50 ns/op"},
+			spread(100, 0.001, n), spread(140, 0.001, n), "ns/op", "ns/op>50", gate.Pass, true, "within +50 ns/op"},
 		{"lower is worse: throughput drop fails",
-			spread(100, 0.001, n), spread(80, 0.001, n), "MB/s", "MB/s<-5%", Fail, true, "B/s -20.00% is beyond -5%"},
+			spread(100, 0.001, n), spread(80, 0.001, n), "MB/s", "MB/s<-5%", gate.Fail, true, "B/s -20.00% is beyond -5%"},
 		{"lower is worse: throughput rise passes",
-			spread(100, 0.001, n), spread(120, 0.001, n), "MB/s", "MB/s<-5%", Pass, true, "within -5%"},
+			spread(100, 0.001, n), spread(120, 0.001, n), "MB/s", "MB/s<-5%", gate.Pass, true, "within -5%"},
 		{"custom unit",
-			spread(10, 0.001, n), spread(12, 0.001, n), "frames/op", "frames/op>+10%", Fail, true, "frames/op +20.00%"},
+			spread(10, 0.001, n), spread(12, 0.001, n), "frames/op", "frames/op>+10%", gate.Fail, true, "frames/op +20.00%"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,7 +124,7 @@ func TestCompare_gateDecisions(t *testing.T) {
 			if !strings.Contains(d.Reason, c.reason) {
 				t.Errorf("reason %q does not say %q", d.Reason, c.reason)
 			}
-			if got := rep.Failed(); got != (c.outcome == Fail) {
+			if got := rep.Failed(); got != (c.outcome == gate.Fail) {
 				t.Errorf("Failed() = %v", got)
 			}
 			if d.Benchmark != "Process-2" || configGet(d.Config, "pkg") != "example.com/p" {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 // readBench returns a benchmark file under testdata/bench.
@@ -79,9 +81,9 @@ func mustCompare(t *testing.T, old, new Input, o Options) *Report {
 	return rep
 }
 
-func mustGates(t testing.TB, exprs ...string) []Gate {
+func mustGates(t testing.TB, exprs ...string) []gate.Gate {
 	t.Helper()
-	var gates []Gate
+	var gates []gate.Gate
 	for _, e := range exprs {
 		g, err := ParseGate(e)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
 func TestReadInput(t *testing.T) {
@@ -59,9 +61,9 @@ func TestRunResult_Save(t *testing.T) {
 }
 
 func TestReport_GateError(t *testing.T) {
-	pass := Decision{Gate: "B/op>+5%", Benchmark: "A", Outcome: Pass}
+	pass := Decision{Gate: "B/op>+5%", Benchmark: "A", Outcome: gate.Pass}
 	fail := func(b string) Decision {
-		return Decision{Gate: "B/op>+5%", Benchmark: b, Outcome: Fail, Reason: "+9% (p=0.008)"}
+		return Decision{Gate: "B/op>+5%", Benchmark: b, Outcome: gate.Fail, Reason: "+9% (p=0.008)"}
 	}
 	tests := []struct {
 		name      string

@@ -2,16 +2,16 @@ package bench
 
 import (
 	"encoding/json"
-	"io"
+	"math"
+
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
-// WriteJSON writes the report as indented JSON: snake_case keys, warnings
-// as strings, non-finite numbers (an interval with too few runs, a change
-// from 0) as null.
-func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(toJSON(r))
+// MarshalJSON encodes the report as bench compare --format json prints
+// it: snake_case keys, warnings as strings, non-finite numbers (an
+// interval with too few runs, a change from 0) as null.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	return json.Marshal(toJSON(r))
 }
 
 type jsonReport struct {
@@ -95,7 +95,7 @@ type jsonDecision struct {
 	N2          int          `json:"n_new"`
 	Significant bool         `json:"significant"`
 	Beyond      bool         `json:"beyond"`
-	Outcome     Outcome      `json:"outcome"`
+	Outcome     gate.Outcome `json:"outcome"`
 	Reason      string       `json:"reason"`
 }
 
@@ -189,4 +189,13 @@ func strs(errs []error) []string {
 		out[i] = e.Error()
 	}
 	return out
+}
+
+// finite returns a pointer to v, or nil when v is not finite (JSON has no
+// infinities).
+func finite(v float64) *float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return nil
+	}
+	return &v
 }

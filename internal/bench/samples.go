@@ -36,12 +36,3 @@ func CompareSamples(old, new []float64, alpha, confidence float64) (oldSum, newS
 	d := newDelta(oldSum.Center, newSum.Center, benchmath.AssumeNothing.Compare(s1, s2))
 	return oldSum, newSum, *d
 }
-
-// Beyond reports whether a change, relative (a fraction) or absolute as
-// the gate's threshold, is strictly beyond the threshold in the gate's
-// direction.
-func (g Gate) Beyond(change float64) bool { return g.beyond(change) }
-
-// Display returns the threshold as written with its sign made explicit,
-// such as "+5%".
-func (g Gate) Display() string { return g.display }

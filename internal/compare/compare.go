@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -42,7 +43,7 @@ type Options struct {
 	// DefaultSites.
 	Sites int
 	// Gates are evaluated against the figures they name.
-	Gates []bench.Gate
+	Gates []gate.Gate
 }
 
 // DefaultSites is how many sites each list keeps unless told otherwise.
@@ -165,24 +166,24 @@ type Decision struct {
 	After  float64 `json:"after"`
 	// Change is relative (a fraction) or absolute, as the gate's
 	// threshold; nil when relative and Before is 0 with After 0.
-	Change   *float64      `json:"change"`
-	Relative bool          `json:"relative"`
-	Beyond   bool          `json:"beyond"`
-	Test     *Test         `json:"test,omitempty"`
-	Outcome  bench.Outcome `json:"outcome"`
-	Reason   string        `json:"reason"`
+	Change   *float64     `json:"change"`
+	Relative bool         `json:"relative"`
+	Beyond   bool         `json:"beyond"`
+	Test     *Test        `json:"test,omitempty"`
+	Outcome  gate.Outcome `json:"outcome"`
+	Reason   string       `json:"reason"`
 }
 
 // Failed reports whether a gate failed.
 func (c *Comparison) Failed() bool {
-	return slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Outcome == bench.Fail })
+	return slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Outcome == gate.Fail })
 }
 
 // GateError says which gates failed, as one error; nil when none did.
 func (c *Comparison) GateError() error {
 	var parts []string
 	for _, d := range c.Decisions {
-		if d.Outcome == bench.Fail {
+		if d.Outcome == gate.Fail {
 			parts = append(parts, d.Gate+": "+d.Reason)
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/compare/comparetest"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -231,7 +231,7 @@ func TestCompare_badInput(t *testing.T) {
 		{"nil run", one, compare.Side{Samples: []compare.Sample{{Label: "x"}}}, compare.Options{}, "run 1 (x): no result"},
 		{"bad alpha", one, one, compare.Options{Alpha: 2}, "alpha 2"},
 		{"profile without alloc_space", one, compare.Side{Samples: []compare.Sample{{Label: "x", Run: comparetest.Run(comparetest.RunOptions{}), Allocs: noAllocSpace}}}, compare.Options{}, "allocs-delta profile of x"},
-		{"gate on missing figure", one, one, compare.Options{Gates: []bench.Gate{mustGate(t, "bytes_per_request>+5%")}}, "bytes_per_request is missing on both sides"},
+		{"gate on missing figure", one, one, compare.Options{Gates: []gate.Gate{mustGate(t, "bytes_per_request>+5%")}}, "bytes_per_request is missing on both sides"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,7 +16,7 @@
 //  5. with several runs on a side, a Mann-Whitney U test (benchmath, as
 //     benchstat) for every figure and every site, so that only changes
 //     outside noise are marked significant;
-//  6. the gates' decisions (bench.Gate on figures by their JSON name).
+//  6. the gates' decisions (gate.Gate on figures by their JSON name).
 //
 // The package is pure: values in, a value out. Reading run directories is
 // internal/run's; rendering is internal/report's.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -14,28 +14,27 @@ const GateSyntax = `[FUNCTION_REGEX:]FIGURE>THRESHOLD or FIGURE<THRESHOLD, FIGUR
 	`THRESHOLD relative (+5%) or absolute in the figure's unit; ` +
 	`for example 'bytes_per_request>+5%', 'gc_pause_p99_seconds>0.002', 'throughput_per_second<-10%', 'Process:bytes_per_request>+0%'`
 
-// ParseGate parses a gate on a comparison: a bench.Gate whose unit is a
+// ParseGate parses a gate on a comparison: a gate.Gate whose unit is a
 // headline figure's JSON name. A FUNCTION_REGEX before a colon selects
 // allocation sites by function and gates the sum of their
 // bytes_per_request or objects_per_request (per second without load).
-func ParseGate(expr string) (bench.Gate, error) {
-	g, err := bench.ParseGate(expr)
+func ParseGate(expr string) (gate.Gate, error) {
+	g, err := gate.Parse(expr)
 	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "; want ")
-		return bench.Gate{}, fmt.Errorf("%s; want %s", msg, GateSyntax)
+		return gate.Gate{}, fmt.Errorf("%w; want %s", err, GateSyntax)
 	}
 	if _, ok := result.FigureByName(g.Unit); !ok {
-		return bench.Gate{}, fmt.Errorf("gate %q: %q is not a headline figure; choose one of %s", expr, g.Unit, strings.Join(result.FigureNames(), ", "))
+		return gate.Gate{}, fmt.Errorf("gate %q: %q is not a headline figure; choose one of %s", expr, g.Unit, strings.Join(result.FigureNames(), ", "))
 	}
 	if g.Name != nil && g.Unit != "bytes_per_request" && g.Unit != "objects_per_request" {
-		return bench.Gate{}, fmt.Errorf("gate %q: a function selects allocation sites, so it gates bytes_per_request or objects_per_request, not %s", expr, g.Unit)
+		return gate.Gate{}, fmt.Errorf("gate %q: a function selects allocation sites, so it gates bytes_per_request or objects_per_request, not %s", expr, g.Unit)
 	}
 	return g, nil
 }
 
 // evaluate applies the gates. A gate on a figure one side lacks is an
 // error: a gate that checks nothing must not pass silently.
-func (c *Comparison) evaluate(gates []bench.Gate, before, after Side, sites *siteTable) error {
+func (c *Comparison) evaluate(gates []gate.Gate, before, after Side, sites *siteTable) error {
 	for _, g := range gates {
 		var d Decision
 		if g.Name != nil {
@@ -70,7 +69,7 @@ func missingSide(f FigureChange) string {
 }
 
 // siteDecision sums, per run, the sites whose function the gate selects.
-func (c *Comparison) siteDecision(g bench.Gate, t *siteTable) (Decision, error) {
+func (c *Comparison) siteDecision(g gate.Gate, t *siteTable) (Decision, error) {
 	if t == nil || t.runs[0] == 0 || t.runs[1] == 0 {
 		return Decision{}, fmt.Errorf("gate %s: a side has no allocs-delta profile, so sites cannot be gated", g.Expr)
 	}
@@ -109,7 +108,7 @@ func (c *Comparison) siteDecision(g bench.Gate, t *siteTable) (Decision, error) 
 // outcome: with repeated runs a change fails only when it is also
 // significant (otherwise it warns); with one run per side, being beyond
 // the threshold fails.
-func (c *Comparison) decide(g bench.Gate, d *Decision) {
+func (c *Comparison) decide(g gate.Gate, d *Decision) {
 	d.Relative = g.Relative
 	abs, rel := change(d.Before, d.After)
 	ch := abs
@@ -139,17 +138,17 @@ func (c *Comparison) decide(g bench.Gate, d *Decision) {
 	significant := d.Test == nil || d.Test.Significant
 	switch {
 	case d.Beyond && significant:
-		d.Outcome = bench.Fail
+		d.Outcome = gate.Fail
 		if d.Test != nil {
 			d.Reason = fmt.Sprintf("%s %s is beyond %s and significant (%s)", what, shown, g.Display(), stat)
 		} else {
 			d.Reason = fmt.Sprintf("%s %s is beyond %s (%s)", what, shown, g.Display(), stat)
 		}
 	case d.Beyond:
-		d.Outcome = bench.Warn
+		d.Outcome = gate.Warn
 		d.Reason = fmt.Sprintf("%s %s is beyond %s but not significant (%s): more runs would decide", what, shown, g.Display(), stat)
 	default:
-		d.Outcome = bench.Pass
+		d.Outcome = gate.Pass
 		d.Reason = fmt.Sprintf("%s %s is within %s (%s)", what, shown, g.Display(), stat)
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/gate"
 )
 
-func mustGate(t testing.TB, expr string) bench.Gate {
+func mustGate(t testing.TB, expr string) gate.Gate {
 	t.Helper()
 	g, err := compare.ParseGate(expr)
 	if err != nil {
@@ -52,23 +52,23 @@ func TestCompare_gateDecisions(t *testing.T) {
 		name   string
 		gate   string
 		runs   int
-		want   bench.Outcome
+		want   gate.Outcome
 		saying string
 	}{
-		{"single runs, regression beyond threshold fails", "bytes_per_request<-5%", 1, bench.Fail, "one run per side"},
-		{"single runs, within threshold passes", "bytes_per_request>+5%", 1, bench.Pass, "is within +5%"},
-		{"repeated runs, significant and beyond fails", "bytes_per_request<-5%", 6, bench.Fail, "significant (p=0.002 n=6+6)"},
-		{"repeated runs, beyond but too few runs warns", "bytes_per_request<-5%", 3, bench.Warn, "not significant"},
-		{"repeated runs, significant but within passes", "bytes_per_request<-50%", 6, bench.Pass, "is within -50%"},
-		{"noise beyond a tight threshold is not significant", "heap_inuse_bytes>+0.1%", 6, bench.Pass, ""},
-		{"site gate: Process shrank", "Process:bytes_per_request<-30%", 6, bench.Fail, "bytes_per_request of Process"},
-		{"site gate: logger unchanged", "logRequest:bytes_per_request>+10%", 6, bench.Pass, ""},
-		{"absolute threshold", "bytes_per_request<-100", 1, bench.Fail, ""},
+		{"single runs, regression beyond threshold fails", "bytes_per_request<-5%", 1, gate.Fail, "one run per side"},
+		{"single runs, within threshold passes", "bytes_per_request>+5%", 1, gate.Pass, "is within +5%"},
+		{"repeated runs, significant and beyond fails", "bytes_per_request<-5%", 6, gate.Fail, "significant (p=0.002 n=6+6)"},
+		{"repeated runs, beyond but too few runs warns", "bytes_per_request<-5%", 3, gate.Warn, "not significant"},
+		{"repeated runs, significant but within passes", "bytes_per_request<-50%", 6, gate.Pass, "is within -50%"},
+		{"noise beyond a tight threshold is not significant", "heap_inuse_bytes>+0.1%", 6, gate.Pass, ""},
+		{"site gate: Process shrank", "Process:bytes_per_request<-30%", 6, gate.Fail, "bytes_per_request of Process"},
+		{"site gate: logger unchanged", "logRequest:bytes_per_request>+10%", 6, gate.Pass, ""},
+		{"absolute threshold", "bytes_per_request<-100", 1, gate.Fail, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := compare.Compare(sideOf("before", tt.runs, 500, 64<<20, 1), sideOf("after", tt.runs, 310, 64<<20, 2),
-				compare.Options{Gates: []bench.Gate{mustGate(t, tt.gate)}})
+				compare.Options{Gates: []gate.Gate{mustGate(t, tt.gate)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestCompare_gateDecisions(t *testing.T) {
 			if tt.name == "noise beyond a tight threshold is not significant" {
 				// Noise may fall either side of the threshold: it must
 				// never fail.
-				if d.Outcome == bench.Fail {
+				if d.Outcome == gate.Fail {
 					t.Errorf("decision %+v", d)
 				}
 				return
@@ -87,7 +87,7 @@ func TestCompare_gateDecisions(t *testing.T) {
 			if d.Outcome != tt.want || !strings.Contains(d.Reason, tt.saying) {
 				t.Errorf("outcome %s (%s), want %s saying %q", d.Outcome, d.Reason, tt.want, tt.saying)
 			}
-			if c.Failed() != (tt.want == bench.Fail) {
+			if c.Failed() != (tt.want == gate.Fail) {
 				t.Errorf("Failed() = %v", c.Failed())
 			}
 		})
@@ -96,7 +96,7 @@ func TestCompare_gateDecisions(t *testing.T) {
 
 func TestCompare_siteGateMatchesNothing(t *testing.T) {
 	_, err := compare.Compare(sideOf("before", 1, 500, 1, 1), sideOf("after", 1, 310, 1, 2),
-		compare.Options{Gates: []bench.Gate{mustGate(t, "NoSuchFunc:bytes_per_request>+5%")}})
+		compare.Options{Gates: []gate.Gate{mustGate(t, "NoSuchFunc:bytes_per_request>+5%")}})
 	if err == nil || !strings.Contains(err.Error(), `"NoSuchFunc" matches no function`) {
 		t.Fatalf("error %v", err)
 	}
@@ -104,8 +104,8 @@ func TestCompare_siteGateMatchesNothing(t *testing.T) {
 
 func TestComparison_GateError(t *testing.T) {
 	c := &compare.Comparison{Decisions: []compare.Decision{
-		{Gate: "bytes_per_request>+5%", Outcome: bench.Pass},
-		{Gate: "gc_pause_p99_seconds>0.002", Outcome: bench.Fail, Reason: "0.0031 (+55%)"},
+		{Gate: "bytes_per_request>+5%", Outcome: gate.Pass},
+		{Gate: "gc_pause_p99_seconds>0.002", Outcome: gate.Fail, Reason: "0.0031 (+55%)"},
 	}}
 	if err := c.GateError(); err == nil || err.Error() != "1 of 2 gates failed: gc_pause_p99_seconds>0.002: 0.0031 (+55%)" {
 		t.Errorf("GateError = %v", err)

@@ -93,11 +93,11 @@ func (d *diagnosis) contention() {
 			} else if w.lock != "" && !strings.HasPrefix(w.lock, "sync.") {
 				what = "blocking in " + humanize.ShortFunction(w.lock)
 			}
-			title := fmt.Sprintf("%s at %s: %s of waiting per second (%s of the %s profile's delay)", what, w.at.where(), fmtSeconds(perSec), humanize.Percent(w.seconds/total), kind)
+			title := fmt.Sprintf("%s at %s: %s of waiting per second (%s of the %s profile's delay)", what, w.at.where(), humanize.Seconds(perSec), humanize.Percent(w.seconds/total), kind)
 			d.add(newFinding("contention.lock", sev, w.at, title, ev, d.contentionFix(w.at, w.lock), 0.8))
 		}
 		if reported == 0 {
-			d.note("contention check: %s: %s of delay over %.1fs, below %s per second at every site", cp.Name, fmtSeconds(total), window, fmtSeconds(th.DelayPerSecond.Low))
+			d.note("contention check: %s: %s of delay over %.1fs, below %s per second at every site", cp.Name, humanize.Seconds(total), window, humanize.Seconds(th.DelayPerSecond.Low))
 		}
 	}
 }

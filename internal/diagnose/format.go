@@ -8,17 +8,6 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
-func fmtSeconds(s float64) string {
-	switch {
-	case s < 1e-3:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.1fms", s*1e3)
-	default:
-		return fmt.Sprintf("%.1fs", s)
-	}
-}
-
 // where names a site for a title: "leakycache.(*Worker).Process
 // (leakycache/leakycache.go:38)".
 func (s site) where() string {

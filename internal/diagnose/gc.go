@@ -58,7 +58,7 @@ func (d *diagnosis) gcPressure() {
 			interval = 1 / ms.GCCyclesPerSecond
 		}
 		title := fmt.Sprintf("GC runs %.1f times a second (every %s) and takes %s of the CPU %s, at %s/s allocated",
-			ms.GCCyclesPerSecond, fmtSeconds(interval), humanize.Percent(ms.GCCPUFraction), scope, humanize.Bytes(ms.AllocatedBytesPerSecond))
+			ms.GCCyclesPerSecond, humanize.Seconds(interval), humanize.Percent(ms.GCCPUFraction), scope, humanize.Bytes(ms.AllocatedBytesPerSecond))
 		fix := d.gcAdvice(ev)
 		conf := 0.9
 		if ms.GCCPUFractionScope != "window" {
@@ -78,7 +78,7 @@ func (d *diagnosis) gcPressure() {
 			"gc_pause_max_seconds": ms.GCPauseMaxSeconds,
 			"gc_pauses_covered":    float64(ms.GCPausesCovered),
 		}
-		title := fmt.Sprintf("GC stop-the-world pauses reach %s at p99 (max %s) over %d pauses", fmtSeconds(ms.GCPauseP99Seconds), fmtSeconds(ms.GCPauseMaxSeconds), ms.GCPausesCovered)
+		title := fmt.Sprintf("GC stop-the-world pauses reach %s at p99 (max %s) over %d pauses", humanize.Seconds(ms.GCPauseP99Seconds), humanize.Seconds(ms.GCPauseMaxSeconds), ms.GCPausesCovered)
 		fix := "long stop-the-world pauses usually come from a starved machine (more runnable threads than cores: check GOMAXPROCS against the CPU quota), huge goroutine counts or very large single objects being scanned; a pause is rarely the heap's size"
 		conf := min(1, float64(ms.GCPausesCovered)/float64(th.MinPauses))
 		d.add(newFinding("gc.pause", pSev, site{}, title, ev, fix, conf))

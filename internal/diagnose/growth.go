@@ -256,7 +256,7 @@ func (d *diagnosis) heapSeries() {
 			hours := headroom / l.t.slope / 60
 			ev["hours_to_limit"] = hours
 			ev["limit_headroom_bytes"] = headroom
-			extra = fmt.Sprintf("; at this pace it uses the %s of headroom to the %s in %s", humanize.Bytes(headroom), limitName, fmtHours(hours))
+			extra = fmt.Sprintf("; at this pace it uses the %s of headroom to the %s in %s", humanize.Bytes(headroom), limitName, humanize.Hours(hours))
 			switch {
 			case hours <= th.HighWithinHours:
 				sev = High
@@ -345,17 +345,6 @@ func fromProfiler(fs []frame) bool {
 		}
 	}
 	return false
-}
-
-func fmtHours(h float64) string {
-	switch {
-	case h < 1:
-		return humanize.Seconds(math.Round(h * 3600))
-	case h < 48:
-		return fmt.Sprintf("%.1f hours", h)
-	default:
-		return fmt.Sprintf("%.1f days", h/24)
-	}
 }
 
 // headroom returns how much memory the process may still take before a

@@ -365,7 +365,7 @@ func (d *diagnosis) leakSeverity(slope, last float64, ev map[string]float64) (Se
 		case hours <= th.MediumWithinHours:
 			sev = max(sev, Medium)
 		}
-		return sev, fmt.Sprintf("; at this pace it reaches the %s in %s", limitName, fmtHours(hours))
+		return sev, fmt.Sprintf("; at this pace it reaches the %s in %s", limitName, humanize.Hours(hours))
 	}
 	// No limit known: the time to double. A heap that doubles within a
 	// day needs a limit it will hit.
@@ -374,7 +374,7 @@ func (d *diagnosis) leakSeverity(slope, last float64, ev map[string]float64) (Se
 	if hours <= th.HighWithinHours {
 		sev = max(sev, Medium)
 	}
-	return sev, fmt.Sprintf("; at this pace it doubles in %s", fmtHours(hours))
+	return sev, fmt.Sprintf("; at this pace it doubles in %s", humanize.Hours(hours))
 }
 
 // liveSeries shows a live heap series: "1.0 MiB → 3.5 MiB → 6.3 MiB".

@@ -273,19 +273,6 @@ func TestRateFor(t *testing.T) {
 	}
 }
 
-func TestFmtHours(t *testing.T) {
-	for h, want := range map[float64]string{
-		0.006: "22s", // a leak doubling a small heap: never "0"
-		0.5:   "30m0s",
-		3.9:   "3.9 hours",
-		72:    "3.0 days",
-	} {
-		if got := fmtHours(h); got != want {
-			t.Errorf("fmtHours(%g) = %q, want %q", h, got, want)
-		}
-	}
-}
-
 // TestWithoutProfilerSteps: a CPU profile's buffers held from the second
 // snapshot to the fourth make a step up and one down in a steady series;
 // taken out, the series is the steady one again.

@@ -18,7 +18,8 @@
 //     clipped to the trace.
 //  3. Summarise (on Read's result) gives the shares of wall time in GC and
 //     in stop-the-world pauses, pause percentiles and heap extremes.
-//  4. WriteText, WriteJSON, WriteSVG and WriteHTML render the timeline.
+//  4. Result gives the timeline as result.json carries it (result.Trace),
+//     its series downsampled; report renders it (report.Trace).
 //
 // Times are offsets from the trace's first event. The package is pure: it
 // takes an io.Reader and returns values. The trace reader is a library

@@ -3,49 +3,13 @@ package exectrace
 import (
 	"slices"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
-// Summary is the timeline in numbers. Durations are in seconds, sizes in
-// bytes, shares from 0 to 1.
-type Summary struct {
-	// DurationSeconds is the trace's length.
-	DurationSeconds float64 `json:"duration_seconds"`
-	// Cycles counts the GC cycles in the trace, Complete those wholly in
-	// it; CyclesPerSecond is Cycles over the duration.
-	Cycles          int     `json:"cycles"`
-	CompleteCycles  int     `json:"complete_cycles"`
-	CyclesPerSecond float64 `json:"cycles_per_second"`
-	// GCShare is the share of wall time during which a GC cycle was under
-	// way (from its sweep-termination pause to the end of its
-	// mark-termination pause); STWShare the share spent stopped (every
-	// pause), GCSTWShare the share in the GC's own pauses.
-	GCShare    float64 `json:"gc_share"`
-	STWShare   float64 `json:"stw_share"`
-	GCSTWShare float64 `json:"gc_stw_share"`
-	// Pauses counts the stop-the-world pauses, GCPauses the GC's own.
-	Pauses   int `json:"pauses"`
-	GCPauses int `json:"gc_pauses"`
-	// PauseP50Seconds, PauseP99Seconds and PauseMaxSeconds are over
-	// every pause.
-	PauseP50Seconds float64 `json:"pause_p50_seconds"`
-	PauseP99Seconds float64 `json:"pause_p99_seconds"`
-	PauseMaxSeconds float64 `json:"pause_max_seconds"`
-	// MarkMeanSeconds and MarkMaxSeconds are the lengths of the complete
-	// cycles' concurrent mark phases.
-	MarkMeanSeconds float64 `json:"mark_mean_seconds"`
-	MarkMaxSeconds  float64 `json:"mark_max_seconds"`
-	// MarkAssistSeconds is the time goroutines spent in mark assists.
-	MarkAssistSeconds float64 `json:"mark_assist_seconds"`
-	// HeapMinBytes and HeapMaxBytes are the extremes of HeapAlloc,
-	// GoalLastBytes the last heap goal; 0 when the trace had none.
-	HeapMinBytes  uint64 `json:"heap_min_bytes"`
-	HeapMaxBytes  uint64 `json:"heap_max_bytes"`
-	GoalLastBytes uint64 `json:"goal_last_bytes"`
-}
-
 // Summarise computes the timeline's figures.
-func (t *Timeline) Summarise() Summary {
-	s := Summary{DurationSeconds: t.Duration.Seconds(), Cycles: len(t.Cycles), Pauses: len(t.Pauses)}
+func (t *Timeline) Summarise() result.TraceSummary {
+	s := result.TraceSummary{DurationSeconds: t.Duration.Seconds(), Cycles: len(t.Cycles), Pauses: len(t.Pauses)}
 	if t.Duration > 0 {
 		s.CyclesPerSecond = float64(len(t.Cycles)) / t.Duration.Seconds()
 	}

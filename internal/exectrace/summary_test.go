@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 func TestTimeline_Summarise(t *testing.T) {
@@ -11,12 +13,12 @@ func TestTimeline_Summarise(t *testing.T) {
 	tests := []struct {
 		name string
 		tl   Timeline
-		want Summary
+		want result.TraceSummary
 	}{
 		{
 			name: "empty",
 			tl:   Timeline{Duration: time.Second},
-			want: Summary{DurationSeconds: 1},
+			want: result.TraceSummary{DurationSeconds: 1},
 		},
 		{
 			name: "two cycles, one partial, one pause apart from the GC",
@@ -35,7 +37,7 @@ func TestTimeline_Summarise(t *testing.T) {
 				Goal:       []Point{{0, 400}, {ms, 800}},
 				MarkAssist: 5 * ms,
 			},
-			want: Summary{
+			want: result.TraceSummary{
 				DurationSeconds: 1, Cycles: 2, CompleteCycles: 1, CyclesPerSecond: 2,
 				GCShare: 0.3, STWShare: 0.05, GCSTWShare: 0.02, Pauses: 3, GCPauses: 2,
 				PauseP50Seconds: 0.01, PauseP99Seconds: 0.03, PauseMaxSeconds: 0.03,
@@ -49,7 +51,7 @@ func TestTimeline_Summarise(t *testing.T) {
 				Duration: 10 * ms,
 				Cycles:   []Cycle{{Start: 0, End: 20 * ms, Partial: true}},
 			},
-			want: Summary{DurationSeconds: 0.01, Cycles: 1, CyclesPerSecond: 100, GCShare: 1},
+			want: result.TraceSummary{DurationSeconds: 0.01, Cycles: 1, CyclesPerSecond: 100, GCShare: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -62,8 +64,8 @@ func TestTimeline_Summarise(t *testing.T) {
 	}
 }
 
-func closeSummary(a, b Summary) bool {
-	fs := func(s Summary) []float64 {
+func closeSummary(a, b result.TraceSummary) bool {
+	fs := func(s result.TraceSummary) []float64 {
 		return []float64{s.DurationSeconds, s.CyclesPerSecond, s.GCShare, s.STWShare, s.GCSTWShare,
 			s.PauseP50Seconds, s.PauseP99Seconds, s.PauseMaxSeconds, s.MarkMeanSeconds, s.MarkMaxSeconds, s.MarkAssistSeconds}
 	}

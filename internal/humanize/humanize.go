@@ -1,13 +1,16 @@
 // Package humanize writes figures for people: bytes with IEC units,
-// counts with SI suffixes, durations, shares, and the short forms of Go
-// function names and source paths, and text made safe inside Markdown.
+// counts with SI suffixes, rates, durations, shares, tallies, the short
+// forms of Go function names and source paths, and text made safe inside
+// Markdown.
 // Reports, findings and comparisons all speak with these words, so the same
 // figure reads the same everywhere.
 package humanize
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -71,6 +74,53 @@ func Seconds(s float64) string {
 	default:
 		return d.Round(time.Millisecond).String()
 	}
+}
+
+// Rate formats a rate per second: two decimals below 100 unless it is
+// whole (0.25/s, 12.50/s), otherwise as a Count (950/s, 12.3k/s).
+func Rate(perSecond float64) string {
+	if math.Abs(perSecond) < 100 && perSecond != math.Trunc(perSecond) {
+		return fmt.Sprintf("%.2f/s", perSecond)
+	}
+	return Count(perSecond) + "/s"
+}
+
+// Hours formats a long span given in hours, such as the time left before
+// a limit: as Seconds below an hour, in hours below two days (36.0 hours),
+// in days beyond (3.5 days).
+func Hours(h float64) string {
+	switch {
+	case h < 1:
+		return Seconds(math.Round(h * 3600))
+	case h < 48:
+		return fmt.Sprintf("%.1f hours", h)
+	default:
+		return fmt.Sprintf("%.1f days", h/24)
+	}
+}
+
+// Tally lists counts by name, largest first and ties by name, each name
+// and count joined by sep: with " × ", "200 × 44975, 503 × 15". It is
+// "none" when there is nothing to count.
+func Tally(counts map[string]uint64, sep string) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s%s%d", k, sep, counts[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Percent formats a share between 0 and 1 as a percentage, with two

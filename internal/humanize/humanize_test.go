@@ -27,6 +27,18 @@ func TestFormatters(t *testing.T) {
 		{"percent", Percent(0.4126), "41.3%"},
 		{"percent small", Percent(0.00026), "0.03%"},
 		{"percent zero", Percent(0), "0.0%"},
+		{"rate fraction", Rate(0.25), "0.25/s"},
+		{"rate small", Rate(12.5), "12.50/s"},
+		{"rate whole", Rate(4500), "4500/s"},
+		{"rate large", Rate(40000), "40.0k/s"},
+		{"rate zero", Rate(0), "0/s"},
+		{"hours below one", Hours(0.5), "30m0s"},
+		{"hours small", Hours(0.006), "22s"}, // a leak doubling a small heap: never "0"
+		{"hours", Hours(36), "36.0 hours"},
+		{"hours in days", Hours(84), "3.5 days"},
+		{"tally", Tally(map[string]uint64{"503": 15, "200": 44975, "404": 15}, " × "), "200 × 44975, 404 × 15, 503 × 15"},
+		{"tally one", Tally(map[string]uint64{"timeout": 3}, " "), "timeout 3"},
+		{"tally none", Tally(nil, " "), "none"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -9,8 +9,9 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 
-	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -21,14 +22,37 @@ const compareSites = 10
 // highlights is how many sentences the comparison opens with.
 const highlights = 3
 
-// CompareJSON writes the comparison as JSON.
-func CompareJSON(w io.Writer, c *compare.Comparison) error { return writeJSON(w, c) }
+// Comparison is runs compared before and after (heapscope compare): in
+// text, Markdown, HTML or JSON.
+type Comparison struct {
+	Comparison *compare.Comparison
+	// Flame is the differential flame graph of the runs' allocations,
+	// which the HTML page embeds; none when nil.
+	Flame *flame.HTMLWidget
+}
 
-// CompareText writes the comparison for a terminal: what differs besides
+// Formats lists Comparison's formats.
+func (Comparison) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatMarkdown, FormatHTML}
+}
+
+func (c Comparison) data() any { return c.Comparison }
+
+func (c Comparison) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatMarkdown:
+		return compareMarkdown(w, c.Comparison)
+	case FormatHTML:
+		return compareHTML(w, c.Comparison, c.Flame)
+	}
+	return compareText(w, c.Comparison)
+}
+
+// compareText writes the comparison for a terminal: what differs besides
 // the code, the before/after table of headline figures, the sites that
 // grew and shrank most, findings that appeared or disappeared, and the
 // gates.
-func CompareText(w io.Writer, c *compare.Comparison) error {
+func compareText(w io.Writer, c *compare.Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "before: %s\nafter:  %s\n", sideLine(c.Before), sideLine(c.After))
 	for _, n := range c.Notes {
@@ -93,7 +117,7 @@ func CompareText(w io.Writer, c *compare.Comparison) error {
 	if len(c.Decisions) > 0 {
 		b.WriteString("\nGates:\n")
 		for _, d := range c.Decisions {
-			fmt.Fprintf(&b, "  %s  %s: %s\n", outcomeWord(d.Outcome), d.Gate, d.Reason)
+			fmt.Fprintf(&b, "  %s  %s: %s\n", outcomeLabel(d.Outcome), d.Gate, d.Reason)
 		}
 		b.WriteString(gateVerdict(c) + "\n")
 	}
@@ -104,9 +128,9 @@ func CompareText(w io.Writer, c *compare.Comparison) error {
 	return err
 }
 
-// CompareMarkdown writes the comparison as Markdown, ready to paste into a
+// compareMarkdown writes the comparison as Markdown, ready to paste into a
 // pull request.
-func CompareMarkdown(w io.Writer, c *compare.Comparison) error {
+func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Memory: %s → %s\n\n", humanize.MarkdownCode(c.Before.Label), humanize.MarkdownCode(c.After.Label))
 	fmt.Fprintf(&b, "%s before, %s after.", runsText(c.Before), runsText(c.After))
@@ -282,16 +306,9 @@ func FigureValue(v float64, unit string) string {
 	case "seconds":
 		return humanize.Seconds(v)
 	case "1/s", "requests/s":
-		return rate(v) + "/s"
+		return humanize.Rate(v)
 	case "fraction":
 		return humanize.Percent(v)
-	}
-	return humanize.Count(v)
-}
-
-func rate(v float64) string {
-	if math.Abs(v) < 100 && v != math.Trunc(v) {
-		return fmt.Sprintf("%.2f", v)
 	}
 	return humanize.Count(v)
 }
@@ -317,11 +334,20 @@ func figureDelta(f compare.FigureChange) string {
 	return "+" + s
 }
 
+// signedBytes is a change in bytes with its sign: +1.5 KiB, -3.0 MiB.
 func signedBytes(v float64) string {
 	if v < 0 {
 		return humanize.Bytes(v)
 	}
 	return "+" + humanize.Bytes(v)
+}
+
+// signedCount is a change in a count with its sign: +2, -12.3k.
+func signedCount(v float64) string {
+	if v < 0 {
+		return humanize.Count(v)
+	}
+	return "+" + humanize.Count(v)
 }
 
 func relative(r *float64) string {
@@ -369,33 +395,13 @@ func findingSite(f result.Finding, code func(string) string) string {
 	return " at " + code(humanize.ShortFunction(f.Function)) + " (" + humanize.Location(f.File, f.Line) + ")"
 }
 
-func outcomeWord(o bench.Outcome) string {
-	switch o {
-	case bench.Fail:
-		return "FAIL"
-	case bench.Warn:
-		return "warn"
-	}
-	return "ok  "
-}
-
-func outcomeMark(o bench.Outcome) string {
-	switch o {
-	case bench.Fail:
-		return "❌ fail"
-	case bench.Warn:
-		return "⚠️ warn"
-	}
-	return "✅ pass"
-}
-
 func gateVerdict(c *compare.Comparison) string {
 	var fail, warn int
 	for _, d := range c.Decisions {
 		switch d.Outcome {
-		case bench.Fail:
+		case gate.Fail:
 			fail++
-		case bench.Warn:
+		case gate.Warn:
 			warn++
 		}
 	}

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/compare/comparetest"
 	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/goldenfile"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -60,9 +60,9 @@ func cacheSide(label string, n int, process, lru float64, heap uint64, goVersion
 	return side
 }
 
-func gates(t *testing.T, exprs ...string) []bench.Gate {
+func gates(t *testing.T, exprs ...string) []gate.Gate {
 	t.Helper()
-	var gs []bench.Gate
+	var gs []gate.Gate
 	for _, e := range exprs {
 		g, err := compare.ParseGate(e)
 		if err != nil {
@@ -93,20 +93,17 @@ func comparisons(t *testing.T) map[string]*compare.Comparison {
 	return map[string]*compare.Comparison{"single": single, "repeated": repeated}
 }
 
-func TestCompareText_golden(t *testing.T) {
+func TestComparison_golden(t *testing.T) {
 	for name, c := range comparisons(t) {
 		for _, f := range []struct {
-			ext   string
-			write func(*bytes.Buffer) error
+			ext    string
+			format Format
 		}{
-			{"text", func(b *bytes.Buffer) error { return CompareText(b, c) }},
-			{"md", func(b *bytes.Buffer) error { return CompareMarkdown(b, c) }},
-			{"json", func(b *bytes.Buffer) error { return CompareJSON(b, c) }},
-			{"html", func(b *bytes.Buffer) error { return CompareHTML(b, c, nil) }},
+			{"text", FormatText}, {"md", FormatMarkdown}, {"json", FormatJSON}, {"html", FormatHTML},
 		} {
 			t.Run(name+"."+f.ext, func(t *testing.T) {
 				var b bytes.Buffer
-				if err := f.write(&b); err != nil {
+				if err := Write(&b, f.format, Comparison{Comparison: c}); err != nil {
 					t.Fatal(err)
 				}
 				goldenfile.Check(t, filepath.Join("testdata", "compare-"+name+"."+f.ext), b.Bytes())
@@ -115,16 +112,16 @@ func TestCompareText_golden(t *testing.T) {
 	}
 }
 
-func TestCompareText_marksOnlySignificantChanges(t *testing.T) {
+func TestComparison_marksOnlySignificantChanges(t *testing.T) {
 	c := comparisons(t)["repeated"]
 	var text, md, page bytes.Buffer
-	if err := CompareText(&text, c); err != nil {
+	if err := Write(&text, FormatText, Comparison{Comparison: c}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CompareMarkdown(&md, c); err != nil {
+	if err := Write(&md, FormatMarkdown, Comparison{Comparison: c}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CompareHTML(&page, c, nil); err != nil {
+	if err := Write(&page, FormatHTML, Comparison{Comparison: c}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range c.Figures {
@@ -160,9 +157,9 @@ func lineWith(t *testing.T, s, marker string) string {
 	return ""
 }
 
-func TestCompareJSON_stableNames(t *testing.T) {
+func TestComparison_JSONStableNames(t *testing.T) {
 	var b bytes.Buffer
-	if err := CompareJSON(&b, comparisons(t)["single"]); err != nil {
+	if err := Write(&b, FormatJSON, Comparison{Comparison: comparisons(t)["single"]}); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -183,7 +180,7 @@ func TestCompareJSON_stableNames(t *testing.T) {
 	}
 }
 
-func TestCompareHTML_embedsTheDifferentialFlameGraph(t *testing.T) {
+func TestComparison_HTMLEmbedsTheDifferentialFlameGraph(t *testing.T) {
 	before := cacheSide("a", 2, 1200, 0, 1<<20, "", nil, 1)
 	after := cacheSide("b", 2, 64, 48, 1<<20, "", nil, 2)
 	c, err := compare.Compare(before, after, compare.Options{})
@@ -205,7 +202,7 @@ func TestCompareHTML_embedsTheDifferentialFlameGraph(t *testing.T) {
 		}
 	}
 	var page bytes.Buffer
-	if err := CompareHTML(&page, c, &flame.HTMLWidget{ID: "diff", Views: views}); err != nil {
+	if err := Write(&page, FormatHTML, Comparison{Comparison: c, Flame: &flame.HTMLWidget{ID: "diff", Views: views}}); err != nil {
 		t.Fatal(err)
 	}
 	s := page.String()

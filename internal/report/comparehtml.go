@@ -13,11 +13,11 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
-// CompareHTML writes the comparison as one page that makes no external
-// request: the tables of CompareText, changes outside noise coloured (green
+// compareHTML writes the comparison as one page that makes no external
+// request: the tables of compareText, changes outside noise coloured (green
 // better, red worse), and the differential flame graph of the runs'
 // allocations when fl is not nil.
-func CompareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error {
+func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	e := html.EscapeString
 	title := fmt.Sprintf("heapscope compare: %s → %s", c.Before.Label, c.After.Label)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,15 +13,25 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
-// Findings writes findings (already in order, most severe first) and the
-// notes on what could not be checked, in text or Markdown. JSON is the
-// caller's: the findings are result.json's.
-func Findings(w io.Writer, findings []result.Finding, notes []string, format Format) error {
+// Findings are the findings of a diagnosis (heapscope diagnose), already
+// in order, most severe first, with the notes on what could not be
+// checked: in text, Markdown or JSON ({"findings": […], "notes": […]}).
+type Findings struct {
+	Findings []result.Finding `json:"findings"`
+	Notes    []string         `json:"notes,omitempty"`
+}
+
+// Formats lists Findings' formats.
+func (Findings) Formats() []Format { return textFormats }
+
+func (d Findings) data() any { return d }
+
+func (d Findings) render(w io.Writer, f Format) error {
 	var b strings.Builder
-	if format == FormatMarkdown {
-		findingsMarkdown(&b, findings, notes)
+	if f == FormatMarkdown {
+		findingsMarkdown(&b, d.Findings, d.Notes)
 	} else {
-		findingsText(&b, findings, notes)
+		findingsText(&b, d.Findings, d.Notes)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -217,20 +228,39 @@ func evidenceLine(ev map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// evidenceValue formats a number by what its name says it is.
+// evidenceValue formats a number of a finding's evidence by the unit its
+// key ends in, as internal/diagnose names them: _bytes, _seconds, _share,
+// a rate (_per_second, _per_minute, _per_request, also after bytes_ or
+// seconds_: bytes_per_second), hours_ for a span, r2 for a fit. Other
+// keys are counts (goroutines, samples, snapshots, contentions) or plain
+// figures.
 func evidenceValue(key string, v float64) string {
-	switch {
-	case strings.HasSuffix(key, "_bytes") || strings.Contains(key, "bytes_per"):
-		s := humanize.Bytes(v)
-		if i := strings.Index(key, "bytes_per_"); i >= 0 {
-			s += "/" + strings.TrimPrefix(key[i+len("bytes_per_"):], "")
+	unit, per := key, ""
+	for _, p := range []struct{ suffix, per string }{
+		{"_per_second", "/s"}, {"_per_minute", "/min"}, {"_per_request", "/request"},
+	} {
+		if i := strings.Index(key, p.suffix); i >= 0 {
+			unit, per = key[:i], p.per
+			break
 		}
-		return s
-	case strings.HasSuffix(key, "_share") || strings.HasPrefix(key, "share"):
-		return humanize.Percent(v)
-	case strings.HasSuffix(key, "_seconds"):
-		return humanize.Seconds(v)
-	default:
-		return fmt.Sprintf("%.3g", v)
 	}
+	switch {
+	case strings.HasSuffix(unit, "bytes"):
+		return humanize.Bytes(v) + per
+	case strings.HasSuffix(unit, "seconds"):
+		return humanize.Seconds(v) + per
+	case per == "/s":
+		return humanize.Rate(v)
+	case per != "":
+		return humanize.Count(v) + per
+	case strings.Contains(key, "share"):
+		return humanize.Percent(v)
+	case strings.HasPrefix(key, "hours_"):
+		return humanize.Hours(v)
+	case key == "r2" || strings.HasSuffix(key, "_r2"):
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v == math.Trunc(v):
+		return humanize.Count(v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }

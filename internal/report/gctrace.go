@@ -2,8 +2,8 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -11,20 +11,35 @@ import (
 
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/humanize"
-	"github.com/heapscope/heapscope/internal/linechart"
+	"github.com/heapscope/heapscope/internal/report/chart"
 )
 
 // gctraceRows is how many cycles the text report lists; longer logs are
 // sampled evenly, first and last included.
 const gctraceRows = 24
 
-// GCTrace writes the summary of a gctrace log (heapscope gctrace) in the
-// format: text or JSON.
-func GCTrace(w io.Writer, s *gcstats.TraceSummary, f Format) error {
-	if f == FormatJSON {
-		return writeJSON(w, s)
+// GCTrace is the summary of a gctrace log (heapscope gctrace): text or
+// JSON, and the heap over time with a mark per GC cycle as SVG, or as an
+// HTML page with the text under the chart.
+type GCTrace struct {
+	Summary *gcstats.TraceSummary
+}
+
+// Formats lists GCTrace's formats.
+func (GCTrace) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatSVG, FormatHTML}
+}
+
+func (g GCTrace) data() any { return g.Summary }
+
+func (g GCTrace) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatSVG:
+		return gctraceChart(g.Summary).WriteSVG(w)
+	case FormatHTML:
+		return chartPage(w, gctraceChart(g.Summary), gctraceText(g.Summary))
 	}
-	_, err := io.WriteString(w, gctraceText(s))
+	_, err := io.WriteString(w, gctraceText(g.Summary))
 	return err
 }
 
@@ -32,7 +47,7 @@ func gctraceText(s *gcstats.TraceSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d GC cycles from %s to %s after process start", s.Cycles, humanize.Seconds(s.FirstAtSeconds), humanize.Seconds(s.LastAtSeconds))
 	if s.CyclesPerSecond > 0 {
-		fmt.Fprintf(&b, ", %.3g per second", s.CyclesPerSecond)
+		fmt.Fprintf(&b, ", %s", humanize.Rate(s.CyclesPerSecond))
 	}
 	b.WriteString("\n")
 	var kinds []string
@@ -125,23 +140,25 @@ func sampleCycles(count, n int) []int {
 	return idx
 }
 
-// GCTracePlot writes the heap over time with GC marks: SVG, or an HTML
-// page with the SVG and the text summary when html is set.
-func GCTracePlot(w io.Writer, s *gcstats.TraceSummary, html bool) error {
-	const mib = 1 << 20
-	var heap, live, goal []linechart.Point
-	var marks []linechart.Mark
+// gctraceChart draws the heap of a gctrace log over time: its size as a
+// cycle starts and ends and what it marked live, the goal, and a mark per
+// cycle.
+func gctraceChart(s *gcstats.TraceSummary) *chart.Chart {
+	heap := chart.Series{Name: "heap", Color: "#1f77b4"}
+	live := chart.Series{Name: "live after GC", Color: "#2ca02c", Dashed: true}
+	goal := chart.Series{Name: "goal", Color: "#ff7f0e", Style: chart.Step}
+	var marks []chart.Mark
 	for i := range s.Series {
 		c := &s.Series[i]
 		end := c.AtSeconds + c.SweepTermSeconds + c.MarkSeconds + c.MarkTermSeconds
 		// The heap grows to HeapStart, keeps growing while marking, then
 		// falls to what was marked live plus what was allocated since.
-		heap = append(heap,
-			linechart.Point{X: c.AtSeconds, Y: float64(c.HeapStartBytes) / mib},
-			linechart.Point{X: end, Y: float64(c.HeapEndBytes) / mib},
-			linechart.Point{X: end, Y: float64(c.HeapLiveBytes) / mib})
-		live = append(live, linechart.Point{X: end, Y: float64(c.HeapLiveBytes) / mib})
-		goal = append(goal, linechart.Point{X: c.AtSeconds, Y: float64(c.HeapGoalBytes) / mib})
+		heap.Points = append(heap.Points,
+			chart.Point{X: c.AtSeconds, Y: float64(c.HeapStartBytes)},
+			chart.Point{X: end, Y: float64(c.HeapEndBytes)},
+			chart.Point{X: end, Y: float64(c.HeapLiveBytes)})
+		live.Points = append(live.Points, chart.Point{X: end, Y: float64(c.HeapLiveBytes)})
+		goal.Points = append(goal.Points, chart.Point{X: c.AtSeconds, Y: float64(c.HeapGoalBytes)})
 		color, kind := "#555", "GC"
 		switch {
 		case c.Periodic:
@@ -149,29 +166,35 @@ func GCTracePlot(w io.Writer, s *gcstats.TraceSummary, html bool) error {
 		case c.Forced:
 			color, kind = "#d62728", "forced GC"
 		}
-		title := fmt.Sprintf("%s %d at %s: %s → %s → %s, goal %s, pause %s", kind, c.N, humanize.Seconds(c.AtSeconds),
+		tip := fmt.Sprintf("%s %d at %s: %s → %s → %s, goal %s, pause %s", kind, c.N, humanize.Seconds(c.AtSeconds),
 			humanize.Bytes(float64(c.HeapStartBytes)), humanize.Bytes(float64(c.HeapEndBytes)), humanize.Bytes(float64(c.HeapLiveBytes)),
 			humanize.Bytes(float64(c.HeapGoalBytes)), humanize.Seconds(c.PauseSeconds()))
-		marks = append(marks, linechart.Mark{X: c.AtSeconds, Color: color, Title: title})
+		marks = append(marks, chart.Mark{X: c.AtSeconds, Color: color, Tip: tip})
 	}
-	ch := linechart.Chart{
-		Title:   fmt.Sprintf("Go heap over time: %d GC cycles", s.Cycles),
-		XLabel:  "seconds since process start",
-		YLabel:  "heap (MiB)",
-		XFormat: func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) + "s" },
-		YFormat: func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) },
-		Series: []linechart.Series{
-			{Name: "heap", Color: "#1f77b4", Points: heap},
-			{Name: "live after GC", Color: "#2ca02c", Points: live, Dashed: true},
-			{Name: "goal", Color: "#ff7f0e", Points: goal, Step: true},
-		},
-		Marks: marks,
-		MarkLegend: []linechart.Series{
-			{Name: "GC", Color: "#555"}, {Name: "forced GC", Color: "#d62728"}, {Name: "periodic GC", Color: "#9467bd"},
-		},
+	return &chart.Chart{
+		Title:  fmt.Sprintf("Go heap over time: %d GC cycles", s.Cycles),
+		X:      chart.Axis{Label: "seconds since process start", Format: humanize.Seconds, Tight: true},
+		Y:      chart.Axis{Label: "heap", Format: humanize.Bytes, Bytes: true},
+		Series: []chart.Series{heap, live, goal},
+		Marks:  marks,
+		Keys:   []chart.Key{{Name: "GC", Color: "#555"}, {Name: "forced GC", Color: "#d62728"}, {Name: "periodic GC", Color: "#9467bd"}},
 	}
-	if html {
-		return ch.HTML(w, gctraceText(s))
+}
+
+// chartPage writes a page of its own holding a chart and, under it, a
+// text summary.
+func chartPage(w io.Writer, c *chart.Chart, summary string) error {
+	title := c.Title
+	if title == "" {
+		title = c.Label
 	}
-	return ch.SVG(w)
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", html.EscapeString(title))
+	b.WriteString("<style>body{font-family:sans-serif;margin:1em}pre{font-size:12px}svg.chart{display:block;max-width:100%;height:auto}</style></head><body>\n")
+	if err := c.WriteSVG(&b); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "<pre>%s</pre>\n</body></html>\n", html.EscapeString(summary))
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/report/chart"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -99,12 +100,16 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	b.WriteString("<section id=\"charts\">\n<h2>Heap in use</h2>\n")
 	if g := r.HeapGrowth; g != nil && len(g.Snapshots) > 0 {
 		b.WriteString("<p class=\"note\">inuse_space of each heap snapshot, as of the GC heapscope forced when it fetched it (<code>heap?gc=1</code>).</p>\n")
-		c := chart{id: "heap-chart", title: "Heap in use across the snapshots", xMax: r.Window.DurationSeconds, yLabel: humanize.Bytes, yBytes: true}
-		for _, s := range g.Snapshots {
-			c.points = append(c.points, point{x: s.OffsetSeconds, y: float64(s.InuseBytes),
-				tip: fmt.Sprintf("+%s: %s in use in %s objects (%s)", humanize.Seconds(s.OffsetSeconds), humanize.Bytes(float64(s.InuseBytes)), humanize.Count(float64(s.InuseObjects)), s.Profile)})
+		c := runChart("heap-chart", "Heap in use across the snapshots", r, chart.Axis{Format: humanize.Bytes, Bytes: true})
+		s := chart.Series{Color: "#1565c0", Style: chart.Dots}
+		for _, snap := range g.Snapshots {
+			s.Points = append(s.Points, chart.Point{X: snap.OffsetSeconds, Y: float64(snap.InuseBytes),
+				Tip: fmt.Sprintf("+%s: %s in use in %s objects (%s)", humanize.Seconds(snap.OffsetSeconds), humanize.Bytes(float64(snap.InuseBytes)), humanize.Count(float64(snap.InuseObjects)), snap.Profile)})
 		}
-		c.writeSVG(&b)
+		c.Series = []chart.Series{s}
+		if err := c.WriteSVG(&b); err != nil {
+			return err
+		}
 	} else {
 		b.WriteString("<p class=\"none\">No heap snapshot.</p>\n")
 	}
@@ -115,12 +120,16 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 			note += fmt.Sprintf(" The ring keeps 256 pauses: these are the last %d of the window's %d cycles.", len(ps), r.MemStats.GCCycles)
 		}
 		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", e(note))
-		c := chart{id: "gc-chart", title: "GC pauses over the window", xMax: r.Window.DurationSeconds, yLabel: humanize.Seconds, stems: true}
+		c := runChart("gc-chart", "GC pauses over the window", r, chart.Axis{Format: humanize.Seconds})
+		s := chart.Series{Color: "#c62828", Style: chart.Stems}
 		for _, p := range ps {
-			c.points = append(c.points, point{x: p.OffsetSeconds, y: p.PauseSeconds,
-				tip: fmt.Sprintf("cycle %d: paused %s, ended at +%s", p.Cycle, humanize.Seconds(p.PauseSeconds), humanize.Seconds(p.OffsetSeconds))})
+			s.Points = append(s.Points, chart.Point{X: p.OffsetSeconds, Y: p.PauseSeconds,
+				Tip: fmt.Sprintf("cycle %d: paused %s, ended at +%s", p.Cycle, humanize.Seconds(p.PauseSeconds), humanize.Seconds(p.OffsetSeconds))})
 		}
-		c.writeSVG(&b)
+		c.Series = []chart.Series{s}
+		if err := c.WriteSVG(&b); err != nil {
+			return err
+		}
 	} else {
 		b.WriteString("<p class=\"none\">No GC pause recorded over the window.</p>\n")
 	}
@@ -206,6 +215,16 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	return err
 }
 
+// runChart is a chart of report.html over the run's window; its page
+// says what it is, so it draws no title.
+func runChart(id, label string, r *result.Run, y chart.Axis) chart.Chart {
+	return chart.Chart{
+		ID: id, Label: label, Width: 720, Height: 260,
+		X: chart.Axis{Label: "seconds from the window's start", Format: humanize.Seconds, Max: r.Window.DurationSeconds},
+		Y: y,
+	}
+}
+
 // writeFindings writes the findings table, or says there is none.
 func writeFindings(b *strings.Builder, findings []result.Finding, notes []string) {
 	e := html.EscapeString
@@ -235,7 +254,7 @@ func writeFindings(b *strings.Builder, findings []result.Finding, notes []string
 		}
 		var ev []string
 		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-			ev = append(ev, k+" "+strconv.FormatFloat(f.Evidence[k], 'g', 6, 64))
+			ev = append(ev, k+" "+evidenceValue(k, f.Evidence[k]))
 		}
 		fix := e(f.Fix)
 		for _, esc := range f.Escape {
@@ -326,12 +345,6 @@ tr.severity-high td:first-child { color: #c62828; font-weight: 600; }
 tr.severity-medium td:first-child { color: #ef6c00; font-weight: 600; }
 code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 svg.chart { display: block; width: 100%; max-width: 900px; height: auto; margin: 6px 0 12px; }
-svg.chart text { font: 11px system-ui, sans-serif; fill: #444; }
-svg.chart .grid { stroke: #eee; }
-svg.chart .axis { stroke: #888; }
-svg.chart .series { fill: none; stroke: #1565c0; stroke-width: 2; }
-svg.chart .dot { fill: #1565c0; }
-svg.chart .stem { stroke: #c62828; stroke-width: 3; }
 figure.flame { margin: 10px 0 22px; }
 figure.flame figcaption { font-weight: 600; margin-bottom: 4px; }
 figure.flame iframe { display: block; width: 100%; border: 1px solid #ddd; }

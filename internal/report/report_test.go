@@ -191,32 +191,11 @@ func TestTop_Golden(t *testing.T) {
 	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON} {
 		t.Run(string(f), func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := Top(&buf, tab, f); err != nil {
+			if err := Write(&buf, f, Top{Table: tab}); err != nil {
 				t.Fatal(err)
 			}
 			goldenfile.Check(t, "testdata/"+"top."+string(f), buf.Bytes())
 		})
-	}
-}
-
-func TestParseFormat(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    Format
-		wantErr bool
-	}{
-		{"text", FormatText, false},
-		{"json", FormatJSON, false},
-		{"markdown", FormatMarkdown, false},
-		{"md", FormatMarkdown, false},
-		{"html", "", true},
-		{"", "", true},
-	}
-	for _, tt := range tests {
-		got, err := ParseFormat(tt.in)
-		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("ParseFormat(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
 	}
 }
 
@@ -232,7 +211,7 @@ func TestLoadLine_CountsWhatWasSent(t *testing.T) {
 		{
 			name: "all answered",
 			load: result.Load{Method: "GET", URL: "http://127.0.0.1:1/", Model: "open", RequestedRate: 500, AchievedRate: 500, Requests: 1000, Completed: 1000},
-			want: []string{"1000 requests sent at 500.0/s (asked 500.0/s), 0 errors"},
+			want: []string{"1000 requests sent at 500/s (asked 500/s), 0 errors"},
 			not:  []string{"answered"},
 		},
 		{

@@ -12,6 +12,33 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
+// Run is a profiling run: the terminal summary (text), report.md
+// (Markdown), report.html (HTML) or result.json (JSON).
+type Run struct {
+	Result *result.Run
+	// Dir is the run directory, which the summary names; none when empty.
+	Dir string
+	// Flames are the flame graphs report.html embeds.
+	Flames []HTMLFlame
+}
+
+// Formats lists Run's formats.
+func (Run) Formats() []Format {
+	return []Format{FormatText, FormatJSON, FormatMarkdown, FormatHTML}
+}
+
+func (r Run) data() any { return r.Result }
+
+func (r Run) render(w io.Writer, f Format) error {
+	switch f {
+	case FormatMarkdown:
+		return Markdown(w, r.Result)
+	case FormatHTML:
+		return HTML(w, r.Result, r.Flames)
+	}
+	return Summary(w, r.Result, r.Dir)
+}
+
 // summarySites is how many sites the terminal summary shows per table.
 const summarySites = 3
 
@@ -275,8 +302,8 @@ func gcLine(r *result.Run) string {
 	if ms.GCCycles == 0 && ms.GCPausesCovered == 0 {
 		return fmt.Sprintf("no GC cycle measured over the window; GC CPU %s (%s)", humanize.Percent(ms.GCCPUFraction), ms.GCCPUFractionScope)
 	}
-	s := fmt.Sprintf("%d cycles (%d forced by heapscope's snapshots), %.2f/s by the runtime's own pacing; pause p50 %s, p99 %s, max %s",
-		ms.GCCycles, ms.GCForcedCycles, ms.GCCyclesPerSecond,
+	s := fmt.Sprintf("%d cycles (%d forced by heapscope's snapshots), %s by the runtime's own pacing; pause p50 %s, p99 %s, max %s",
+		ms.GCCycles, ms.GCForcedCycles, humanize.Rate(ms.GCCyclesPerSecond),
 		humanize.Seconds(ms.GCPauseP50Seconds), humanize.Seconds(ms.GCPauseP99Seconds), humanize.Seconds(ms.GCPauseMaxSeconds))
 	if ms.GCRingOverflowed {
 		s += fmt.Sprintf(" (pauses of the last %d cycles only: the runtime keeps 256)", ms.GCPausesCovered)
@@ -318,11 +345,11 @@ func loadLine(r *result.Run) string {
 	if l == nil {
 		return ""
 	}
-	model := fmt.Sprintf("asked %.1f/s", l.RequestedRate)
+	model := "asked " + humanize.Rate(l.RequestedRate)
 	if l.Model == "closed" {
 		model = fmt.Sprintf("%d connections back to back", l.Connections)
 	}
-	s := fmt.Sprintf("%s %s: %d requests sent at %.1f/s (%s)", l.Method, l.URL, l.Requests, l.AchievedRate, model)
+	s := fmt.Sprintf("%s %s: %d requests sent at %s (%s)", l.Method, l.URL, l.Requests, humanize.Rate(l.AchievedRate), model)
 	if l.Completed != l.Requests {
 		s += fmt.Sprintf(", %d answered", l.Completed)
 	}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,39 +12,24 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 )
 
-// Format is an output format of the renderers.
-type Format string
-
-// The formats every command's --format takes.
-const (
-	FormatText     Format = "text"
-	FormatJSON     Format = "json"
-	FormatMarkdown Format = "markdown"
-)
-
-// ParseFormat checks a --format value.
-func ParseFormat(s string) (Format, error) {
-	switch f := Format(s); f {
-	case FormatText, FormatJSON, FormatMarkdown:
-		return f, nil
-	case "md":
-		return FormatMarkdown, nil
-	}
-	return "", fmt.Errorf("format %q is not one of text, json, markdown", s)
+// Top is a table of top sites (heapscope top), in text, Markdown or
+// JSON.
+type Top struct {
+	Table result.TopTable
 }
 
-// Top writes a table of top sites in the format.
-func Top(w io.Writer, t result.TopTable, f Format) error {
-	switch f {
-	case FormatJSON:
-		return writeJSON(w, t)
-	case FormatMarkdown:
-		_, err := fmt.Fprintf(w, "%s\n\n%s\n", topHeading(t), sitesTable(t, 0).RenderMarkdown())
-		return err
-	default:
-		_, err := fmt.Fprintf(w, "%s\n%s", topHeading(t), indent(sitesTable(t, 0).Render(), ""))
+// Formats lists Top's formats.
+func (Top) Formats() []Format { return textFormats }
+
+func (t Top) data() any { return t.Table }
+
+func (t Top) render(w io.Writer, f Format) error {
+	if f == FormatMarkdown {
+		_, err := fmt.Fprintf(w, "%s\n\n%s\n", topHeading(t.Table), sitesTable(t.Table, 0).RenderMarkdown())
 		return err
 	}
+	_, err := fmt.Fprintf(w, "%s\n%s", topHeading(t.Table), indent(sitesTable(t.Table, 0).Render(), ""))
+	return err
 }
 
 func topHeading(t result.TopTable) string {
@@ -85,12 +69,6 @@ func sitesTable(t result.TopTable, n int) table.Writer {
 		})
 	}
 	return tw
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // indent prefixes every line of s.

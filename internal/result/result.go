@@ -9,8 +9,6 @@ package result
 
 import (
 	"time"
-
-	"github.com/heapscope/heapscope/internal/exectrace"
 )
 
 // SchemaVersion is the version of the result.json layout. It changes when a
@@ -75,7 +73,7 @@ type Run struct {
 
 	// Trace is the GC timeline of the execution trace, when the run
 	// captured one (profile --trace).
-	Trace *exectrace.Result `json:"trace,omitempty"`
+	Trace *Trace `json:"trace,omitempty"`
 }
 
 // Failure names one collection step that failed and why.
