@@ -1,0 +1,5 @@
+// Package layers holds heapscope's import rules and the test that keeps
+// them: data types at the bottom, analyses and readers above them, the
+// renderers above those, the collector and the web UI next, the command on
+// top. docs/architecture.md draws the same layers.
+package layers
