@@ -311,6 +311,7 @@ func TestFlame_BadInput(t *testing.T) {
 		{name: "unknown extension", args: []string{"flame", heap, "-o", filepath.Join(dir, "out.png")}, wantErr: "use .svg, .html or .folded"},
 		{name: "bad min share", args: []string{"flame", heap, "-o", out, "--min-share", "120%"}, wantErr: "--min-share"},
 		{name: "bad focus", args: []string{"flame", heap, "-o", out, "--focus", "("}, wantErr: "--focus"},
+		{name: "focus matching nothing", args: []string{"flame", heap, "-o", out, "--focus", "no-such-function-anywhere"}, wantErr: "matches no function or file of the profile; the closest: "},
 		{name: "vanished without base", args: []string{"flame", heap, "-o", out, "--vanished", filepath.Join(dir, "v.svg")}, wantErr: "--vanished needs --base"},
 		{name: "bad diff-by", args: []string{"flame", heap, "--base", heap, "-o", out, "--diff-by", "relative"}, wantErr: "--diff-by"},
 		{name: "duration unknown", args: []string{"flame", heap, "--base", heap, "-o", out, "--normalize", "duration"}, wantErr: "does not say how long"},

@@ -138,9 +138,10 @@ type Options struct {
 	// renderers that switch between them. Otherwise the tree holds Sample
 	// only.
 	AllTypes bool
-	// Focus keeps only the samples with a frame whose function name
-	// matches; Ignore drops the samples with such a frame. Nil means no
-	// filter.
+	// Focus keeps only the samples with a frame whose function name or
+	// source file matches; Ignore drops the samples with such a frame.
+	// Nil means no filter. A Focus that matches no function is a
+	// *NoMatchError.
 	Focus, Ignore *regexp.Regexp
 	// MinShare prunes the frames whose value is below this share of the
 	// root's (0.001 is 0.1%) for every sample type in the tree; their
@@ -185,8 +186,111 @@ func Build(s *pprofx.Stacks, opts Options) (*Tree, error) {
 		t.Types = append(t.Types, SampleType{Name: st.Type, Unit: st.Unit})
 	}
 	b := newBuilder(s, t, cols, opts)
+	if opts.Focus != nil && !slices.ContainsFunc(t.Functions, func(f Function) bool { return f.matches(opts.Focus) }) {
+		return nil, &NoMatchError{Pattern: opts.Focus.String(), Closest: closest(t.Functions, opts.Focus.String(), 5)}
+	}
 	b.build()
 	return t, nil
+}
+
+// matches reports whether re matches the function's full name or its
+// source file's path: "myapp/" finds a package by a directory of its path
+// even when the function is main's.
+func (f Function) matches(re *regexp.Regexp) bool {
+	return re.MatchString(f.Name) || f.File != "" && re.MatchString(f.File)
+}
+
+// NoMatchError is a focus that matches no function of the profile.
+type NoMatchError struct {
+	// Pattern is the focus's regular expression.
+	Pattern string
+	// Closest are the function names nearest to it, closest first.
+	Closest []string
+}
+
+func (e *NoMatchError) Error() string {
+	msg := fmt.Sprintf("focus %q matches no function or file of the profile", e.Pattern)
+	if len(e.Closest) > 0 {
+		msg += "; the closest: " + strings.Join(e.Closest, ", ")
+	}
+	return msg
+}
+
+// closest returns the n short function names nearest to pattern, nearest
+// first: the longest run of the pattern found in the function's full name
+// or file (ignoring case), then the edit distance of the short name, then
+// the name.
+func closest(fns []Function, pattern string, n int) []string {
+	type scored struct {
+		name       string
+		run, edits int
+	}
+	p := strings.ToLower(pattern)
+	seen := map[string]bool{}
+	var all []scored
+	for _, f := range fns {
+		name := f.Short()
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		run := max(commonRun(p, strings.ToLower(f.Name)), commonRun(p, strings.ToLower(f.File)))
+		all = append(all, scored{name, run, editDistance(p, strings.ToLower(name))})
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.run != b.run {
+			return b.run - a.run
+		}
+		if a.edits != b.edits {
+			return a.edits - b.edits
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var out []string
+	for _, s := range all[:min(n, len(all))] {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// commonRun is the length of the longest run of bytes a and b share.
+func commonRun(a, b string) int {
+	best := 0
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			if a[i-1] == b[j-1] {
+				cur[j] = prev[j-1] + 1
+				best = max(best, cur[j])
+			} else {
+				cur[j] = 0
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // frame is a function and line, the unit of stacks during the build.
@@ -444,7 +548,7 @@ func (b *builder) filters() (focus, ignore []bool) {
 		}
 		byFn := make([]bool, len(b.t.Functions))
 		for i, f := range b.t.Functions {
-			byFn[i] = re.MatchString(f.Name)
+			byFn[i] = f.matches(re)
 		}
 		m := make([]bool, len(b.locFrames))
 		for li, fs := range b.locFrames {

@@ -2,6 +2,7 @@ package flame
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -174,6 +175,8 @@ func TestBuild_Options(t *testing.T) {
 			wantNames: []string{"main.main", "0x1008", "server.(*S).handle", "json.Marshal", "runtime.mallocgc", "server.small", "lib.Do", "main.rec", "main.rec", "main.rec"}},
 		{name: "focus keeps matching samples", opts: Options{Focus: regexp.MustCompile(`json`)}, wantTypes: []string{"alloc_space"}, wantTotal: 80,
 			wantNames: []string{"main.main", "server.(*S).handle", "json.Marshal", "runtime.mallocgc"}},
+		{name: "focus on a file's path", opts: Options{Focus: regexp.MustCompile(`json/encode\.go`)}, wantTypes: []string{"alloc_space"}, wantTotal: 80,
+			wantNames: []string{"main.main", "server.(*S).handle", "json.Marshal", "runtime.mallocgc"}},
 		{name: "ignore drops matching samples", opts: Options{Ignore: regexp.MustCompile(`handle|rec`)}, wantTypes: []string{"alloc_space"}, wantTotal: 90,
 			wantNames: []string{"main.main", "0x1008", "lib.Do"}},
 		{name: "min share prunes", opts: Options{MinShare: 0.1}, wantTypes: []string{"alloc_space"}, wantTotal: 240,
@@ -222,6 +225,16 @@ func TestBuild_Errors(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestBuild_focusMatchingNothing: a focus that matches no function is an
+// error that names the functions closest to it, not an empty graph.
+func TestBuild_focusMatchingNothing(t *testing.T) {
+	_, err := Build(stacksOf(t, synthetic()), Options{Focus: regexp.MustCompile(`jsonn`)})
+	var nm *NoMatchError
+	if !errors.As(err, &nm) || len(nm.Closest) == 0 || nm.Closest[0] != "json.Marshal" || !strings.Contains(err.Error(), `focus "jsonn" matches no function`) {
+		t.Errorf("error %v, want a NoMatchError naming json.Marshal first", err)
 	}
 }
 
