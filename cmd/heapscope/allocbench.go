@@ -119,10 +119,10 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 	if err != nil {
 		return fmt.Errorf("--pattern: %w", err)
 	}
-	prog := newStepProgress(e.stderr)
+	prog := newStatus(e.stderr, true, 0)
 	rep, m, runErr := allocbench.Run(cmd.Context(), allocbench.RunOptions{
 		MatrixOptions: allocbench.MatrixOptions{Toolchains: toolchains, Patterns: patterns, Count: o.count,
-			Progress: func(s allocbench.Progress) { prog.update(s.Done, s.Total, s.Step) }},
+			Progress: func(s allocbench.Progress) { prog.step(s.Done, s.Total, s.Step) }},
 		Live: o.liveMiB << 20, Timeout: o.timeout, Analysis: allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect},
 	})
 	prog.finish()

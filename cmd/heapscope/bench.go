@@ -223,7 +223,9 @@ func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) 
 	if o.base == "" {
 		return errors.New("--base: give a git ref, such as HEAD~1 or main")
 	}
-	bar := newStepProgress(e.stderr)
+	// Off a terminal too: a benchmark run takes minutes, and a CI log
+	// should show it moving.
+	bar := newStatus(e.stderr, true, 0)
 	res, err := bench.Run(cmd.Context(), bench.RunOptions{
 		Dir:           o.dir,
 		Base:          o.base,
@@ -234,7 +236,7 @@ func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) 
 		Compare:       opts,
 		NoAttribution: o.noAttribution,
 		Sites:         o.sites,
-		Progress:      func(s bench.RunProgress) { bar.update(s.Done, s.Total, s.Step) },
+		Progress:      func(s bench.RunProgress) { bar.step(s.Done, s.Total, s.Step) },
 	})
 	bar.finish()
 	if err != nil {

@@ -298,6 +298,12 @@ func TestBenchRun(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", w, inv.stdout)
 		}
 	}
+	// stderr is no terminal here, as in a CI log: the runs still show.
+	for _, w := range []string{"] HEAD~1, run 1 of 4\n", "] working tree, run 4 of 4\n"} {
+		if !strings.Contains(inv.stderr, w) {
+			t.Errorf("stderr lacks the progress line %q:\n%s", w, inv.stderr)
+		}
+	}
 	// The unchanged allocation (line 7 on both sides) is no part of the
 	// change.
 	if strings.Contains(inv.stdout, "work.go:7") {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/load"
@@ -263,8 +261,8 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 		return err
 	}
 	opts.Series = o.series
-	pr := newLoadProgress(e.stderr, o.progress)
-	opts.Progress, opts.ProgressInterval = pr.update, loadProgressEvery
+	pr := newStatus(e.stderr, o.progress, time.Second)
+	opts.Progress, opts.ProgressInterval = func(p load.Progress) { pr.show(p.String()) }, loadProgressEvery
 	gen, err := load.New(opts)
 	if err != nil {
 		return err
@@ -292,52 +290,4 @@ func noSuccess(res *load.Result) error {
 		return errors.New("no request was sent")
 	}
 	return fmt.Errorf("none of the %d requests succeeded (%s)", res.Requests, humanize.Tally(res.Summary().ErrorKinds, " "))
-}
-
-// loadProgress draws one status line on stderr: on a terminal it is
-// redrawn in place; when forced elsewhere, a line is printed every second.
-type loadProgress struct {
-	w        io.Writer
-	terminal bool
-	on       bool
-	last     time.Duration // when the last line was printed
-	drawn    bool
-	pending  *load.Progress // the last snapshot, when not printed
-}
-
-func newLoadProgress(w io.Writer, force bool) *loadProgress {
-	p := &loadProgress{w: w}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.terminal, p.on = true, true
-	}
-	p.on = p.on || force
-	return p
-}
-
-func (p *loadProgress) update(s load.Progress) {
-	if !p.on {
-		return
-	}
-	if !p.terminal && p.drawn && s.Elapsed-p.last < time.Second {
-		p.pending = &s
-		return
-	}
-	p.last, p.drawn, p.pending = s.Elapsed, true, nil
-	line := s.String()
-	if p.terminal {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-	} else {
-		fmt.Fprintln(p.w, line)
-	}
-}
-
-// finish clears the terminal's line, or prints the final counts when they
-// were held back.
-func (p *loadProgress) finish() {
-	switch {
-	case p.terminal && p.drawn:
-		fmt.Fprint(p.w, "\r\033[K")
-	case !p.terminal && p.pending != nil:
-		fmt.Fprintln(p.w, p.pending.String())
-	}
 }

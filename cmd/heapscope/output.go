@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -33,94 +32,73 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// progress draws a bar with the window's elapsed time and requests on
-// stderr, when stderr is a terminal; otherwise it stays silent.
-type progress struct {
-	bar *progressbar.ProgressBar
+// status shows a long command's progress on stderr as one line: on a
+// terminal, redrawn in place; elsewhere (a CI log), when the command asks
+// for it, one line per update, or one per interval at most and the last
+// one at the end.
+type status struct {
+	w        io.Writer
+	terminal bool
+	on       bool
+	every    time.Duration // off a terminal, the least time between lines
+	last     time.Time
+	drawn    bool
+	pending  string // the last line, when not printed
 }
 
-func newProgress(w io.Writer, total time.Duration) *progress {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return &progress{}
+// newStatus returns a status line on w. offTerminal says whether to print
+// lines when w is not a terminal, every how often at most.
+func newStatus(w io.Writer, offTerminal bool, every time.Duration) *status {
+	st := &status{w: w, on: offTerminal, every: every}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		st.terminal, st.on = true, true
 	}
-	bar := progressbar.NewOptions64(total.Milliseconds(),
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("window"),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(200*time.Millisecond),
-	)
-	return &progress{bar: bar}
+	return st
 }
 
-func (p *progress) update(s run.Progress) {
-	if p.bar == nil {
+func (st *status) show(line string) {
+	if !st.on {
 		return
 	}
-	desc := fmt.Sprintf("window %s/%s", s.Elapsed.Round(time.Second), s.Total)
-	if s.Requests > 0 {
-		desc += fmt.Sprintf(", %d requests", s.Requests)
-		if s.Errors > 0 {
-			desc += fmt.Sprintf(" (%d errors)", s.Errors)
+	now := time.Now()
+	if !st.terminal && st.drawn && now.Sub(st.last) < st.every {
+		st.pending = line
+		return
+	}
+	st.last, st.drawn, st.pending = now, true, ""
+	if st.terminal {
+		fmt.Fprintf(st.w, "\r\033[K%s", line)
+	} else {
+		fmt.Fprintln(st.w, line)
+	}
+}
+
+// finish clears the terminal's line, or prints the last line when it was
+// held back.
+func (st *status) finish() {
+	switch {
+	case st.terminal && st.drawn:
+		fmt.Fprint(st.w, "\r\033[K")
+	case !st.terminal && st.pending != "":
+		fmt.Fprintln(st.w, st.pending)
+	}
+}
+
+// window shows a profiling window's progress.
+func (st *status) window(p run.Progress) {
+	line := fmt.Sprintf("window %s/%s", p.Elapsed.Round(time.Second), p.Total)
+	if p.Requests > 0 {
+		line += fmt.Sprintf(", %d requests", p.Requests)
+		if p.Errors > 0 {
+			line += fmt.Sprintf(" (%d errors)", p.Errors)
 		}
 	}
-	p.bar.Describe(desc)
-	_ = p.bar.Set64(s.Elapsed.Milliseconds())
+	st.show(line)
 }
 
-func (p *progress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
-}
-
-// stepProgress draws a bar of a long command's steps (benchmark runs,
-// allocation patterns) with an ETA on stderr, when stderr is a terminal;
-// otherwise it stays silent.
-type stepProgress struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
-}
-
-func newStepProgress(w io.Writer) *stepProgress {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return &stepProgress{}
-	}
-	return &stepProgress{w: w}
-}
-
-// update shows step done of total, described by step; total may change
-// as the command learns more.
-func (p *stepProgress) update(done, total int, step string) {
-	if p.w == nil {
-		return
-	}
-	if p.bar == nil {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-		)
-	}
-	if total != p.bar.GetMax() {
-		p.bar.ChangeMax(total)
-	}
-	p.bar.Describe(step)
-	_ = p.bar.Set(done)
-}
-
-func (p *stepProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
+// step shows step done of total, described by what.
+func (st *status) step(done, total int, what string) {
+	st.show(fmt.Sprintf("[%d/%d] %s", done, total, what))
 }
 
 // targetFlags say how to reach a service's pprof: its path, headers, TLS,

@@ -216,8 +216,8 @@ func runProfile(ctx context.Context, e *env, fs *pflag.FlagSet, baseURL string, 
 // profileAndReport carries out a run, prints its summary and turns its
 // status into the exit code.
 func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report.Format) error {
-	bar := newProgress(e.stderr, cfg.Duration*time.Duration(max(cfg.Repeat, 1)))
-	cfg.Progress = bar.update
+	bar := newStatus(e.stderr, false, 0)
+	cfg.Progress = bar.window
 	res, dir, err := run.Profile(ctx, cfg)
 	bar.finish()
 	if err != nil {

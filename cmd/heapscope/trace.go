@@ -125,8 +125,8 @@ func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte
 		return nil, "", err
 	}
 	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), int(o.duration/time.Second))
-	prog := newProgress(e.stderr, o.duration)
-	data, err := run.CaptureTrace(cmd.Context(), c, o.duration, prog.update)
+	prog := newStatus(e.stderr, false, 0)
+	data, err := run.CaptureTrace(cmd.Context(), c, o.duration, prog.window)
 	prog.finish()
 	if err != nil {
 		return nil, "", err
