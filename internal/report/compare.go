@@ -162,7 +162,7 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 		}
 		delta, rel := figureDelta(f), relative(f.Relative)
 		if f.Significant() {
-			delta, rel = "**"+delta+"**", "**"+rel+"**"
+			delta, rel = strong(delta), strong(rel)
 		}
 		if f.Test != nil {
 			rel += " " + pText(f.Test)
@@ -183,7 +183,7 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 			}
 			delta, rel := signedBytes(s.BytesDelta), relative(s.BytesRelative)
 			if s.Significant() {
-				delta, rel = "**"+delta+"**", "**"+rel+"**"
+				delta, rel = strong(delta), strong(rel)
 			}
 			if s.Test != nil {
 				rel += " " + pText(s.Test)
@@ -425,3 +425,12 @@ func countGates(n int) string {
 
 // trimRight drops the padding at the end of every line.
 func trimRight(s string) string { return indent(s, "") }
+
+// strong marks s as strong in Markdown; an empty cell stays empty, not
+// "****".
+func strong(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "**" + s + "**"
+}

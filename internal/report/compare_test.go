@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,6 +144,32 @@ func TestComparison_marksOnlySignificantChanges(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "`cache.(*Worker).Process` allocates 38 % fewer bytes per request at cache/worker.go:31: 497 B → 306 B (p < 0.01, n = 6+6)") {
 		t.Errorf("text lacks the Process sentence:\n%s", text.String())
+	}
+}
+
+// TestComparison_markdownLeavesEmptyCellsEmpty: a significant site that
+// had no bytes before has no relative change; its cell stays empty rather
+// than an empty bold "****".
+func TestComparison_markdownLeavesEmptyCellsEmpty(t *testing.T) {
+	c := *comparisons(t)["repeated"]
+	sites := slices.Clone(c.Shrank)
+	for i := range sites {
+		if sites[i].Significant() {
+			sites[i].BytesRelative = nil
+			sites = sites[i : i+1]
+			break
+		}
+	}
+	if len(sites) != 1 || !sites[0].Significant() {
+		t.Fatalf("no significant site in %+v", c.Shrank)
+	}
+	c.Shrank = sites
+	var md bytes.Buffer
+	if err := Write(&md, FormatMarkdown, Comparison{Comparison: &c}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "****") {
+		t.Errorf("markdown has an empty bold cell:\n%s", md.String())
 	}
 }
 
