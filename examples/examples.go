@@ -56,6 +56,21 @@ func DefaultLoad(name string) (method, urlPath string) {
 	return e.method, e.path
 }
 
+// Program returns the named example's program name, such as
+// "leakycache", and the profiles beyond heap, allocs and CPU that show
+// what it is made to show: the mutex profile for the key/value stores,
+// which sample mutex contention. It returns "" for an unknown name.
+func Program(name string) (program string, profiles []string) {
+	e, err := lookup(name)
+	if err != nil {
+		return "", nil
+	}
+	if e.command.MutexProfileFraction > 0 {
+		profiles = []string{"mutex"}
+	}
+	return e.command.Name, profiles
+}
+
 // Main runs the command line of the named example, as its own main does:
 // flags (or environment variables) in args, serving until ctx is cancelled,
 // "NAME: listening on http://HOST:PORT" on stderr once listening, errors as

@@ -57,6 +57,10 @@ func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *
 	if o.load == "" && o.targets == "" {
 		o.load = method + " " + path
 	}
+	program, profiles := examples.Program(example)
+	if !fs.Changed("profiles") {
+		o.profiles = profiles
+	}
 	// Validate before starting anything.
 	if _, _, err := o.config(fs, "http://127.0.0.1:1"); err != nil {
 		return err
@@ -80,7 +84,7 @@ func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *
 	}
 	fmt.Fprintf(e.stderr, "heapscope: started example %q (pid %d) on %s; profiling for %s %s\n",
 		example, svc.PID(), svc.URL, o.duration, model)
-	cfg.PID = svc.PID()
+	cfg.PID, cfg.Name = svc.PID(), program
 	return profileAndReport(ctx, e, cfg, format)
 }
 

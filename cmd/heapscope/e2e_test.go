@@ -114,7 +114,10 @@ func TestDemo_NamesTheLeakAndNotItsFix(t *testing.T) {
 func TestDemo_NaiveKVNamesJSONAndMapPerResponse(t *testing.T) {
 	// Back to back on 4 connections: at the runtime's default sampling
 	// rate, enough allocations for the top sites to be stable.
-	naive, _ := demoRun(t, "kv-naive", "--duration", "3s", "--connections", "4", "--profiles", "mutex")
+	naive, dir := demoRun(t, "kv-naive", "--duration", "3s", "--connections", "4")
+	if !strings.HasPrefix(filepath.Base(dir), "naivekv-") {
+		t.Errorf("run directory %s, want it named by the example's program", dir)
+	}
 	alloc := naive.TopFor("alloc_space")
 	var json, naivekv bool
 	for _, s := range alloc.Sites {
@@ -136,6 +139,13 @@ func TestDemo_NaiveKVNamesJSONAndMapPerResponse(t *testing.T) {
 		mutex = mutex || p.Kind == "mutex"
 	}
 	if !mutex {
-		t.Error("the mutex profile asked for with --profiles was not kept")
+		t.Error("the demo of kv-naive kept no mutex profile: its store lock is what examples/README says it shows")
+	}
+	var lock bool
+	for _, f := range naive.Findings {
+		lock = lock || f.ID == "contention.lock" && strings.Contains(f.Function, "naivekv.")
+	}
+	if !lock {
+		t.Errorf("no contention.lock finding in naivekv; findings:%s", describe(naive.Findings))
 	}
 }

@@ -130,7 +130,12 @@ func (c *collector) warn(format string, args ...any) {
 	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
 }
 
-func (c *collector) host() string {
+// runName names the run directory: the configured name, or the target's host
+// and port.
+func (c *collector) runName() string {
+	if c.cfg.Name != "" {
+		return c.cfg.Name
+	}
 	u, err := target.ParseBaseURL(c.cfg.Target.BaseURL)
 	if err != nil {
 		return "target"

@@ -44,7 +44,7 @@ func profileRepeated(ctx context.Context, cfg Config) (*result.Run, string, erro
 	if err := first.start(ctx); err != nil {
 		return nil, "", err
 	}
-	dir, err := createRunDir(cfg.OutDir, first.host(), first.startTime)
+	dir, err := createRunDir(cfg.OutDir, first.runName(), first.startTime)
 	if err != nil {
 		return nil, "", err
 	}

@@ -78,6 +78,9 @@ type Config struct {
 	PID int
 	// OutDir is where the run directory is created.
 	OutDir string
+	// Name names the run directory, <Name>-<time>; the target's host and
+	// port when empty.
+	Name string
 	// Version is heapscope's version, recorded in the result.
 	Version string
 	// Progress, when set, is called about every 200 ms during the window.
@@ -300,7 +303,7 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	if err := c.start(ctx); err != nil {
 		return nil, "", err
 	}
-	dir, err := createRunDir(cfg.OutDir, c.host(), c.startTime)
+	dir, err := createRunDir(cfg.OutDir, c.runName(), c.startTime)
 	if err != nil {
 		return nil, "", err
 	}
