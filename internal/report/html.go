@@ -42,36 +42,12 @@ const htmlCSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsa
 // request and reads the same copied anywhere; the links to the run's
 // other files work beside them.
 func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
+	if r.Repeat != nil {
+		return repeatHTML(w, r, flames)
+	}
 	var b strings.Builder
 	e := html.EscapeString
-	title := "heapscope run: " + r.Target.URL
-	fmt.Fprintf(&b, `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="%s">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>
-%s</style>
-</head>
-<body>
-<header>
-<h1>%s</h1>
-<p class="meta"><span class="status status-%s">%s</span> window %s – %s (%s) · heapscope %s</p>
-<nav><a href="#summary">Summary</a> <a href="#findings">Findings</a> <a href="#charts">Charts</a> <a href="#flames">Flame graphs</a> <a href="#top">Top sites</a> <a href="#memstats">MemStats</a> <a href="#profiles">Profiles</a></nav>
-</header>
-`, htmlCSP, e(title), htmlStyle, e(title), e(string(r.Status)), e(string(r.Status)),
-		e(r.Window.Start.Format("2006-01-02 15:04:05.000Z")), e(r.Window.End.Format("15:04:05.000Z")),
-		e(humanize.Seconds(r.Window.DurationSeconds)), e(r.Heapscope.Version))
-
-	if len(r.Failures) > 0 {
-		b.WriteString("<section id=\"failures\" class=\"alert\">\n<h2>Not collected</h2>\n<ul>\n")
-		for _, f := range r.Failures {
-			fmt.Fprintf(&b, "<li><b>%s</b>: %s</li>\n", e(f.Step), e(f.Error))
-		}
-		b.WriteString("</ul>\n</section>\n")
-	}
+	writeHTMLHead(&b, r, "Summary", "Findings", "Charts", "Flame graphs", "Top sites", "MemStats", "Profiles")
 
 	b.WriteString("<section id=\"summary\">\n<h2>Summary</h2>\n<table class=\"kv\">\n")
 	row := func(k, v string) {
@@ -135,25 +111,7 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	}
 	b.WriteString("</section>\n")
 
-	b.WriteString("<section id=\"flames\">\n<h2>Flame graphs</h2>\n")
-	if len(flames) == 0 {
-		b.WriteString("<p class=\"none\">No flame graph.</p>\n")
-	}
-	for _, f := range flames {
-		width, height := svgSize(f.SVG)
-		link := ""
-		if f.Path != "" {
-			link = fmt.Sprintf(` · <a href="%s">open on its own</a>`, e(f.Path))
-		}
-		fmt.Fprintf(&b, "<figure class=\"flame\">\n<figcaption>%s%s</figcaption>\n", e(f.Title), link)
-		fmt.Fprintf(&b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"", e(f.ID), e(f.Title), width, height)
-		b.Grow(len(f.SVG) + len(f.SVG)/4 + 256)
-		escapeTo(&b, []byte(srcdocHead))
-		escapeTo(&b, stripXMLDecl(f.SVG))
-		escapeTo(&b, []byte("</body></html>"))
-		b.WriteString("\"></iframe>\n</figure>\n")
-	}
-	b.WriteString("</section>\n")
+	writeFlames(&b, flames)
 
 	b.WriteString("<section id=\"top\">\n")
 	for _, t := range r.Top {
@@ -349,3 +307,73 @@ figure.flame { margin: 10px 0 22px; }
 figure.flame figcaption { font-weight: 600; margin-bottom: 4px; }
 figure.flame iframe { display: block; width: 100%; border: 1px solid #ddd; }
 `
+
+// writeHTMLHead writes the page's head and header for run r, with a
+// navigation link to each named section (its id: the name's first word,
+// lower case), and the failures when there are some.
+func writeHTMLHead(b *strings.Builder, r *result.Run, sections ...string) {
+	e := html.EscapeString
+	title := "heapscope run: " + r.Target.URL
+	var nav strings.Builder
+	for i, name := range sections {
+		if i > 0 {
+			nav.WriteString(" ")
+		}
+		id, _, _ := strings.Cut(strings.ToLower(name), " ")
+		if id == "flame" {
+			id = "flames"
+		}
+		fmt.Fprintf(&nav, `<a href="#%s">%s</a>`, e(id), e(name))
+	}
+	fmt.Fprintf(b, `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="%s">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>%s</title>
+<style>
+%s</style>
+</head>
+<body>
+<header>
+<h1>%s</h1>
+<p class="meta"><span class="status status-%s">%s</span> window %s – %s (%s) · heapscope %s</p>
+<nav>%s</nav>
+</header>
+`, htmlCSP, e(title), htmlStyle, e(title), e(string(r.Status)), e(string(r.Status)),
+		e(r.Window.Start.Format("2006-01-02 15:04:05.000Z")), e(r.Window.End.Format("15:04:05.000Z")),
+		e(humanize.Seconds(r.Window.DurationSeconds)), e(r.Heapscope.Version), nav.String())
+
+	if len(r.Failures) > 0 {
+		b.WriteString("<section id=\"failures\" class=\"alert\">\n<h2>Not collected</h2>\n<ul>\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(b, "<li><b>%s</b>: %s</li>\n", e(f.Step), e(f.Error))
+		}
+		b.WriteString("</ul>\n</section>\n")
+	}
+}
+
+// writeFlames writes the section of the embedded flame graphs.
+func writeFlames(b *strings.Builder, flames []HTMLFlame) {
+	e := html.EscapeString
+	b.WriteString("<section id=\"flames\">\n<h2>Flame graphs</h2>\n")
+	if len(flames) == 0 {
+		b.WriteString("<p class=\"none\">No flame graph.</p>\n")
+	}
+	for _, f := range flames {
+		width, height := svgSize(f.SVG)
+		link := ""
+		if f.Path != "" {
+			link = fmt.Sprintf(` · <a href="%s">open on its own</a>`, e(f.Path))
+		}
+		fmt.Fprintf(b, "<figure class=\"flame\">\n<figcaption>%s%s</figcaption>\n", e(f.Title), link)
+		fmt.Fprintf(b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"", e(f.ID), e(f.Title), width, height)
+		b.Grow(len(f.SVG) + len(f.SVG)/4 + 256)
+		escapeTo(b, []byte(srcdocHead))
+		escapeTo(b, stripXMLDecl(f.SVG))
+		escapeTo(b, []byte("</body></html>"))
+		b.WriteString("\"></iframe>\n</figure>\n")
+	}
+	b.WriteString("</section>\n")
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,16 @@ func repeatSummary(w io.Writer, r *result.Run, dir string) error {
 	for _, f := range r.Failures {
 		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
 	}
+	b.WriteString("\n")
+	// The findings are the windows': diagnose reads one window at a time.
+	window := ""
+	for _, win := range r.Repeat.Windows {
+		if dir != "" && win.Status != result.StatusFailed {
+			window = filepath.Join(dir, filepath.FromSlash(win.Path))
+			break
+		}
+	}
+	findingsBrief(&b, r.Findings, r.DiagnosisNotes, r.HiddenHotSpots, window)
 	b.WriteString("\nHeadline figures over the windows:\n")
 	tw := compareTable(2, 4)
 	tw.AppendHeader([]any{"", "median", "min", "max"})
@@ -70,6 +81,36 @@ func repeatMarkdown(w io.Writer, r *result.Run) error {
 			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
 		}
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// repeatHTML is HTML for a run recorded as several windows: the headline
+// figures over the windows, each window with a link to its own report,
+// the findings of any window, and the flame graphs given (the windows'
+// allocations merged).
+func repeatHTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
+	var b strings.Builder
+	e := html.EscapeString
+	writeHTMLHead(&b, r, "Figures", "Windows", "Findings", "Flame graphs")
+	b.WriteString("<section id=\"figures\">\n<h2>Headline figures over the windows</h2>\n<table class=\"sites\">\n<tr><th>figure</th><th>median</th><th>min</th><th>max</th><th>windows</th></tr>\n")
+	for _, f := range result.Figures {
+		s, ok := r.Repeat.Figures[f.Name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "<tr><td title=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n", e(f.Name), e(f.Label),
+			e(FigureValue(s.Median, f.Unit)), e(FigureValue(s.Min, f.Unit)), e(FigureValue(s.Max, f.Unit)), s.N)
+	}
+	b.WriteString("</table>\n</section>\n")
+	b.WriteString("<section id=\"windows\">\n<h2>Windows</h2>\n<p class=\"note\">Each window is a run of its own; <code>heapscope compare</code> reads them as samples.</p>\n<table class=\"files\">\n<tr><th>window</th><th>status</th><th></th></tr>\n")
+	for _, win := range r.Repeat.Windows {
+		fmt.Fprintf(&b, "<tr><td><a href=\"%s/report.html\">%s</a></td><td>%s</td><td>%s</td></tr>\n", e(win.Path), e(win.Path), e(string(win.Status)), e(win.Error))
+	}
+	b.WriteString("</table>\n</section>\n")
+	writeFindings(&b, r.Findings, r.DiagnosisNotes)
+	writeFlames(&b, flames)
+	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func repeatedRun() *result.Run {
-	r := leakyRun()
+	r := diagnosedRun()
 	r.Status = result.StatusPartial
 	r.Failures = []result.Failure{{Step: "window windows/002", Error: "fetch heap profile: 503 Service Unavailable"}}
 	r.Repeat = &result.Repeat{
@@ -39,6 +39,11 @@ func TestRepeat_golden(t *testing.T) {
 	if err := Markdown(&md, r); err != nil {
 		t.Fatal(err)
 	}
+	var page bytes.Buffer
+	if err := HTML(&page, r, nil); err != nil {
+		t.Fatal(err)
+	}
 	goldenfile.Check(t, filepath.Join("testdata", "summary-repeated.txt"), sum.Bytes())
 	goldenfile.Check(t, filepath.Join("testdata", "report-repeated.md"), md.Bytes())
+	goldenfile.Check(t, filepath.Join("testdata", "report-repeated.html"), page.Bytes())
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
@@ -53,6 +55,7 @@ func profileRepeated(ctx context.Context, cfg Config) (*result.Run, string, erro
 
 	rep := &result.Repeat{Count: n, Figures: map[string]result.FigureSummary{}}
 	var runs []*result.Run
+	var deltas []*profile.Profile
 	var writeErr error
 	for i := range n {
 		if ctx.Err() != nil {
@@ -79,15 +82,21 @@ func profileRepeated(ctx context.Context, cfg Config) (*result.Run, string, erro
 		}
 		rep.Windows = append(rep.Windows, result.RepeatWindow{Path: rel, Status: res.Status})
 		runs = append(runs, res)
+		if delta != nil {
+			deltas = append(deltas, delta)
+		}
 	}
 	top := summariseRepeat(cfg, rep, runs, ctx.Err() != nil)
-	var md []byte
+	rendered := renderRepeat(top, deltas)
 	if b, err := renderMarkdown(top); err == nil {
-		md = b
 		top.Files.Report = reportFile
+		rendered = append(rendered, renderedFile{reportFile, b})
 	}
-	if len(md) > 0 {
-		if err := atomicfile.WriteBytes(filepath.Join(dir, reportFile), md); err != nil && writeErr == nil {
+	for _, f := range rendered {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f.rel)), 0o755); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("write run directory %s: %w", dir, err)
+		}
+		if err := atomicfile.WriteBytes(filepath.Join(dir, filepath.FromSlash(f.rel)), f.data); err != nil && writeErr == nil {
 			writeErr = err
 		}
 	}
@@ -101,6 +110,39 @@ func profileRepeated(ctx context.Context, cfg Config) (*result.Run, string, erro
 		return top, dir, fmt.Errorf("profile %s: none of the %d windows could be collected: %s", cfg.Target.BaseURL, n, rep.Windows[0].Error)
 	}
 	return top, dir, nil
+}
+
+// renderRepeat draws the top level's flame graph, of the allocations of
+// every window merged, and its report.html, which leads to the windows'
+// own; it records them in top.
+func renderRepeat(top *result.Run, deltas []*profile.Profile) []renderedFile {
+	var files []renderedFile
+	var embeds []report.HTMLFlame
+	if len(deltas) > 0 {
+		merged, err := profile.Merge(deltas)
+		if err == nil {
+			title := fmt.Sprintf("Allocations over the %d windows (alloc_space)", len(deltas))
+			src := flameSource{"alloc_space", "alloc_space", title, "the windows' " + allocDeltaFile + ", merged", merged}
+			var svg []byte
+			if svg, _, err = drawFlame(src, top.Target.MainModule); err == nil {
+				rel := flameDir + "/alloc_space.svg"
+				files = append(files, renderedFile{rel, svg})
+				embeds = append(embeds, report.HTMLFlame{ID: "flame-alloc_space", Title: title, Path: rel, SVG: svg})
+				top.Files.Flames = append(top.Files.Flames, result.FlameGraph{Path: rel, Format: "svg", SampleType: "alloc_space", Title: title})
+			}
+		}
+		if err != nil {
+			top.Warnings = append(top.Warnings, fmt.Sprintf("flame graph of the windows' allocations not drawn: %v", err))
+		}
+	}
+	top.Files.HTMLReport = htmlReportFile
+	var buf bytes.Buffer
+	if err := report.HTML(&buf, top, embeds); err != nil {
+		top.Files.HTMLReport = ""
+		top.Warnings = append(top.Warnings, fmt.Sprintf("report.html not written: %v", err))
+		return files
+	}
+	return append(files, renderedFile{htmlReportFile, buf.Bytes()})
 }
 
 func renderMarkdown(r *result.Run) ([]byte, error) {

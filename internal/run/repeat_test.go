@@ -75,6 +75,19 @@ func TestProfile_RepeatRecordsWindows(t *testing.T) {
 	if md, err := os.ReadFile(filepath.Join(dir, "report.md")); err != nil || !strings.Contains(string(md), "windows") {
 		t.Errorf("report.md of the repeated run: %v\n%s", err, md)
 	}
+	// The top level has a page and a flame graph of its own: the windows'
+	// allocations merged, the hoard's among them.
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(page), `href="windows/002/report.html"`) || !strings.Contains(string(page), "Allocations over the 3 windows") {
+		t.Errorf("report.html of the repeated run: %v, want links to the windows and the merged flame graph", err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "flame", "alloc_space.svg"))
+	if err != nil || !strings.Contains(string(svg), "hoard") {
+		t.Errorf("flame/alloc_space.svg of the repeated run: %v, want the hoard's allocations in it", err)
+	}
+	if back.Files.HTMLReport != "report.html" || len(back.Files.Flames) != 1 {
+		t.Errorf("files %+v, want report.html and the flame graph listed", back.Files)
+	}
 }
 
 func TestProfile_RepeatGoesOnAfterAFailedWindow(t *testing.T) {
