@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/report"
 )
@@ -70,7 +70,7 @@ func (o *benchGateOptions) finish(e *env, rep *bench.Report, format report.Forma
 		if err := report.Write(&buf, report.FormatJUnit, doc); err != nil {
 			return fmt.Errorf("write JUnit XML: %w", err)
 		}
-		if err := os.WriteFile(o.junit, buf.Bytes(), 0o644); err != nil {
+		if err := atomicfile.WriteBytes(o.junit, buf.Bytes()); err != nil {
 			return fmt.Errorf("write JUnit XML: %w", err)
 		}
 	}
