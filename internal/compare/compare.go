@@ -142,11 +142,27 @@ type SiteChange struct {
 	BytesRelative *float64 `json:"bytes_relative"`
 	ObjectsBefore float64  `json:"objects_before"`
 	ObjectsAfter  float64  `json:"objects_after"`
-	Test          *Test    `json:"test,omitempty"`
+	// SamplesBefore and SamplesAfter are about how many heap profile
+	// samples the site's bytes stand on, over all runs of a side: its
+	// bytes in units of the profiles' sampling period.
+	SamplesBefore float64 `json:"samples_before"`
+	SamplesAfter  float64 `json:"samples_after"`
+	Test          *Test   `json:"test,omitempty"`
 }
 
 // Significant reports whether the site's change in bytes is outside noise.
 func (s SiteChange) Significant() bool { return s.Test != nil && s.Test.Significant }
+
+// MinSiteSamples is how many samples a site's change must stand on to be
+// told as one when no test can say it is outside noise (one run a side):
+// with fewer, a sample or two that fell one way is the change.
+const MinSiteSamples = 4
+
+// Sampled reports whether the change stands on MinSiteSamples samples or
+// more.
+func (s SiteChange) Sampled() bool {
+	return math.Abs(s.SamplesAfter-s.SamplesBefore) >= MinSiteSamples
+}
 
 // Note says how the runs differ in more than the code under test.
 type Note struct {
@@ -374,6 +390,9 @@ type siteKey struct {
 // unit: bytes and objects.
 type siteValues struct {
 	bytes, objects [2][]float64
+	// samples are the site's bytes over every run of a side in units of
+	// the profiles' sampling period: about how many samples they stand on.
+	samples [2]float64
 }
 
 // siteTable is every site of both sides, each with one value per run that
@@ -439,6 +458,7 @@ func (c *Comparison) sites(before, after Side, n int) (*siteTable, error) {
 		sc.BytesBefore, sc.BytesAfter = *stat(v.bytes[0]), *stat(v.bytes[1])
 		sc.ObjectsBefore, sc.ObjectsAfter = stat(v.objects[0]).Median, stat(v.objects[1]).Median
 		sc.BytesDelta, sc.BytesRelative = change(sc.BytesBefore.Median, sc.BytesAfter.Median)
+		sc.SamplesBefore, sc.SamplesAfter = v.samples[0], v.samples[1]
 		if c.Tested {
 			sc.Test = c.test(v.bytes[0], v.bytes[1])
 		}
@@ -492,6 +512,9 @@ func (t *siteTable) add(side int, smp Sample, den float64) error {
 		}
 		v.bytes[side] = append(v.bytes[side], sums[k][0]/den)
 		v.objects[side] = append(v.objects[side], sums[k][1]/den)
+		if period := smp.Allocs.Period; period > 0 {
+			v.samples[side] += sums[k][0] / float64(period)
+		}
 	}
 	t.runs[side]++
 	return nil

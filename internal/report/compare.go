@@ -227,7 +227,7 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 func highlightLines(c *compare.Comparison, open, close string) []string {
 	var out []string
 	add := func(s compare.SiteChange) {
-		if len(out) == highlights || s.BytesRelative == nil || (c.Tested && !s.Significant()) {
+		if len(out) == highlights || s.BytesRelative == nil || (c.Tested && !s.Significant()) || (!c.Tested && !s.Sampled()) {
 			return
 		}
 		r := *s.BytesRelative

@@ -173,6 +173,41 @@ func TestComparison_markdownLeavesEmptyCellsEmpty(t *testing.T) {
 	}
 }
 
+// TestComparison_oneRunASideTellsOnlySampledChanges: with one run a side
+// no test says what is noise, and a site whose change stands on a sample
+// or two gets no sentence; the tables still list it.
+func TestComparison_oneRunASideTellsOnlySampledChanges(t *testing.T) {
+	c := *comparisons(t)["single"]
+	if c.Tested {
+		t.Fatal("the single comparison is tested")
+	}
+	var told bytes.Buffer
+	if err := Write(&told, FormatText, Comparison{Comparison: &c}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(told.String(), "one run per side, not tested") {
+		t.Fatalf("the single comparison tells no change to begin with:\n%s", told.String())
+	}
+	thin := func(sites []compare.SiteChange) []compare.SiteChange {
+		sites = slices.Clone(sites)
+		for i := range sites {
+			sites[i].SamplesBefore, sites[i].SamplesAfter = 1, 2
+		}
+		return sites
+	}
+	c.Grew, c.Shrank = thin(c.Grew), thin(c.Shrank)
+	var text bytes.Buffer
+	if err := Write(&text, FormatText, Comparison{Comparison: &c}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "one run per side, not tested") {
+		t.Errorf("changes of a sample or two told as findings:\n%s", text.String())
+	}
+	if !strings.Contains(text.String(), "Allocation sites that") {
+		t.Errorf("the tables of sites are gone too:\n%s", text.String())
+	}
+}
+
 func lineWith(t *testing.T, s, marker string) string {
 	t.Helper()
 	for _, l := range strings.Split(s, "\n") {
