@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
@@ -65,7 +64,8 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 	}
 	b.WriteString("\n")
-	tw := compareTable(2, 5)
+	tw := plainTable()
+	rightAlign(tw, 2, 5)
 	header := table.Row{"", "before", "after", "delta", ""}
 	if c.Tested {
 		header = append(header, "")
@@ -81,7 +81,7 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 		tw.AppendRow(row)
 	}
-	b.WriteString(trimRight(tw.Render()))
+	b.WriteString(indent(tw.Render(), ""))
 	if c.Tested {
 		fmt.Fprintf(&b, "* significant at alpha %v (Mann-Whitney U test); ~ within noise\n", c.Alpha)
 	}
@@ -93,7 +93,8 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 			continue
 		}
 		fmt.Fprintf(&b, "\nAllocation sites that %s (bytes per %s):\n", list.title, c.PerUnit)
-		tw := compareTable(1, 4)
+		tw := plainTable()
+		rightAlign(tw, 1, 4)
 		header := table.Row{"before", "after", "delta", "", "function", "location"}
 		if c.Tested {
 			header = append(header, "")
@@ -280,22 +281,6 @@ func runsText(s compare.SideInfo) string {
 	return fmt.Sprintf("%d runs", len(s.Runs))
 }
 
-// compareTable is a borderless table whose columns from first to last
-// (counted from 1) are aligned right.
-func compareTable(first, last int) table.Writer {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	tw.SetStyle(style)
-	right := []table.ColumnConfig{}
-	for i := first; i <= last; i++ {
-		right = append(right, table.ColumnConfig{Number: i, Align: text.AlignRight, AlignHeader: text.AlignRight})
-	}
-	tw.SetColumnConfigs(right)
-	return tw
-}
-
 // FigureValue formats a value of a headline figure in its unit.
 func FigureValue(v float64, unit string) string {
 	switch unit {
@@ -422,6 +407,3 @@ func countGates(n int) string {
 	}
 	return fmt.Sprintf("%d gates", n)
 }
-
-// trimRight drops the padding at the end of every line.
-func trimRight(s string) string { return indent(s, "") }

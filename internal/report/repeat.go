@@ -20,7 +20,8 @@ func repeatSummary(w io.Writer, r *result.Run, dir string) error {
 		fmt.Fprintf(&b, "  not collected: %s: %s\n", f.Step, f.Error)
 	}
 	b.WriteString("\nHeadline figures over the windows:\n")
-	tw := compareTable(2, 4)
+	tw := plainTable()
+	rightAlign(tw, 2, 4)
 	tw.AppendHeader([]any{"", "median", "min", "max"})
 	for _, f := range result.Figures {
 		s, ok := r.Repeat.Figures[f.Name]
