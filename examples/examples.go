@@ -19,7 +19,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/heapscope/heapscope/examples/internal/service"
 	"github.com/heapscope/heapscope/examples/leakycache"
@@ -68,6 +71,16 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		return service.ExitUsage
 	}
 	return e.command.Run(ctx, args, getenv, stderr)
+}
+
+// RunAndExit is the whole of an example's own main: it runs Main for the
+// named example with the process's arguments, environment and stderr,
+// until SIGINT or SIGTERM, then exits with Main's code.
+func RunAndExit(name string) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, name, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // Serve listens on addr (port 0 picks a free port) and serves h until ctx is
