@@ -21,34 +21,10 @@ func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error
 	bw := bufio.NewWriterSize(w, 64<<10)
 	e := html.EscapeString
 	title := fmt.Sprintf("heapscope compare: %s → %s", c.Before.Label, c.After.Label)
-	fmt.Fprintf(bw, `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>
-body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
-h1 { font-size: 20px; margin: 0 0 12px; }
-h2 { font-size: 16px; margin: 20px 0 8px; }
-table { border-collapse: collapse; }
-th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; white-space: nowrap; }
-th:first-child, td.name, td.fn, td.loc { text-align: left; }
-td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
-.better { background: #dff3e0; color: #145a1c; font-weight: 600; }
-.worse { background: #fbe1e0; color: #8a1c17; font-weight: 600; }
-.note { background: #fff6d6; padding: 6px 10px; border-left: 3px solid #e0b400; margin: 4px 0; }
-.fail { color: #8a1c17; font-weight: 600; }
-.muted { color: #777; }
-</style>
-`, e(title))
-	if fl != nil {
-		if err := flame.WriteHTMLAssets(bw); err != nil {
-			return err
-		}
+	if err := flame.WriteHTMLHead(bw, title, compareStyle, fl != nil); err != nil {
+		return err
 	}
-	fmt.Fprintf(bw, "</head>\n<body>\n<h1>%s</h1>\n", e(title))
+	fmt.Fprintf(bw, "<h1>%s</h1>\n", e(title))
 	fmt.Fprintf(bw, "<p>before: %s · after: %s. ", e(sideLine(c.Before)), e(sideLine(c.After)))
 	if c.Tested {
 		fmt.Fprintf(bw, "Coloured changes are significant at alpha %v (Mann-Whitney U test); the others are within noise.</p>\n", c.Alpha)
@@ -159,6 +135,21 @@ td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
 	}
 	return nil
 }
+
+// compareStyle is the style of the comparison's page.
+const compareStyle = `body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
+h1 { font-size: 20px; margin: 0 0 12px; }
+h2 { font-size: 16px; margin: 20px 0 8px; }
+table { border-collapse: collapse; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; white-space: nowrap; }
+th:first-child, td.name, td.fn, td.loc { text-align: left; }
+td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
+.better { background: #dff3e0; color: #145a1c; font-weight: 600; }
+.worse { background: #fbe1e0; color: #8a1c17; font-weight: 600; }
+.note { background: #fff6d6; padding: 6px 10px; border-left: 3px solid #e0b400; margin: 4px 0; }
+.fail { color: #8a1c17; font-weight: 600; }
+.muted { color: #777; }
+`
 
 // changeClass colours a significant change: better or worse, as the
 // figure's direction says.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/report/chart"
 	"github.com/heapscope/heapscope/internal/result"
@@ -31,10 +32,6 @@ type HTMLFlame struct {
 	SVG []byte
 }
 
-// htmlCSP forbids every request the page could make: scripts and styles
-// are inline, images data: URLs, frames srcdoc documents.
-const htmlCSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
-
 // HTML writes report.html: one page with the run's summary, findings,
 // charts of heap in use and GC pauses over the window, the flame graphs
 // and the top tables. Everything is inline (style, charts drawn here as
@@ -45,23 +42,15 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	var b strings.Builder
 	e := html.EscapeString
 	title := "heapscope run: " + r.Target.URL
-	fmt.Fprintf(&b, `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="%s">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>
-%s</style>
-</head>
-<body>
-<header>
+	if err := flame.WriteHTMLHead(&b, title, htmlStyle, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, `<header>
 <h1>%s</h1>
 <p class="meta"><span class="status status-%s">%s</span> window %s – %s (%s) · heapscope %s</p>
 <nav><a href="#summary">Summary</a> <a href="#findings">Findings</a> <a href="#charts">Charts</a> <a href="#flames">Flame graphs</a> <a href="#top">Top sites</a> <a href="#memstats">MemStats</a> <a href="#profiles">Profiles</a></nav>
 </header>
-`, htmlCSP, e(title), htmlStyle, e(title), e(string(r.Status)), e(string(r.Status)),
+`, e(title), e(string(r.Status)), e(string(r.Status)),
 		e(r.Window.Start.Format("2006-01-02 15:04:05.000Z")), e(r.Window.End.Format("15:04:05.000Z")),
 		e(humanize.Seconds(r.Window.DurationSeconds)), e(r.Heapscope.Version))
 
