@@ -10,7 +10,6 @@ import (
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/humanize"
-	"github.com/heapscope/heapscope/internal/result"
 )
 
 // compareHTML writes the comparison as one page that makes no external
@@ -67,22 +66,13 @@ func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error
 	}
 	bw.WriteString("</tbody>\n</table>\n")
 
-	for _, list := range []struct {
-		id, title string
-		sites     []compare.SiteChange
-	}{{"sites-grew", "grew most", c.Grew}, {"sites-shrank", "shrank most", c.Shrank}} {
-		if len(list.sites) == 0 {
-			continue
-		}
+	for _, list := range siteLists(c) {
 		fmt.Fprintf(bw, "<h2>Allocation sites that %s (bytes per %s)</h2>\n<table id=\"%s\">\n<thead><tr><th>before</th><th>after</th><th>delta</th><th></th><th>function</th><th>location</th>", list.title, e(c.PerUnit), list.id)
 		if c.Tested {
 			bw.WriteString("<th>test</th>")
 		}
 		bw.WriteString("</tr></thead>\n<tbody>\n")
-		for i, s := range list.sites {
-			if i == compareSites {
-				break
-			}
+		for _, s := range list.sites {
 			cls := ""
 			if s.Significant() {
 				cls = changeClass(s.BytesDelta, -1)
@@ -97,16 +87,10 @@ func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error
 		}
 		bw.WriteString("</tbody>\n</table>\n")
 	}
-	for _, fl := range []struct {
-		title    string
-		findings []result.Finding
-	}{{"Findings that appeared", c.Appeared}, {"Findings that disappeared", c.Disappeared}} {
-		if len(fl.findings) == 0 {
-			continue
-		}
-		fmt.Fprintf(bw, "<h2>%s</h2>\n<ul>\n", fl.title)
-		for _, f := range fl.findings {
-			fmt.Fprintf(bw, "<li><b>%s</b> <code>%s</code>: %s%s</li>\n", e(f.Severity), e(f.ID), e(f.Title), e(findingSite(f, func(s string) string { return s })))
+	for _, list := range findingLists(c) {
+		fmt.Fprintf(bw, "<h2>%s</h2>\n<ul>\n", list.title)
+		for _, f := range list.findings {
+			fmt.Fprintf(bw, "<li><b>%s</b> <code>%s</code>: %s%s</li>\n", e(f.Severity), e(f.ID), e(f.Title), e(findingSite(f, plainCode)))
 		}
 		bw.WriteString("</ul>\n")
 	}
