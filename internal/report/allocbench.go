@@ -50,9 +50,7 @@ func allocbenchText(w io.Writer, r *allocbench.Report) error {
 	b.WriteString("sizes are medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval (the range of the runs when they are too few for one)\n\n")
 	b.WriteString(allocbenchTable(r))
 	writeFlags(&b, r)
-	for _, warn := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", warn)
-	}
+	writeWarnings(&b, r.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

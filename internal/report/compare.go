@@ -117,9 +117,7 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 		b.WriteString(gateVerdict(c) + "\n")
 	}
-	for _, wmsg := range c.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, c.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -191,12 +189,7 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", outcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), humanize.MarkdownText(d.Reason))
 		}
 	}
-	if len(c.Warnings) > 0 {
-		b.WriteString("\n### Warnings\n\n")
-		for _, wmsg := range c.Warnings {
-			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
-		}
-	}
+	writeMarkdownWarnings(&b, "### Warnings", c.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

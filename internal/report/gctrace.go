@@ -108,9 +108,7 @@ func gctraceText(s *gcstats.TraceSummary) string {
 		fmt.Fprintf(&b, "%d of %d cycles, evenly spread (all of them with --format json):\n", len(rows), len(s.Series))
 	}
 	b.WriteString(indent(tw.Render(), "  "))
-	for _, wmsg := range s.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, s.Warnings)
 	return b.String()
 }
 

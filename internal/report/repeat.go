@@ -31,9 +31,7 @@ func repeatSummary(w io.Writer, r *result.Run, dir string) error {
 		tw.AppendRow([]any{f.Label, FigureValue(s.Median, f.Unit), FigureValue(s.Min, f.Unit), FigureValue(s.Max, f.Unit)})
 	}
 	b.WriteString(indent(tw.Render(), "  "))
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, r.Warnings)
 	if dir != "" {
 		fmt.Fprintf(&b, "\nWindows: %s (each a run: compare them with heapscope compare)\n", filepath.Join(dir, result.WindowsDir))
 	}
@@ -65,12 +63,7 @@ func repeatMarkdown(w io.Writer, r *result.Run) error {
 			fmt.Fprintf(&b, "- **%s** `%s`: %s%s\n", f.Severity, f.ID, humanize.MarkdownText(f.Title), findingSite(f, humanize.MarkdownCode))
 		}
 	}
-	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\n")
-		for _, wmsg := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
-		}
-	}
+	writeMarkdownWarnings(&b, "## Warnings", r.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -82,9 +82,7 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 			fmt.Fprintf(&b, "  - %s\n", e.Text)
 		}
 	}
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, r.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
