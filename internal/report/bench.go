@@ -177,23 +177,34 @@ func benchMarkdown(w io.Writer, r *bench.Report) error {
 	return err
 }
 
+// rowScale is the scale a row's old and new figures are shown on: one
+// for both, so that they read side by side.
+func rowScale(row bench.Row, class benchunit.Class) benchunit.Scaler {
+	var centers []float64
+	for _, s := range []*bench.Summary{row.Old, row.New} {
+		if s != nil {
+			centers = append(centers, s.Center)
+		}
+	}
+	return benchunit.CommonScale(centers, class)
+}
+
+// summaryText is a summary's center on the scale, ± its range.
+func summaryText(scaler benchunit.Scaler, s *bench.Summary) string {
+	return scaler.Format(s.Center) + " ± " + s.Range
+}
+
 // tableRows lays out a table's rows and its geomean: name, old, new, delta.
 func benchRows(r *bench.Report, t bench.Table, notes *footnotes) []table.Row {
 	class := benchunit.ClassOf(t.Unit)
 	var rows []table.Row
 	for _, row := range t.Rows {
-		var centers []float64
-		for _, s := range []*bench.Summary{row.Old, row.New} {
-			if s != nil {
-				centers = append(centers, s.Center)
-			}
-		}
-		scaler := benchunit.CommonScale(centers, class)
+		scaler := rowScale(row, class)
 		cellOf := func(s *bench.Summary) string {
 			if s == nil {
 				return ""
 			}
-			return notes.mark(scaler.Format(s.Center)+" ± "+s.Range, s.Warnings)
+			return notes.mark(summaryText(scaler, s), s.Warnings)
 		}
 		delta := ""
 		if row.Delta != nil {
