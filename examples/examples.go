@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heapscope/heapscope/examples/internal/kv"
 	"github.com/heapscope/heapscope/examples/internal/service"
 	"github.com/heapscope/heapscope/examples/leakycache"
 	"github.com/heapscope/heapscope/examples/naivekv"
@@ -175,25 +176,23 @@ func optimizedOptions(fs *flag.FlagSet) func() (http.Handler, error) {
 }
 
 func naiveOptions(fs *flag.FlagSet) func() (http.Handler, error) {
-	preload := service.IntFlag(fs, "preload", naivekv.DefaultPreload, 0, naivekv.MaxPreload,
-		"start with `N` keys, key-0 … key-(N-1)")
-	return func() (http.Handler, error) {
-		s, err := naivekv.NewStore(*preload)
-		if err != nil {
-			return nil, err
-		}
-		return naivekv.NewHandler(s), nil
-	}
+	return kvOptions(fs, naivekv.NewStore, naivekv.NewHandler)
 }
 
 func tunedOptions(fs *flag.FlagSet) func() (http.Handler, error) {
-	preload := service.IntFlag(fs, "preload", tunedkv.DefaultPreload, 0, tunedkv.MaxPreload,
+	return kvOptions(fs, tunedkv.NewStore, tunedkv.NewHandler)
+}
+
+// kvOptions are the KV examples' options, the same for both: --preload,
+// the number of keys the store, made by newStore, starts with.
+func kvOptions[S any](fs *flag.FlagSet, newStore func(preload int) (S, error), newHandler func(S) http.Handler) func() (http.Handler, error) {
+	preload := service.IntFlag(fs, "preload", kv.DefaultPreload, 0, kv.MaxPreload,
 		"start with `N` keys, key-0 … key-(N-1)")
 	return func() (http.Handler, error) {
-		s, err := tunedkv.NewStore(*preload)
+		s, err := newStore(*preload)
 		if err != nil {
 			return nil, err
 		}
-		return tunedkv.NewHandler(s), nil
+		return newHandler(s), nil
 	}
 }
