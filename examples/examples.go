@@ -19,8 +19,12 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
+	"github.com/heapscope/heapscope/examples/internal/kv"
 	"github.com/heapscope/heapscope/examples/internal/service"
 	"github.com/heapscope/heapscope/examples/leakycache"
 	"github.com/heapscope/heapscope/examples/naivekv"
@@ -83,6 +87,16 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		return service.ExitUsage
 	}
 	return e.command.Run(ctx, args, getenv, stderr)
+}
+
+// RunAndExit is the whole of an example's own main: it runs Main for the
+// named example with the process's arguments, environment and stderr,
+// until SIGINT or SIGTERM, then exits with Main's code.
+func RunAndExit(name string) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, name, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // Serve listens on addr (port 0 picks a free port) and serves h until ctx is
@@ -177,25 +191,23 @@ func optimizedOptions(fs *flag.FlagSet) func() (http.Handler, error) {
 }
 
 func naiveOptions(fs *flag.FlagSet) func() (http.Handler, error) {
-	preload := service.IntFlag(fs, "preload", naivekv.DefaultPreload, 0, naivekv.MaxPreload,
-		"start with `N` keys, key-0 … key-(N-1)")
-	return func() (http.Handler, error) {
-		s, err := naivekv.NewStore(*preload)
-		if err != nil {
-			return nil, err
-		}
-		return naivekv.NewHandler(s), nil
-	}
+	return kvOptions(fs, naivekv.NewStore, naivekv.NewHandler)
 }
 
 func tunedOptions(fs *flag.FlagSet) func() (http.Handler, error) {
-	preload := service.IntFlag(fs, "preload", tunedkv.DefaultPreload, 0, tunedkv.MaxPreload,
+	return kvOptions(fs, tunedkv.NewStore, tunedkv.NewHandler)
+}
+
+// kvOptions are the KV examples' options, the same for both: --preload,
+// the number of keys the store, made by newStore, starts with.
+func kvOptions[S any](fs *flag.FlagSet, newStore func(preload int) (S, error), newHandler func(S) http.Handler) func() (http.Handler, error) {
+	preload := service.IntFlag(fs, "preload", kv.DefaultPreload, 0, kv.MaxPreload,
 		"start with `N` keys, key-0 … key-(N-1)")
 	return func() (http.Handler, error) {
-		s, err := tunedkv.NewStore(*preload)
+		s, err := newStore(*preload)
 		if err != nil {
 			return nil, err
 		}
-		return tunedkv.NewHandler(s), nil
+		return newHandler(s), nil
 	}
 }

@@ -3,16 +3,16 @@
 // the entry of an id grows each time the id comes back. It is otherwise
 // correct (safe for concurrent use), so under load its inuse_space grows
 // without bound while nothing crashes: the kind of leak heapscope must name.
-// See package optimizedcache for the fixed twin.
+// See package optimizedcache for the fixed twin, which answers every request
+// alike (the twins' handlers refuse bad requests through package cache).
 package leakycache
 
 import (
 	"net/http"
 	"sync"
-)
 
-// MaxIDLen is the longest id, in bytes, the handler accepts.
-const MaxIDLen = 256
+	"github.com/heapscope/heapscope/examples/internal/cache"
+)
 
 // Worker processes ids and caches the results forever. It is safe for
 // concurrent use.
@@ -58,6 +58,10 @@ func (w *Worker) Bytes() int {
 	return n
 }
 
+// MaxIDLen is the longest id, in bytes, the handler accepts: package
+// cache's, shared with package optimizedcache.
+const MaxIDLen = cache.MaxIDLen
+
 // NewHandler returns the service's routes:
 //
 //	GET /process?id=ID  200 with Process(ID) as application/octet-stream;
@@ -66,18 +70,8 @@ func (w *Worker) Bytes() int {
 func NewHandler(w *Worker) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/process", func(rw http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			rw.Header().Set("Allow", http.MethodGet)
-			http.Error(rw, "method not allowed: use GET", http.StatusMethodNotAllowed)
-			return
-		}
 		id := r.URL.Query().Get("id")
-		switch {
-		case id == "":
-			http.Error(rw, "missing id query parameter", http.StatusBadRequest)
-			return
-		case len(id) > MaxIDLen:
-			http.Error(rw, "id longer than 256 bytes", http.StatusBadRequest)
+		if cache.Reject(rw, r, id) {
 			return
 		}
 		body := w.Process(id)

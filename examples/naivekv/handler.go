@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/heapscope/heapscope/examples/internal/kv"
 )
 
 // NewHandler returns the service's routes:
@@ -21,10 +23,7 @@ import (
 // GETs answered 200 and 404, rejected the requests answered 400, 405 or 413.
 func NewHandler(s *Store) http.Handler {
 	h := &handler{store: s, stats: make(map[string]uint64)}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/kv/{key}", h.kv)
-	mux.HandleFunc("/stats", h.statsRoute)
-	return mux
+	return kv.Routes(h.kv, h.statsRoute)
 }
 
 type handler struct {

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/heapscope/heapscope/examples/internal/cache"
 )
 
 // maxQueryParams mirrors net/url's default limit on the number of query
@@ -41,18 +43,8 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
-		return
-	}
 	id, _ := queryValue(r.URL.RawQuery, "id")
-	switch {
-	case id == "":
-		http.Error(w, "missing id query parameter", http.StatusBadRequest)
-		return
-	case len(id) > MaxIDLen:
-		http.Error(w, "id longer than 256 bytes", http.StatusBadRequest)
+	if cache.Reject(w, r, id) {
 		return
 	}
 

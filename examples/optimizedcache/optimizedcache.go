@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/heapscope/heapscope/examples/internal/cache"
 )
 
 const (
@@ -17,8 +19,10 @@ const (
 	// small enough that the demo's load (500 requests/s over 100 000 ids)
 	// fills it in two seconds, after which inuse_space stays level.
 	DefaultCapacity = 1000
-	// MaxIDLen is the longest id, in bytes, the handler accepts.
-	MaxIDLen = 256
+	// MaxIDLen is the longest id, in bytes, the handler accepts: package
+	// cache's, shared with package leakycache so that the twins answer
+	// alike.
+	MaxIDLen = cache.MaxIDLen
 )
 
 // Worker processes ids and keeps the results of the most recently used ones.

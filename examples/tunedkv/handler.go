@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/heapscope/heapscope/examples/internal/kv"
 )
 
 // jsonContentType is shared by every response; net/http does not modify
@@ -30,10 +32,7 @@ const maxPooledBuffer = 2 * MaxValueLen
 func NewHandler(s *Store) http.Handler {
 	h := &handler{store: s}
 	h.buffers.New = func() any { b := make([]byte, 0, 1024); return &b }
-	mux := http.NewServeMux()
-	mux.HandleFunc("/kv/{key}", h.kv)
-	mux.HandleFunc("/stats", h.statsRoute)
-	return mux
+	return kv.Routes(h.kv, h.statsRoute)
 }
 
 type handler struct {

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -59,11 +60,7 @@ func (d *diagnosis) contention() {
 				w.events += float64(s.Value[ci])
 			}
 		}
-		sites := make([]*waitSite, 0, len(m))
-		for _, w := range m {
-			sites = append(sites, w)
-		}
-		slices.SortFunc(sites, func(a, b *waitSite) int {
+		sites := slices.SortedFunc(maps.Values(m), func(a, b *waitSite) int {
 			if c := cmp.Compare(b.seconds, a.seconds); c != 0 {
 				return c
 			}

@@ -359,12 +359,7 @@ func (d *diagnosis) leakSeverity(slope, last float64, ev map[string]float64) (Se
 		hours := headroom / slope / 60
 		ev["hours_to_limit"] = hours
 		ev["limit_headroom_bytes"] = headroom
-		switch {
-		case hours <= th.HighWithinHours:
-			sev = High
-		case hours <= th.MediumWithinHours:
-			sev = max(sev, Medium)
-		}
+		sev = max(sev, levelWithin(hours, th.HighWithinHours, th.MediumWithinHours))
 		return sev, fmt.Sprintf("; at this pace it reaches the %s in %s", limitName, humanize.Hours(hours))
 	}
 	// No limit known: the time to double. A heap that doubles within a

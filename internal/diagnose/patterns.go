@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -143,11 +144,7 @@ func (d *diagnosis) patterns() {
 			}
 		}
 	}
-	list := make([]*patternHit, 0, len(hits))
-	for _, h := range hits {
-		list = append(list, h)
-	}
-	slices.SortFunc(list, func(a, b *patternHit) int {
+	list := slices.SortedFunc(maps.Values(hits), func(a, b *patternHit) int {
 		if c := cmp.Compare(b.bytes, a.bytes); c != 0 {
 			return c
 		}

@@ -113,12 +113,7 @@ func (d *diagnosis) rssBreakdown() {
 		}
 		headroom := max(lim-used, 0) / lim
 		ev["cgroup_headroom_share"] = headroom
-		switch {
-		case headroom <= th.HeadroomHigh:
-			sev = High
-		case headroom <= th.HeadroomMedium:
-			sev = max(sev, Medium)
-		}
+		sev = max(sev, levelWithin(headroom, th.HeadroomHigh, th.HeadroomMedium))
 		explain = append(explain, fmt.Sprintf("the cgroup's anonymous memory is %s of its %s limit (%s headroom; page cache is reclaimable and left out)", humanize.Bytes(used), humanize.Bytes(lim), humanize.Percent(headroom)))
 	}
 	if kr.Source == "metrics" {

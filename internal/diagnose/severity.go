@@ -106,6 +106,19 @@ func level(v, low, medium, high float64) Severity {
 	}
 }
 
+// levelWithin returns the severity of a figure that worsens as it falls,
+// such as the time or the headroom left before a limit: High at or below
+// high, Medium at or below medium, Info above both.
+func levelWithin(v, high, medium float64) Severity {
+	switch {
+	case v <= high:
+		return High
+	case v <= medium:
+		return Medium
+	}
+	return Info
+}
+
 // Levels are the three thresholds of a figure at which a finding becomes
 // low, medium and high.
 type Levels struct {

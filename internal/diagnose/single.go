@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -160,11 +161,7 @@ func (d *diagnosis) cpuAllocation() {
 		d.note("CPU profile: allocation and GC take %s of the CPU it sampled (mallocgc %s, GC work %s): not where the time goes", humanize.Percent(share), humanize.Percent(alloc/total), humanize.Percent(gc/total))
 		return
 	}
-	top := make([]site, 0, len(callers))
-	for at := range callers {
-		top = append(top, at)
-	}
-	slices.SortFunc(top, func(a, b site) int {
+	top := slices.SortedFunc(maps.Keys(callers), func(a, b site) int {
 		if c := cmp.Compare(callers[b], callers[a]); c != 0 {
 			return c
 		}

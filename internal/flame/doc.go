@@ -21,7 +21,8 @@
 //     view and sample-type switches) that stays smooth with hundreds of
 //     thousands of frames, and WriteFolded / WriteFoldedDiff the folded
 //     stacks other tools read. WriteHTMLAssets and WriteHTMLWidget embed
-//     widgets in a larger page, such as a run's report.
+//     widgets in a larger page, such as a comparison's report, and
+//     WriteHTMLHead opens such a page as WriteHTML opens its own.
 //
 // Frames are coloured by whose code they run (Kind): the application's,
 // its dependencies', the standard library's or the runtime's.

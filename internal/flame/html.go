@@ -41,27 +41,20 @@ type HTMLWidget struct {
 
 var widgetID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
+// pageStyle is the style of WriteHTML's page.
+const pageStyle = `body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
+h1 { font-size: 20px; margin: 0 0 12px; }
+`
+
 // WriteHTML writes a standalone page holding the widgets: one file with
 // inline script, style and data that makes no external request (its
 // Content-Security-Policy forbids them).
 func WriteHTML(w io.Writer, title string, widgets ...HTMLWidget) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	fmt.Fprintf(bw, `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>
-body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
-h1 { font-size: 20px; margin: 0 0 12px; }
-</style>
-`, html.EscapeString(title))
-	if err := WriteHTMLAssets(bw); err != nil {
+	if err := WriteHTMLHead(bw, title, pageStyle, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(bw, "</head>\n<body>\n<h1>%s</h1>\n", html.EscapeString(title))
+	fmt.Fprintf(bw, "<h1>%s</h1>\n", html.EscapeString(title))
 	for _, wd := range widgets {
 		if err := WriteHTMLWidget(bw, wd); err != nil {
 			return err
@@ -69,6 +62,37 @@ h1 { font-size: 20px; margin: 0 0 12px; }
 	}
 	bw.WriteString("</body>\n</html>\n")
 	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write html: %w", err)
+	}
+	return nil
+}
+
+// WriteHTMLHead opens a standalone page, up to and with its <body> tag:
+// the title, style (CSS, ending in a newline), the widgets' assets
+// (WriteHTMLAssets) when widgets is set, and a Content-Security-Policy
+// that forbids every request the page could make: scripts and styles
+// inline, images data: URLs. WriteHTML's pages begin with it, and so do
+// heapscope's reports, which embed widgets or flame graphs' SVG.
+func WriteHTMLHead(w io.Writer, title, style string, widgets bool) error {
+	_, err := fmt.Fprintf(w, `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>%s</title>
+<style>
+%s</style>
+`, html.EscapeString(title), style)
+	if err != nil {
+		return fmt.Errorf("write html: %w", err)
+	}
+	if widgets {
+		if err := WriteHTMLAssets(w); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, "</head>\n<body>\n"); err != nil {
 		return fmt.Errorf("write html: %w", err)
 	}
 	return nil

@@ -105,6 +105,41 @@ func TestWriteHTMLWidget_Embeds(t *testing.T) {
 	}
 }
 
+func TestWriteHTMLHead(t *testing.T) {
+	tests := []struct {
+		name       string
+		widgets    bool
+		wantAssets bool
+	}{
+		{name: "with widgets", widgets: true, wantAssets: true},
+		{name: "without widgets", widgets: false, wantAssets: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteHTMLHead(&b, "a <b>", "p { color: red; }\n", tt.widgets); err != nil {
+				t.Fatal(err)
+			}
+			head := b.String()
+			for _, want := range []string{
+				"<!DOCTYPE html>\n",
+				`content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"`,
+				"<title>a &lt;b&gt;</title>\n<style>\np { color: red; }\n</style>\n",
+			} {
+				if !strings.Contains(head, want) {
+					t.Errorf("head lacks %q:\n%s", want, head)
+				}
+			}
+			if !strings.HasSuffix(head, "</head>\n<body>\n") {
+				t.Errorf("head does not end by opening the body:\n%s", head)
+			}
+			if got := strings.Contains(head, widgetScript); got != tt.wantAssets {
+				t.Errorf("widgets' script in the head: %v, want %v", got, tt.wantAssets)
+			}
+		})
+	}
+}
+
 func TestWriteHTMLWidget_Errors(t *testing.T) {
 	tree := build(t, stacksOf(t, synthetic()), Options{})
 	tests := []struct {

@@ -9,6 +9,7 @@ package humanize
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -106,11 +107,7 @@ func Tally(counts map[string]uint64, sep string) string {
 	if len(counts) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(counts))
-	for k := range counts {
-		names = append(names, k)
-	}
-	slices.SortFunc(names, func(a, b string) int {
+	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
 		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
 			return c
 		}

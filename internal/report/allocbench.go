@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
 	"github.com/heapscope/heapscope/internal/humanize"
@@ -51,9 +50,7 @@ func allocbenchText(w io.Writer, r *allocbench.Report) error {
 	b.WriteString("sizes are medians of the runs; RSS/heap = Go heap mappings' Rss / HeapAlloc, ± its 95% confidence interval (the range of the runs when they are too few for one)\n\n")
 	b.WriteString(allocbenchTable(r))
 	writeFlags(&b, r)
-	for _, warn := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", warn)
-	}
+	writeWarnings(&b, r.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -195,20 +192,12 @@ func ratioString(r float64) string {
 }
 
 func allocbenchTable(r *allocbench.Report) string {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	style.Box.PaddingLeft = ""
-	style.Box.PaddingRight = "  "
-	tw.SetStyle(style)
+	tw := plainTable()
+	tw.Style().Box.PaddingLeft = ""
+	tw.Style().Box.PaddingRight = "  "
 	tw.AppendHeader(allocbenchHeader())
 	tw.AppendRows(allocbenchRows(r, ""))
-	lines := strings.Split(tw.Render(), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n") + "\n"
+	return indent(tw.Render(), "")
 }
 
 func writeFlags(b *strings.Builder, r *allocbench.Report) {

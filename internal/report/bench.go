@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 	"golang.org/x/perf/benchunit"
 
 	"github.com/heapscope/heapscope/internal/bench"
@@ -58,15 +57,12 @@ func benchText(w io.Writer, r *bench.Report) error {
 		prev = t.Config
 		var notes footnotes
 		tw := benchTable()
-		tw.SetColumnConfigs([]table.ColumnConfig{
-			{Number: 2, Align: text.AlignRight, AlignHeader: text.AlignRight},
-			{Number: 3, Align: text.AlignRight, AlignHeader: text.AlignRight},
-		})
+		rightAlign(tw, 2, 3)
 		tw.AppendHeader(table.Row{t.Unit, r.Old, r.New, "vs base"})
 		for _, row := range benchRows(r, t, &notes) {
 			tw.AppendRow(row)
 		}
-		b.WriteString(trimLines(tw.Render()))
+		b.WriteString(indent(tw.Render(), ""))
 		for i, n := range notes.list {
 			fmt.Fprintf(&b, "%s %s\n", superscript(i+1), n)
 		}
@@ -77,7 +73,7 @@ func benchText(w io.Writer, r *bench.Report) error {
 		for _, d := range r.Decisions {
 			tw.AppendRow(table.Row{outcomeLabel(d.Outcome), d.Gate, benchmarkLabel(r, d.Benchmark, d.Config), d.Reason})
 		}
-		b.WriteString(trimLines(indentLines(tw.Render(), "  ")))
+		b.WriteString(indent(tw.Render(), "  "))
 		b.WriteString(benchVerdict(r) + "\n")
 	}
 	for _, a := range r.Attributions {
@@ -95,7 +91,7 @@ func benchText(w io.Writer, r *bench.Report) error {
 		for _, s := range a.Sites {
 			tw.AppendRow(siteRow(s))
 		}
-		b.WriteString(trimLines(indentLines(tw.Render(), "  ")))
+		b.WriteString(indent(tw.Render(), "  "))
 	}
 	writeProblems(&b, "warning", r.Warnings)
 	writeProblems(&b, "error", r.Errors)
@@ -181,23 +177,34 @@ func benchMarkdown(w io.Writer, r *bench.Report) error {
 	return err
 }
 
+// rowScale is the scale a row's old and new figures are shown on: one
+// for both, so that they read side by side.
+func rowScale(row bench.Row, class benchunit.Class) benchunit.Scaler {
+	var centers []float64
+	for _, s := range []*bench.Summary{row.Old, row.New} {
+		if s != nil {
+			centers = append(centers, s.Center)
+		}
+	}
+	return benchunit.CommonScale(centers, class)
+}
+
+// summaryText is a summary's center on the scale, ± its range.
+func summaryText(scaler benchunit.Scaler, s *bench.Summary) string {
+	return scaler.Format(s.Center) + " ± " + s.Range
+}
+
 // tableRows lays out a table's rows and its geomean: name, old, new, delta.
 func benchRows(r *bench.Report, t bench.Table, notes *footnotes) []table.Row {
 	class := benchunit.ClassOf(t.Unit)
 	var rows []table.Row
 	for _, row := range t.Rows {
-		var centers []float64
-		for _, s := range []*bench.Summary{row.Old, row.New} {
-			if s != nil {
-				centers = append(centers, s.Center)
-			}
-		}
-		scaler := benchunit.CommonScale(centers, class)
+		scaler := rowScale(row, class)
 		cellOf := func(s *bench.Summary) string {
 			if s == nil {
 				return ""
 			}
-			return notes.mark(scaler.Format(s.Center)+" ± "+s.Range, s.Warnings)
+			return notes.mark(summaryText(scaler, s), s.Warnings)
 		}
 		delta := ""
 		if row.Delta != nil {
@@ -316,33 +323,13 @@ func writeProblems(b *strings.Builder, word string, errs []error) {
 	}
 }
 
+// benchTable is plainTable with benchstat's spacing: no padding on the
+// left, three spaces between columns.
 func benchTable() table.Writer {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	style.Box.PaddingLeft = ""
-	style.Box.PaddingRight = "   "
-	tw.SetStyle(style)
+	tw := plainTable()
+	tw.Style().Box.PaddingLeft = ""
+	tw.Style().Box.PaddingRight = "   "
 	return tw
-}
-
-// trimLines drops the padding at the end of every line and ends the text
-// with a newline.
-func trimLines(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-func indentLines(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = prefix + l
-	}
-	return strings.Join(lines, "\n")
 }
 
 // attributionHeading says whose allocations an attribution lists and

@@ -46,18 +46,12 @@ func benchJUnit(w io.Writer, r *bench.Report) error {
 			sides[0] = sides[0] || row.Old != nil
 			sides[1] = sides[1] || row.New != nil
 			s.sides[row.Name] = sides
-			var centers []float64
-			for _, x := range []*bench.Summary{row.Old, row.New} {
-				if x != nil {
-					centers = append(centers, x.Center)
-				}
-			}
-			sc := benchunit.CommonScale(centers, class)
+			sc := rowScale(row, class)
 			f := func(x *bench.Summary) string {
 				if x == nil {
 					return "-"
 				}
-				return sc.Format(x.Center) + " ± " + x.Range
+				return summaryText(sc, x)
 			}
 			line := fmt.Sprintf("%s: %s → %s", t.Unit, f(row.Old), f(row.New))
 			if row.Delta != nil {

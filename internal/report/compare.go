@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
@@ -65,7 +64,8 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 	}
 	b.WriteString("\n")
-	tw := compareTable(2, 5)
+	tw := plainTable()
+	rightAlign(tw, 2, 5)
 	header := table.Row{"", "before", "after", "delta", ""}
 	if c.Tested {
 		header = append(header, "")
@@ -81,28 +81,20 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 		tw.AppendRow(row)
 	}
-	b.WriteString(trimRight(tw.Render()))
+	b.WriteString(indent(tw.Render(), ""))
 	if c.Tested {
 		fmt.Fprintf(&b, "* significant at alpha %v (Mann-Whitney U test); ~ within noise\n", c.Alpha)
 	}
-	for _, list := range []struct {
-		title string
-		sites []compare.SiteChange
-	}{{"grew most", c.Grew}, {"shrank most", c.Shrank}} {
-		if len(list.sites) == 0 {
-			continue
-		}
+	for _, list := range siteLists(c) {
 		fmt.Fprintf(&b, "\nAllocation sites that %s (bytes per %s):\n", list.title, c.PerUnit)
-		tw := compareTable(1, 4)
+		tw := plainTable()
+		rightAlign(tw, 1, 4)
 		header := table.Row{"before", "after", "delta", "", "function", "location"}
 		if c.Tested {
 			header = append(header, "")
 		}
 		tw.AppendHeader(header)
-		for i, s := range list.sites {
-			if i == compareSites {
-				break
-			}
+		for _, s := range list.sites {
 			row := table.Row{humanize.Bytes(s.BytesBefore.Median), humanize.Bytes(s.BytesAfter.Median), signedBytes(s.BytesDelta), relative(s.BytesRelative),
 				humanize.ShortFunction(s.Function), humanize.Location(s.File, s.Line)}
 			if c.Tested {
@@ -112,8 +104,12 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 		b.WriteString(indent(tw.Render(), "  "))
 	}
-	writeFindingChanges(&b, "Findings that appeared", c.Appeared, "  ")
-	writeFindingChanges(&b, "Findings that disappeared", c.Disappeared, "  ")
+	for _, list := range findingLists(c) {
+		fmt.Fprintf(&b, "\n%s:\n", list.title)
+		for _, f := range list.findings {
+			fmt.Fprintf(&b, "  %s %s: %s%s\n", f.Severity, f.ID, f.Title, findingSite(f, plainCode))
+		}
+	}
 	if len(c.Decisions) > 0 {
 		b.WriteString("\nGates:\n")
 		for _, d := range c.Decisions {
@@ -121,9 +117,7 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 		}
 		b.WriteString(gateVerdict(c) + "\n")
 	}
-	for _, wmsg := range c.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, c.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -169,18 +163,9 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.Label, statValue(f.Before, f.Unit), statValue(f.After, f.Unit), delta, rel)
 	}
-	for _, list := range []struct {
-		title string
-		sites []compare.SiteChange
-	}{{"grew most", c.Grew}, {"shrank most", c.Shrank}} {
-		if len(list.sites) == 0 {
-			continue
-		}
+	for _, list := range siteLists(c) {
 		fmt.Fprintf(&b, "\n### Allocation sites that %s (bytes per %s)\n\n| before | after | delta | | function | location |\n|--:|--:|--:|--:|:--|:--|\n", list.title, c.PerUnit)
-		for i, s := range list.sites {
-			if i == compareSites {
-				break
-			}
+		for _, s := range list.sites {
 			delta, rel := signedBytes(s.BytesDelta), relative(s.BytesRelative)
 			if s.Significant() {
 				delta, rel = strong(delta), strong(rel)
@@ -192,15 +177,9 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 				humanize.MarkdownCode(humanize.ShortFunction(s.Function)), humanize.MarkdownCode(humanize.Location(s.File, s.Line)))
 		}
 	}
-	for _, fl := range []struct {
-		title    string
-		findings []result.Finding
-	}{{"Findings that appeared", c.Appeared}, {"Findings that disappeared", c.Disappeared}} {
-		if len(fl.findings) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n### %s\n\n", fl.title)
-		for _, f := range fl.findings {
+	for _, list := range findingLists(c) {
+		fmt.Fprintf(&b, "\n### %s\n\n", list.title)
+		for _, f := range list.findings {
 			fmt.Fprintf(&b, "- **%s** %s: %s%s\n", f.Severity, humanize.MarkdownCode(f.ID), humanize.MarkdownText(f.Title), findingSite(f, humanize.MarkdownCode))
 		}
 	}
@@ -210,12 +189,7 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", outcomeMark(d.Outcome), humanize.MarkdownCode(d.Gate), humanize.MarkdownText(d.Reason))
 		}
 	}
-	if len(c.Warnings) > 0 {
-		b.WriteString("\n### Warnings\n\n")
-		for _, wmsg := range c.Warnings {
-			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
-		}
-	}
+	writeMarkdownWarnings(&b, "### Warnings", c.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -278,22 +252,6 @@ func runsText(s compare.SideInfo) string {
 		return "1 run"
 	}
 	return fmt.Sprintf("%d runs", len(s.Runs))
-}
-
-// compareTable is a borderless table whose columns from first to last
-// (counted from 1) are aligned right.
-func compareTable(first, last int) table.Writer {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	tw.SetStyle(style)
-	right := []table.ColumnConfig{}
-	for i := first; i <= last; i++ {
-		right = append(right, table.ColumnConfig{Number: i, Align: text.AlignRight, AlignHeader: text.AlignRight})
-	}
-	tw.SetColumnConfigs(right)
-	return tw
 }
 
 // FigureValue formats a value of a headline figure in its unit.
@@ -374,17 +332,47 @@ func pText(t *compare.Test) string {
 	return fmt.Sprintf("(p=%.3f n=%d+%d)", t.P, t.N1, t.N2)
 }
 
-// writeFindingChanges lists the findings that appeared or disappeared
-// between two sides of a comparison, under a title.
-func writeFindingChanges(b *strings.Builder, title string, fs []result.Finding, prefix string) {
-	if len(fs) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "\n%s:\n", title)
-	for _, f := range fs {
-		fmt.Fprintf(b, "%s%s %s: %s%s\n", prefix, f.Severity, f.ID, f.Title, findingSite(f, func(s string) string { return s }))
-	}
+// siteList is one of a comparison's lists of sites, for every format to
+// show alike.
+type siteList struct {
+	id, title string
+	sites     []compare.SiteChange
 }
+
+// siteLists are the comparison's lists of sites that are not empty, the
+// sites that grew most first, each cut to compareSites.
+func siteLists(c *compare.Comparison) []siteList {
+	var out []siteList
+	for _, l := range []siteList{{"sites-grew", "grew most", c.Grew}, {"sites-shrank", "shrank most", c.Shrank}} {
+		if len(l.sites) > 0 {
+			l.sites = l.sites[:min(len(l.sites), compareSites)]
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// findingList is one of a comparison's lists of findings.
+type findingList struct {
+	title    string
+	findings []result.Finding
+}
+
+// findingLists are the comparison's lists of findings that are not
+// empty: those that appeared, then those that disappeared.
+func findingLists(c *compare.Comparison) []findingList {
+	var out []findingList
+	for _, l := range []findingList{{"Findings that appeared", c.Appeared}, {"Findings that disappeared", c.Disappeared}} {
+		if len(l.findings) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// plainCode leaves a name as it is, for findingSite where no markup marks
+// code.
+func plainCode(s string) string { return s }
 
 // findingSite names a finding's site after its title, unless the title
 // already does (diagnose's titles name function and file:line).
@@ -422,9 +410,6 @@ func countGates(n int) string {
 	}
 	return fmt.Sprintf("%d gates", n)
 }
-
-// trimRight drops the padding at the end of every line.
-func trimRight(s string) string { return indent(s, "") }
 
 // strong marks s as strong in Markdown; an empty cell stays empty, not
 // "****".

@@ -10,7 +10,6 @@ import (
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/humanize"
-	"github.com/heapscope/heapscope/internal/result"
 )
 
 // compareHTML writes the comparison as one page that makes no external
@@ -21,34 +20,10 @@ func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error
 	bw := bufio.NewWriterSize(w, 64<<10)
 	e := html.EscapeString
 	title := fmt.Sprintf("heapscope compare: %s → %s", c.Before.Label, c.After.Label)
-	fmt.Fprintf(bw, `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>
-body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
-h1 { font-size: 20px; margin: 0 0 12px; }
-h2 { font-size: 16px; margin: 20px 0 8px; }
-table { border-collapse: collapse; }
-th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; white-space: nowrap; }
-th:first-child, td.name, td.fn, td.loc { text-align: left; }
-td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
-.better { background: #dff3e0; color: #145a1c; font-weight: 600; }
-.worse { background: #fbe1e0; color: #8a1c17; font-weight: 600; }
-.note { background: #fff6d6; padding: 6px 10px; border-left: 3px solid #e0b400; margin: 4px 0; }
-.fail { color: #8a1c17; font-weight: 600; }
-.muted { color: #777; }
-</style>
-`, e(title))
-	if fl != nil {
-		if err := flame.WriteHTMLAssets(bw); err != nil {
-			return err
-		}
+	if err := flame.WriteHTMLHead(bw, title, compareStyle, fl != nil); err != nil {
+		return err
 	}
-	fmt.Fprintf(bw, "</head>\n<body>\n<h1>%s</h1>\n", e(title))
+	fmt.Fprintf(bw, "<h1>%s</h1>\n", e(title))
 	fmt.Fprintf(bw, "<p>before: %s · after: %s. ", e(sideLine(c.Before)), e(sideLine(c.After)))
 	if c.Tested {
 		fmt.Fprintf(bw, "Coloured changes are significant at alpha %v (Mann-Whitney U test); the others are within noise.</p>\n", c.Alpha)
@@ -91,22 +66,13 @@ td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
 	}
 	bw.WriteString("</tbody>\n</table>\n")
 
-	for _, list := range []struct {
-		id, title string
-		sites     []compare.SiteChange
-	}{{"sites-grew", "grew most", c.Grew}, {"sites-shrank", "shrank most", c.Shrank}} {
-		if len(list.sites) == 0 {
-			continue
-		}
+	for _, list := range siteLists(c) {
 		fmt.Fprintf(bw, "<h2>Allocation sites that %s (bytes per %s)</h2>\n<table id=\"%s\">\n<thead><tr><th>before</th><th>after</th><th>delta</th><th></th><th>function</th><th>location</th>", list.title, e(c.PerUnit), list.id)
 		if c.Tested {
 			bw.WriteString("<th>test</th>")
 		}
 		bw.WriteString("</tr></thead>\n<tbody>\n")
-		for i, s := range list.sites {
-			if i == compareSites {
-				break
-			}
+		for _, s := range list.sites {
 			cls := ""
 			if s.Significant() {
 				cls = changeClass(s.BytesDelta, -1)
@@ -121,16 +87,10 @@ td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
 		}
 		bw.WriteString("</tbody>\n</table>\n")
 	}
-	for _, fl := range []struct {
-		title    string
-		findings []result.Finding
-	}{{"Findings that appeared", c.Appeared}, {"Findings that disappeared", c.Disappeared}} {
-		if len(fl.findings) == 0 {
-			continue
-		}
-		fmt.Fprintf(bw, "<h2>%s</h2>\n<ul>\n", fl.title)
-		for _, f := range fl.findings {
-			fmt.Fprintf(bw, "<li><b>%s</b> <code>%s</code>: %s%s</li>\n", e(f.Severity), e(f.ID), e(f.Title), e(findingSite(f, func(s string) string { return s })))
+	for _, list := range findingLists(c) {
+		fmt.Fprintf(bw, "<h2>%s</h2>\n<ul>\n", list.title)
+		for _, f := range list.findings {
+			fmt.Fprintf(bw, "<li><b>%s</b> <code>%s</code>: %s%s</li>\n", e(f.Severity), e(f.ID), e(f.Title), e(findingSite(f, plainCode)))
 		}
 		bw.WriteString("</ul>\n")
 	}
@@ -159,6 +119,21 @@ td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
 	}
 	return nil
 }
+
+// compareStyle is the style of the comparison's page.
+const compareStyle = `body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
+h1 { font-size: 20px; margin: 0 0 12px; }
+h2 { font-size: 16px; margin: 20px 0 8px; }
+table { border-collapse: collapse; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; white-space: nowrap; }
+th:first-child, td.name, td.fn, td.loc { text-align: left; }
+td.fn, td.loc { font-family: ui-monospace, monospace; font-size: 13px; }
+.better { background: #dff3e0; color: #145a1c; font-weight: 600; }
+.worse { background: #fbe1e0; color: #8a1c17; font-weight: 600; }
+.note { background: #fff6d6; padding: 6px 10px; border-left: 3px solid #e0b400; margin: 4px 0; }
+.fail { color: #8a1c17; font-weight: 600; }
+.muted { color: #777; }
+`
 
 // changeClass colours a significant change: better or worse, as the
 // figure's direction says.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/humanize"
@@ -82,17 +81,9 @@ func gctraceText(s *gcstats.TraceSummary) string {
 	}
 
 	b.WriteString("\n")
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	tw.SetStyle(style)
+	tw := plainTable()
 	tw.AppendHeader(table.Row{"gc", "at", "heap start", "end", "live", "goal", "pause", "mark", "cpu", "share", ""})
-	var cols []table.ColumnConfig
-	for n := 1; n <= 10; n++ {
-		cols = append(cols, table.ColumnConfig{Number: n, Align: text.AlignRight, AlignHeader: text.AlignRight})
-	}
-	tw.SetColumnConfigs(cols)
+	rightAlign(tw, 1, 10)
 	rows := sampleCycles(len(s.Series), gctraceRows)
 	for _, i := range rows {
 		c := &s.Series[i]
@@ -117,9 +108,7 @@ func gctraceText(s *gcstats.TraceSummary) string {
 		fmt.Fprintf(&b, "%d of %d cycles, evenly spread (all of them with --format json):\n", len(rows), len(s.Series))
 	}
 	b.WriteString(indent(tw.Render(), "  "))
-	for _, wmsg := range s.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, s.Warnings)
 	return b.String()
 }
 

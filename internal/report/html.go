@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/report/chart"
 	"github.com/heapscope/heapscope/internal/result"
@@ -31,10 +32,6 @@ type HTMLFlame struct {
 	SVG []byte
 }
 
-// htmlCSP forbids every request the page could make: scripts and styles
-// are inline, images data: URLs, frames srcdoc documents.
-const htmlCSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
-
 // HTML writes report.html: one page with the run's summary, findings,
 // charts of heap in use and GC pauses over the window, the flame graphs
 // and the top tables. Everything is inline (style, charts drawn here as
@@ -47,7 +44,9 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	}
 	var b strings.Builder
 	e := html.EscapeString
-	writeHTMLHead(&b, r, "Summary", "Findings", "Charts", "Flame graphs", "Top sites", "MemStats", "Profiles")
+	if err := writeHTMLHead(&b, r, "Summary", "Findings", "Charts", "Flame graphs", "Top sites", "MemStats", "Profiles"); err != nil {
+		return err
+	}
 
 	b.WriteString("<section id=\"summary\">\n<h2>Summary</h2>\n<table class=\"kv\">\n")
 	row := func(k, v string) {
@@ -311,9 +310,12 @@ figure.flame iframe { display: block; width: 100%; border: 1px solid #ddd; }
 // writeHTMLHead writes the page's head and header for run r, with a
 // navigation link to each named section (its id: the name's first word,
 // lower case), and the failures when there are some.
-func writeHTMLHead(b *strings.Builder, r *result.Run, sections ...string) {
+func writeHTMLHead(b *strings.Builder, r *result.Run, sections ...string) error {
 	e := html.EscapeString
 	title := "heapscope run: " + r.Target.URL
+	if err := flame.WriteHTMLHead(b, title, htmlStyle, false); err != nil {
+		return err
+	}
 	var nav strings.Builder
 	for i, name := range sections {
 		if i > 0 {
@@ -325,23 +327,12 @@ func writeHTMLHead(b *strings.Builder, r *result.Run, sections ...string) {
 		}
 		fmt.Fprintf(&nav, `<a href="#%s">%s</a>`, e(id), e(name))
 	}
-	fmt.Fprintf(b, `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="%s">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>
-%s</style>
-</head>
-<body>
-<header>
+	fmt.Fprintf(b, `<header>
 <h1>%s</h1>
 <p class="meta"><span class="status status-%s">%s</span> window %s – %s (%s) · heapscope %s</p>
 <nav>%s</nav>
 </header>
-`, htmlCSP, e(title), htmlStyle, e(title), e(string(r.Status)), e(string(r.Status)),
+`, e(title), e(string(r.Status)), e(string(r.Status)),
 		e(r.Window.Start.Format("2006-01-02 15:04:05.000Z")), e(r.Window.End.Format("15:04:05.000Z")),
 		e(humanize.Seconds(r.Window.DurationSeconds)), e(r.Heapscope.Version), nav.String())
 
@@ -352,6 +343,7 @@ func writeHTMLHead(b *strings.Builder, r *result.Run, sections ...string) {
 		}
 		b.WriteString("</ul>\n</section>\n")
 	}
+	return nil
 }
 
 // writeFlames writes the section of the embedded flame graphs.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/load"
@@ -79,7 +78,7 @@ func loadHeading(l *result.Load) string {
 // loadTables lays out a load result: the figures, the latency, and the
 // per-second series when there is one. Markdown tables need a header row.
 func loadTables(l *result.Load, markdown bool) []table.Writer {
-	sum := newLoadTable()
+	sum := plainTable()
 	if markdown {
 		sum.AppendHeader(table.Row{"figure", "value"})
 	}
@@ -128,7 +127,7 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 		sum.AppendRow(table.Row{"schedule", sched})
 	}
 
-	lat := newLoadTable()
+	lat := plainTable()
 	lat.AppendHeader(table.Row{"latency", "min", "mean", "p50", "p90", "p99", "p99.9", "max"})
 	ls := l.LatencySeconds
 	lat.AppendRow(table.Row{"", humanize.Seconds(ls.Min), humanize.Seconds(ls.Mean), humanize.Seconds(ls.P50), humanize.Seconds(ls.P90),
@@ -137,7 +136,7 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	tables := []table.Writer{sum, lat}
 
 	if len(l.Series) > 0 {
-		ser := newLoadTable()
+		ser := plainTable()
 		header := table.Row{"second", "sent", "done", "errors", "p50", "p90", "p99", "max"}
 		if l.Lag != nil {
 			header = append(header, "max lag")
@@ -173,21 +172,4 @@ func workersLine(l *result.Load) string {
 		why = "--no-keepalive"
 	}
 	return fmt.Sprintf("%d %s over %d connections (%s)", l.Connections, who, l.Opened, why)
-}
-
-func newLoadTable() table.Writer {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	tw.SetStyle(style)
-	return tw
-}
-
-func rightAlign(tw table.Writer, from, to int) {
-	var cfgs []table.ColumnConfig
-	for n := from; n <= to; n++ {
-		cfgs = append(cfgs, table.ColumnConfig{Number: n, Align: text.AlignRight, AlignHeader: text.AlignRight})
-	}
-	tw.SetColumnConfigs(cfgs)
 }

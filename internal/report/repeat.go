@@ -31,7 +31,8 @@ func repeatSummary(w io.Writer, r *result.Run, dir string) error {
 	}
 	findingsBrief(&b, r.Findings, r.DiagnosisNotes, r.HiddenHotSpots, window)
 	b.WriteString("\nHeadline figures over the windows:\n")
-	tw := compareTable(2, 4)
+	tw := plainTable()
+	rightAlign(tw, 2, 4)
 	tw.AppendHeader([]any{"", "median", "min", "max"})
 	for _, f := range result.Figures {
 		s, ok := r.Repeat.Figures[f.Name]
@@ -41,9 +42,7 @@ func repeatSummary(w io.Writer, r *result.Run, dir string) error {
 		tw.AppendRow([]any{f.Label, FigureValue(s.Median, f.Unit), FigureValue(s.Min, f.Unit), FigureValue(s.Max, f.Unit)})
 	}
 	b.WriteString(indent(tw.Render(), "  "))
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, r.Warnings)
 	if dir != "" {
 		fmt.Fprintf(&b, "\nWindows: %s (each a run: compare them with heapscope compare)\n", filepath.Join(dir, result.WindowsDir))
 	}
@@ -75,12 +74,7 @@ func repeatMarkdown(w io.Writer, r *result.Run) error {
 			fmt.Fprintf(&b, "- **%s** `%s`: %s%s\n", f.Severity, f.ID, humanize.MarkdownText(f.Title), findingSite(f, humanize.MarkdownCode))
 		}
 	}
-	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\n")
-		for _, wmsg := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
-		}
-	}
+	writeMarkdownWarnings(&b, "## Warnings", r.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -92,7 +86,9 @@ func repeatMarkdown(w io.Writer, r *result.Run) error {
 func repeatHTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	var b strings.Builder
 	e := html.EscapeString
-	writeHTMLHead(&b, r, "Figures", "Windows", "Findings", "Flame graphs")
+	if err := writeHTMLHead(&b, r, "Figures", "Windows", "Findings", "Flame graphs"); err != nil {
+		return err
+	}
 	b.WriteString("<section id=\"figures\">\n<h2>Headline figures over the windows</h2>\n<table class=\"sites\">\n<tr><th>figure</th><th>median</th><th>min</th><th>max</th><th>windows</th></tr>\n")
 	for _, f := range result.Figures {
 		s, ok := r.Repeat.Figures[f.Name]

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/rss"
@@ -83,26 +82,16 @@ func RSS(w io.Writer, r *rss.Report, f Format) error {
 			fmt.Fprintf(&b, "  - %s\n", e.Text)
 		}
 	}
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, r.Warnings)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // kindsTable lays out the per-kind sums.
 func kindsTable(kinds []rss.Usage) table.Writer {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	tw.SetStyle(style)
+	tw := plainTable()
 	tw.AppendHeader(table.Row{"kind", "mappings", "size", "rss", "pss", "private dirty", "swap"})
-	cols := make([]table.ColumnConfig, 0, 6)
-	for n := 2; n <= 7; n++ {
-		cols = append(cols, table.ColumnConfig{Number: n, Align: text.AlignRight, AlignHeader: text.AlignRight})
-	}
-	tw.SetColumnConfigs(cols)
+	rightAlign(tw, 2, 7)
 	for _, u := range kinds {
 		tw.AppendRow(table.Row{
 			kindLabel(u.Kind), u.Mappings,

@@ -3,10 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
@@ -42,18 +40,9 @@ func topHeading(t result.TopTable) string {
 
 // sitesTable lays out up to n sites (all when n ≤ 0).
 func sitesTable(t result.TopTable, n int) table.Writer {
-	tw := table.NewWriter()
-	style := table.StyleDefault
-	style.Options = table.OptionsNoBordersAndSeparators
-	style.Format.Header = text.FormatDefault
-	tw.SetStyle(style)
+	tw := plainTable()
 	tw.AppendHeader(table.Row{"flat", "flat%", "cum", "cum%", "function", "location"})
-	tw.SetColumnConfigs([]table.ColumnConfig{
-		{Number: 1, Align: text.AlignRight, AlignHeader: text.AlignRight},
-		{Number: 2, Align: text.AlignRight, AlignHeader: text.AlignRight},
-		{Number: 3, Align: text.AlignRight, AlignHeader: text.AlignRight},
-		{Number: 4, Align: text.AlignRight, AlignHeader: text.AlignRight},
-	})
+	rightAlign(tw, 1, 4)
 	for i, s := range t.Sites {
 		if n > 0 && i == n {
 			break
@@ -72,10 +61,3 @@ func sitesTable(t result.TopTable, n int) table.Writer {
 }
 
 // indent prefixes every line of s.
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(prefix+l, " ")
-	}
-	return strings.Join(lines, "\n") + "\n"
-}

@@ -299,7 +299,7 @@ func (c *collector) heapGrowth() *result.HeapGrowth {
 	t0 := c.snaps[0].at
 	live := make([]float64, 0, len(c.snaps))
 	for i, s := range c.snaps {
-		space, objects := inuseTotals(s.profile)
+		space, objects := totals(s.profile, pprofx.InuseSpace, pprofx.InuseObjects)
 		hs := result.HeapSnapshot{
 			Time: s.at.UTC(), OffsetSeconds: s.offset.Seconds(),
 			InuseBytes: space, InuseObjects: objects, Profile: snapshotFile(i),
@@ -350,9 +350,12 @@ func goroutineCount(p *profile.Profile) int64 {
 	return n
 }
 
-func inuseTotals(p *profile.Profile) (space, objects int64) {
-	si, err1 := pprofx.SampleIndex(p, "inuse_space")
-	oi, err2 := pprofx.SampleIndex(p, "inuse_objects")
+// totals sums a heap profile's bytes and objects of the sample types
+// spaceType and objectsType (inuse_space and inuse_objects, or the alloc_
+// pair); zeros when it lacks either.
+func totals(p *profile.Profile, spaceType, objectsType string) (space, objects int64) {
+	si, err1 := pprofx.SampleIndex(p, spaceType)
+	oi, err2 := pprofx.SampleIndex(p, objectsType)
 	if err1 != nil || err2 != nil {
 		return 0, 0
 	}
@@ -379,7 +382,7 @@ func (c *collector) perRequest(delta *profile.Profile) *result.PerRequest {
 	if ok := c.load.SuccessRatio(); ok < minSuccessRatio {
 		c.warn("only %.0f%% of the requests succeeded (status below 400): the per-request figures include the failures' cost", 100*ok)
 	}
-	space, objects := allocTotals(delta)
+	space, objects := totals(delta, pprofx.AllocSpace, pprofx.AllocObjects)
 	pr := &result.PerRequest{Requests: n,
 		BytesPerRequest:   float64(space) / float64(n),
 		ObjectsPerRequest: float64(objects) / float64(n),
@@ -418,19 +421,6 @@ func (c *collector) unmeasured(res *result.Run, delta *profile.Profile) []result
 		add(result.FigureRSS, "process %d could not be read at the window's end (%s)", c.proc.pid, c.proc.endError)
 	}
 	return list
-}
-
-func allocTotals(p *profile.Profile) (space, objects int64) {
-	si, err1 := pprofx.SampleIndex(p, "alloc_space")
-	oi, err2 := pprofx.SampleIndex(p, "alloc_objects")
-	if err1 != nil || err2 != nil {
-		return 0, 0
-	}
-	for _, s := range p.Sample {
-		space += s.Value[si]
-		objects += s.Value[oi]
-	}
-	return space, objects
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -98,6 +98,17 @@ func parseKB(b []byte) (uint64, bool) {
 	return n * 1024, true
 }
 
+// setKB parses val, the value of field key on line n, as a size in kB
+// into *dst; a value that is not one is an error naming the line.
+func setKB(dst *uint64, n int, key, val []byte) error {
+	v, ok := parseKB(val)
+	if !ok {
+		return &SyntaxError{Line: n, Msg: fmt.Sprintf("%s: bad size %q", key, trimSpace(val))}
+	}
+	*dst = v
+	return nil
+}
+
 // maxLine is the longest line the parsers accept. Real lines are far
 // shorter: a smaps header holds at most a PATH_MAX pathname, and the
 // longest status line (Groups) lists at most 65536 group ids.

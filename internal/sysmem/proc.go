@@ -79,18 +79,26 @@ func (p Proc) openPID(pid int, name string) (*os.File, string, error) {
 	return f, path, nil
 }
 
-// readPID reads the whole of /proc/PID/name.
-func (p Proc) readPID(pid int, name string) ([]byte, string, error) {
+// parsePID opens /proc/PID/name and hands it to parse, closing it after.
+// An error of parse comes back naming the file, as pidErr words it.
+func parsePID[T any](p Proc, pid int, name string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	f, path, err := p.openPID(pid, name)
 	if err != nil {
-		return nil, path, err
+		return zero, err
 	}
 	defer f.Close()
-	data, err := readAllLimited(f)
+	v, err := parse(f)
 	if err != nil {
-		return nil, path, p.pidErr(pid, path, err)
+		return zero, p.pidErr(pid, path, err)
 	}
-	return data, path, nil
+	return v, nil
+}
+
+// readPID reads the whole of /proc/PID/name.
+func (p Proc) readPID(pid int, name string) ([]byte, string, error) {
+	data, err := parsePID(p, pid, name, readAllLimited)
+	return data, p.pidPath(pid, name), err
 }
 
 // pidErr wraps err, met while reading path of process pid, so that the

@@ -319,27 +319,13 @@ func parseSmapsField(m *Mapping, n int, key, val []byte) error {
 	default:
 		return nil
 	}
-	v, ok := parseKB(val)
-	if !ok {
-		return &SyntaxError{Line: n, Msg: fmt.Sprintf("%s: bad size %q", key, trimSpace(val))}
-	}
-	*dst = v
-	return nil
+	return setKB(dst, n, key, val)
 }
 
 // Smaps reads /proc/PID/smaps. Reading another user's process needs the
 // rights to ptrace it (the same user, or CAP_SYS_PTRACE).
 func (p Proc) Smaps(pid int) ([]Mapping, error) {
-	f, path, err := p.openPID(pid, "smaps")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	maps, err := ParseSmaps(f)
-	if err != nil {
-		return nil, p.pidErr(pid, path, err)
-	}
-	return maps, nil
+	return parsePID(p, pid, "smaps", ParseSmaps)
 }
 
 // SmapsRollup reads /proc/PID/smaps_rollup (Linux 4.14 and later): the
@@ -347,17 +333,17 @@ func (p Proc) Smaps(pid int) ([]Mapping, error) {
 // address space, with Path "[rollup]" and no Size. It is much cheaper
 // than Smaps.
 func (p Proc) SmapsRollup(pid int) (Mapping, error) {
-	f, path, err := p.openPID(pid, "smaps_rollup")
-	if err != nil {
-		return Mapping{}, err
-	}
-	defer f.Close()
-	maps, err := ParseSmaps(f)
+	return parsePID(p, pid, "smaps_rollup", parseSmapsRollup)
+}
+
+// parseSmapsRollup parses the contents of smaps_rollup: one mapping.
+func parseSmapsRollup(r io.Reader) (Mapping, error) {
+	maps, err := ParseSmaps(r)
 	if err == nil && len(maps) != 1 {
 		err = fmt.Errorf("parse smaps_rollup: %d entries, want 1", len(maps))
 	}
 	if err != nil {
-		return Mapping{}, p.pidErr(pid, path, err)
+		return Mapping{}, err
 	}
 	return maps[0], nil
 }

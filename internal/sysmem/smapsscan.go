@@ -21,15 +21,10 @@ func ScanSmaps(r io.Reader, fn func(*Mapping)) error {
 // ScanSmaps reads /proc/PID/smaps as a stream, calling fn with each
 // mapping as ScanSmaps does.
 func (p Proc) ScanSmaps(pid int, fn func(*Mapping)) error {
-	f, path, err := p.openPID(pid, "smaps")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := ScanSmaps(f, fn); err != nil {
-		return p.pidErr(pid, path, err)
-	}
-	return nil
+	_, err := parsePID(p, pid, "smaps", func(r io.Reader) (struct{}, error) {
+		return struct{}{}, ScanSmaps(r, fn)
+	})
+	return err
 }
 
 // Exe returns the path of process pid's executable, the target of

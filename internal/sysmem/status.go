@@ -70,12 +70,7 @@ func ParseStatus(r io.Reader) (Status, error) {
 		default:
 			return nil
 		}
-		v, ok := parseKB(val)
-		if !ok {
-			return &SyntaxError{Line: n, Msg: fmt.Sprintf("%s: bad size %q", key, trimSpace(val))}
-		}
-		*dst = v
-		return nil
+		return setKB(dst, n, key, val)
 	})
 	if err != nil {
 		return Status{}, fmt.Errorf("parse status: %w", err)
@@ -85,14 +80,5 @@ func ParseStatus(r io.Reader) (Status, error) {
 
 // Status reads /proc/PID/status.
 func (p Proc) Status(pid int) (Status, error) {
-	f, path, err := p.openPID(pid, "status")
-	if err != nil {
-		return Status{}, err
-	}
-	defer f.Close()
-	st, err := ParseStatus(f)
-	if err != nil {
-		return Status{}, p.pidErr(pid, path, err)
-	}
-	return st, nil
+	return parsePID(p, pid, "status", ParseStatus)
 }

@@ -1,10 +1,11 @@
 // Package kv holds what the key/value example services, naivekv and tunedkv,
-// share so that they answer alike: their limits, the check of a preload
-// count, and the keys and values they preload.
+// share so that they answer alike: their limits, their routes, the check of
+// a preload count, and the keys and values they preload.
 package kv
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,15 @@ const (
 
 // preloadValueLen is the length of every preloaded value.
 const preloadValueLen = 100
+
+// Routes returns the services' routes: /kv/{key} served by key, /stats by
+// stats.
+func Routes(key, stats http.HandlerFunc) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/kv/{key}", key)
+	mux.HandleFunc("/stats", stats)
+	return mux
+}
 
 // CheckPreload returns an error unless preload is from 0 to MaxPreload.
 func CheckPreload(preload int) error {

@@ -4,18 +4,8 @@
 // with the prefix NAIVEKV_ (--addr by NAIVEKV_ADDR).
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/heapscope/heapscope/examples"
-)
+import "github.com/heapscope/heapscope/examples"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := examples.Main(ctx, "kv-naive", os.Args[1:], os.Getenv, os.Stderr)
-	stop()
-	os.Exit(code)
+	examples.RunAndExit("kv-naive")
 }

@@ -4,18 +4,8 @@
 // with the prefix OPTIMIZEDCACHE_ (--addr by OPTIMIZEDCACHE_ADDR).
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/heapscope/heapscope/examples"
-)
+import "github.com/heapscope/heapscope/examples"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := examples.Main(ctx, "optimized", os.Args[1:], os.Getenv, os.Stderr)
-	stop()
-	os.Exit(code)
+	examples.RunAndExit("optimized")
 }
