@@ -102,9 +102,7 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	if line := loadLine(r); line != "" {
 		fmt.Fprintf(&b, "Load: %s\n", line)
 	}
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wmsg)
-	}
+	writeWarnings(&b, r.Warnings)
 	sections = append(sections, b.String())
 
 	if dir != "" {
@@ -217,7 +215,7 @@ func Markdown(w io.Writer, r *result.Run) error {
 	if len(r.Warnings) > 0 {
 		b.WriteString("## Warnings\n\n")
 		for _, wmsg := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", wmsg)
+			fmt.Fprintf(&b, "- %s\n", humanize.MarkdownText(wmsg))
 		}
 		b.WriteString("\n")
 	}
