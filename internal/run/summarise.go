@@ -411,7 +411,8 @@ func (c *collector) unmeasured(res *result.Run, delta *profile.Profile) []result
 				got, planned, humanize.Seconds(c.snaps[got-1].offset.Seconds()))
 		}
 	}
-	if c.load != nil && c.load.Completed > 0 && delta == nil {
+	if c.load != nil && delta == nil {
+		// However many requests completed before the target was lost.
 		add(result.FigurePerRequest, "the window's allocations need its closing heap snapshot, which was not collected")
 	}
 	if !c.haveMemEnd {
