@@ -287,6 +287,9 @@ var (
 	// in run directories' names (127.0.0.1_6060-…).
 	readmePort = regexp.MustCompile(`127\.0\.0\.1[:_](60[0-9][0-9])`)
 	servingURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\S*`)
+	// listenAddr is the address a service of the README is told to
+	// listen on, once its port is mapped.
+	listenAddr = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 )
 
 // shell rewrites a README command into what this machine runs: go run of
@@ -361,29 +364,35 @@ func (s *session) background(readme, line string) {
 		t.Fatalf("%s: %v", readme, err)
 	}
 	s.services = append(s.services, service{readme: readme, stderr: stderr})
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	})
-	addr := readmePort.FindString(s.shell(readme))
-	if addr == "" || !strings.Contains(addr, ":") {
+	addr := listenAddr.FindString(line)
+	if addr == "" {
 		return
 	}
 	// The service says where it listens: another process may have taken
 	// the free port first, so a connection alone proves nothing.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(stderr.String(), "listening on http://"+addr) {
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(stderr.String(), "listening on http://"+addr) {
+		select {
+		case <-exited:
+			t.Errorf("%s: exited before it listened on %s; stderr: %s", readme, addr, stderr.String())
 			return
+		case <-deadline:
+			t.Errorf("%s: it did not say it listens on %s within 20 s; stderr: %s", readme, addr, stderr.String())
+			return
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Errorf("%s: it did not say it listens on %s within 20 s; stderr: %s", readme, addr, stderr.String())
 }
 
 // syncBuffer is a bytes.Buffer a process writes while the test reads it.
