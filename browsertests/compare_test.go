@@ -16,7 +16,7 @@ import (
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/report"
-	runs "github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 // compareWidget is the id heapscope compare gives the page's flame graph.
@@ -27,7 +27,7 @@ func readSide(t *testing.T, dirs ...string) compare.Side {
 	t.Helper()
 	side := compare.Side{Label: dirs[0]}
 	for _, dir := range dirs {
-		stored, warnings, err := runs.ReadStored(dir)
+		stored, warnings, err := rundir.ReadStored(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
