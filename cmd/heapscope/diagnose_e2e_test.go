@@ -103,7 +103,7 @@ func TestDiagnose_BundledServices(t *testing.T) {
 		}
 		f := findingAt(out.Findings, "leak.inuse-growth", "leakycache.go", cacheAppend)
 		if f == nil || len(f.Escape) == 0 || !strings.HasPrefix(f.Escape[0], why) {
-			t.Errorf("JSON output: the leak at leakycache.go:%d is %+v, want an escape starting %q", cacheAppend, f, why)
+			t.Errorf("JSON output: the leak at leakycache.go:%d is %+v, want an escape starting %q; findings:%s\nnotes: %v", cacheAppend, f, why, describe(out.Findings), out.Notes)
 		}
 	})
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -122,6 +123,9 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 	return h, len(h.held) > 0
 }
 
+// resetAppend matches an append to a slice cut to length zero.
+var resetAppend = regexp.MustCompile(`append\(\s*[\w.]+\[:0\]`)
+
 // weakHolder scales the confidence of a holder found without samples of
 // its own storage.
 const weakHolder = 0.7
@@ -173,6 +177,11 @@ func (d *diagnosis) containerAt(at site) (what, how string, sure float64, ok boo
 	}
 	if src, ok := d.sourceLine(at); ok && strings.Contains(src, "append(") {
 		code, _, _ := strings.Cut(src, "//")
+		if resetAppend.MatchString(code) {
+			// append(b[:0], …) refills a buffer from its start: it
+			// reuses, it does not accumulate.
+			return "", "", 0, false
+		}
 		return "a slice", "the line appends to it: " + strings.TrimSpace(code), 1, true
 	}
 	if d.cpuUnder(at, "runtime.growslice") > 0 {

@@ -169,3 +169,27 @@ func TestPlace_holderAndWhatItHolds(t *testing.T) {
 		t.Errorf("with the source: Place = %+v, want growth placed at the holder", got)
 	}
 }
+
+// TestContainerAt tells a line that accumulates from one that refills a
+// buffer from its start.
+func TestContainerAt(t *testing.T) {
+	tests := []struct {
+		line string
+		want string // "" when the line is no container
+	}{
+		{"\tc.m[key] = append(c.m[key], v) // keep it", "a map"},
+		{"\titems = append(items, it)", "a slice"},
+		{"\tb = append(b[:0], w.cache[id]...)       // the copy grows with the entry", ""},
+		{"\tbuf = append( buf[:0], p...)", ""},
+		{"\tn := len(items)", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			d := newDiagnosis(Input{Source: mapSource{{file: cacheAdd.file, line: cacheAdd.line}: tt.line}})
+			what, _, _, ok := d.containerAt(site{cacheAdd.name, cacheAdd.file, cacheAdd.line})
+			if what != tt.want || ok != (tt.want != "") {
+				t.Errorf("containerAt(%q) = %q, %v; want %q", tt.line, what, ok, tt.want)
+			}
+		})
+	}
+}
