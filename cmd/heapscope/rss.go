@@ -67,9 +67,9 @@ Linux only. Reading another user's process needs its rights (or root).`,
 }
 
 func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
-	format, err := report.ParseFormat(o.format)
-	if err != nil || format == report.FormatMarkdown {
-		return fmt.Errorf("--format %q: give text or json", o.format)
+	format, err := report.ParseFormat(o.format, report.RSS{}.Formats()...)
+	if err != nil {
+		return err
 	}
 	pid, err := strconv.Atoi(pidArg)
 	if err != nil || pid <= 0 {
@@ -102,5 +102,5 @@ func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
 		return err
 	}
 	r := rss.Build(in)
-	return report.RSS(e.stdout, &r, format)
+	return report.Write(e.stdout, format, report.RSS{Report: &r})
 }

@@ -11,12 +11,19 @@ import (
 	"github.com/heapscope/heapscope/internal/rss"
 )
 
-// RSS writes the explained resident memory of a process (heapscope rss)
-// in the format: text or JSON.
-func RSS(w io.Writer, r *rss.Report, f Format) error {
-	if f == FormatJSON {
-		return writeJSON(w, r)
-	}
+// RSS is the explained resident memory of a process (heapscope rss), in
+// text or JSON.
+type RSS struct {
+	Report *rss.Report
+}
+
+// Formats lists RSS's formats.
+func (RSS) Formats() []Format { return []Format{FormatText, FormatJSON} }
+
+func (d RSS) data() any { return d.Report }
+
+func (d RSS) render(w io.Writer, _ Format) error {
+	r := d.Report
 	var b strings.Builder
 	fmt.Fprintf(&b, "process %d", r.PID)
 	if r.Exe != "" {

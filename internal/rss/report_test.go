@@ -143,7 +143,7 @@ func TestReport_golden(t *testing.T) {
 				Stat: map[string]uint64{"anon": 12 * mib, "file": 26 * mib}}
 			r := rss.Build(in)
 			var buf bytes.Buffer
-			if err := report.RSS(&buf, &r, tt.format); err != nil {
+			if err := report.Write(&buf, tt.format, report.RSS{Report: &r}); err != nil {
 				t.Fatal(err)
 			}
 			goldenfile.Check(t, filepath.Join("testdata", "golden", tt.name), buf.Bytes())
