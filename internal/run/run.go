@@ -94,6 +94,10 @@ type Config struct {
 	// diagnose.Place); MaxDuration bounds it (0: 5 × Duration).
 	UntilConfident bool
 	MaxDuration    time.Duration
+	// Lean leaves out the flame graphs and report.html, which heapscope
+	// view draws from the profiles when asked: a watcher that captures
+	// every 15 minutes keeps the profiles, result.json and report.md.
+	Lean bool
 	// AllFindings keeps the allocation hot spots too small to matter,
 	// which the diagnosis otherwise only counts.
 	AllFindings bool
@@ -310,7 +314,10 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	c.window(ctx)
 	c.finish(ctx)
 	res, delta := c.summarise()
-	rendered := c.render(res, delta)
+	var rendered []renderedFile
+	if !cfg.Lean {
+		rendered = c.render(res, delta)
+	}
 	if err := writeRun(dir, c, res, delta, rendered...); err != nil {
 		return nil, dir, err
 	}

@@ -799,3 +799,27 @@ func TestProfile_UntilConfidentKeepsTheWindowOpen(t *testing.T) {
 	}
 	runtime.KeepAlive(h)
 }
+
+func TestProfile_LeanKeepsProfilesAndLeavesOutTheDrawings(t *testing.T) {
+	srv := serve(t, pprofMux(nil))
+	for _, lean := range []bool{false, true} {
+		res, dir, err := Profile(t.Context(), Config{
+			Target: target.Options{BaseURL: srv.URL}, Duration: 300 * time.Millisecond, OutDir: t.TempDir(), Lean: lean,
+		})
+		if err != nil {
+			t.Fatalf("Profile(lean %v): %v", lean, err)
+		}
+		_, htmlErr := os.Stat(filepath.Join(dir, "report.html"))
+		flames, _ := filepath.Glob(filepath.Join(dir, "flame", "*"))
+		if lean != (htmlErr != nil) || lean != (len(flames) == 0) || lean != (res.Files.HTMLReport == "") {
+			t.Errorf("lean %v: report.html stat %v, %d flame files, HTMLReport %q", lean, htmlErr, len(flames), res.Files.HTMLReport)
+		}
+		back, err := rundir.Read(dir)
+		if err != nil {
+			t.Fatalf("lean %v: read the run back: %v", lean, err)
+		}
+		if back.TopFor("alloc_space") == nil || len(back.Profiles) == 0 {
+			t.Errorf("lean %v: the run lost its profiles or top tables", lean)
+		}
+	}
+}
