@@ -287,7 +287,8 @@ func (p Proc) cgroupStat(cg *Cgroup) error {
 }
 
 // ParseMemoryStat parses the contents of a cgroup's memory.stat: one
-// "key value" pair a line.
+// "key value" pair a line. memory.events (v2) and memory.oom_control (v1)
+// have the same form and are read with it too.
 func ParseMemoryStat(r io.Reader) (map[string]uint64, error) {
 	stat := make(map[string]uint64)
 	err := eachLine(r, 4<<10, func(n int, line []byte) error {
@@ -338,4 +339,52 @@ func isDir(name string) bool {
 func exists(name string) bool {
 	_, err := os.Stat(name)
 	return err == nil
+}
+
+// WorkingSet returns the cgroup's working set, in bytes: its usage less
+// the page cache on the inactive file list (memory.stat's
+// total_inactive_file in v1, which counts descendants as the usage does,
+// else inactive_file: v2's, or v1's on kernels without the totals), 0
+// when that cache exceeds the usage. It is the
+// figure the kubelet and cAdvisor report as a container's memory and
+// evict on: inactive file pages are the first the kernel reclaims when the
+// cgroup reaches its limit, so the working set is what is left pressing
+// against it. Without those keys in Stat it is the whole usage.
+func (c *Cgroup) WorkingSet() uint64 {
+	for _, key := range [...]string{"total_inactive_file", "inactive_file"} {
+		if inactive, ok := c.Stat[key]; ok {
+			if inactive >= c.Usage {
+				return 0
+			}
+			return c.Usage - inactive
+		}
+	}
+	return c.Usage
+}
+
+// ReadOOMKills reads how many processes of cgroup cg the OOM killer has
+// killed, from the oom_kill line of memory.events on cgroup v2 (which
+// counts the cgroup's descendants too) or of memory.oom_control on v1
+// (Linux 4.13 and later). cg is what Proc.Cgroup returned: its Dir is
+// already under the Proc's Root. The error matches fs.ErrNotExist when the
+// cgroup has no such counter (the v2 root cgroup, an older kernel).
+func ReadOOMKills(cg Cgroup) (uint64, error) {
+	file := "memory.events"
+	if cg.Version == 1 {
+		file = "memory.oom_control"
+	}
+	name := filepath.Join(cg.Dir, file)
+	data, err := readFile(name)
+	if err != nil {
+		return 0, err
+	}
+	events, err := ParseMemoryStat(bytes.NewReader(data))
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", name, err)
+	}
+	n, ok := events["oom_kill"]
+	if !ok {
+		return 0, fmt.Errorf("read %s: no oom_kill counter: %w", name, fs.ErrNotExist)
+	}
+	return n, nil
 }

@@ -3,6 +3,7 @@ package sysmem
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -294,4 +295,61 @@ func FuzzParseCgroupFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCgroup_WorkingSet(t *testing.T) {
+	tests := []struct {
+		name  string
+		usage uint64
+		stat  map[string]uint64
+		want  uint64
+	}{
+		{"v2", 1000, map[string]uint64{"anon": 600, "file": 400, "inactive_file": 300, "active_file": 100}, 700},
+		{"v1 hierarchical total first", 1000, map[string]uint64{"inactive_file": 50, "total_inactive_file": 300}, 700},
+		{"v1 without totals", 1000, map[string]uint64{"inactive_file": 300}, 700},
+		{"cache above usage", 100, map[string]uint64{"inactive_file": 300}, 0},
+		{"no memory.stat", 1000, nil, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cg := Cgroup{Usage: tt.usage, Stat: tt.stat}
+			if got := cg.WorkingSet(); got != tt.want {
+				t.Errorf("WorkingSet() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadOOMKills(t *testing.T) {
+	tests := []struct {
+		name    string
+		root    string
+		want    uint64
+		wantErr string
+	}{
+		// memory.oom_control of a v1 cgroup after one kill, recorded on
+		// Linux 6.18; memory.events of a v2 cgroup in the kernel's format.
+		{name: "v1", root: "v1", want: 1},
+		{name: "v2", root: "v2", want: 3},
+		{name: "v2 root cgroup", root: "v2-root", wantErr: "no such file"},
+		{name: "v1 before Linux 4.13", root: "hybrid", wantErr: "no oom_kill counter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cg, err := Proc{Root: filepath.Join("testdata", "cgroup", tt.root)}.Cgroup(42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadOOMKills(cg)
+			if tt.wantErr != "" {
+				if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("ReadOOMKills error = %v, want one matching fs.ErrNotExist with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ReadOOMKills = %d, %v, want %d", got, err, tt.want)
+			}
+		})
+	}
 }

@@ -8,9 +8,12 @@
 //     (GoHeap, and ArenaCandidate for mappings that stream by);
 //   - which limits it runs under (Proc.Cgroup, cgroup v1, v2 or hybrid
 //     hosts), how much of its cgroup's usage is anonymous memory rather
-//     than page cache (Cgroup.Split), and with which Go settings
-//     (Proc.GoEnv, from /proc/PID/environ);
-//   - what it is and how long it has run (Proc.BuildInfo, Proc.Uptime);
+//     than page cache (Cgroup.Split), what the kubelet and the OOM
+//     killer count against the limit (Cgroup.WorkingSet), how many of its
+//     processes the OOM killer has killed (ReadOOMKills), and with which
+//     Go settings (Proc.GoEnv, from /proc/PID/environ; GoEnv.MemoryLimit);
+//   - what it is, when it started and how long it has run
+//     (Proc.BuildInfo, Proc.Started, Proc.Uptime);
 //   - which process serves a local TCP port (Proc.ListeningPID).
 //
 // Everything that reads the machine is a method of Proc, whose Root names
@@ -30,9 +33,9 @@
 //     parse. Proc.Status reads a service's status in about 5 µs with 6
 //     allocations, where procfs's Proc.NewStatus takes 12 µs and 111
 //     allocations (the same file, on the same machine).
-//   - /proc/PID/stat, /proc/net/tcp, environ and cgroup files take a few
-//     lines each, and parsing them from an io.Reader or bytes is what
-//     lets them be fuzzed.
+//   - /proc/PID/stat, /proc/stat, /proc/net/tcp, environ and cgroup
+//     files take a few lines each, and parsing them from an io.Reader or
+//     bytes is what lets them be fuzzed.
 //
 // Errors from reading a process's files name the file ("read
 // /proc/42/smaps: ..."). When the process does not exist, or exits while

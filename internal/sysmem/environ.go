@@ -1,6 +1,11 @@
 package sysmem
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+)
 
 // ParseEnviron parses the contents of /proc/PID/environ: NUL-terminated
 // NAME=value entries. As in the Go runtime and the C library, the first
@@ -82,4 +87,45 @@ func (p Proc) GoEnv(pid int) (GoEnv, error) {
 		GODEBUG:    get("GODEBUG"),
 		GOMAXPROCS: get("GOMAXPROCS"),
 	}, nil
+}
+
+// MemoryLimit returns the limit GOMEMLIMIT sets, in bytes, as the Go
+// runtime reads it at start (see ParseGoMemLimit); false when the variable
+// is unset, empty, "off" or malformed (a runtime given a malformed
+// GOMEMLIMIT refuses to start).
+func (e GoEnv) MemoryLimit() (uint64, bool) {
+	if !e.GOMEMLIMIT.Set {
+		return 0, false
+	}
+	return ParseGoMemLimit(e.GOMEMLIMIT.Value)
+}
+
+// ParseGoMemLimit parses a GOMEMLIMIT value as the Go runtime does: a
+// non-negative decimal number of bytes with an optional unit, B, KiB, MiB,
+// GiB or TiB, no blanks, at most math.MaxInt64 bytes. It reports false for
+// "", "off" and math.MaxInt64 (the runtime's "no limit") and for anything
+// malformed.
+func ParseGoMemLimit(s string) (uint64, bool) {
+	num, shift := s, uint(0)
+	for _, u := range [...]struct {
+		suffix string
+		shift  uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"B", 0}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, shift = n, u.shift
+			break
+		}
+	}
+	if num == "" || num[len(num)-1] < '0' || num[len(num)-1] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || uint64(n) > math.MaxInt64>>shift {
+		return 0, false
+	}
+	v := uint64(n) << shift
+	if v == math.MaxInt64 {
+		return 0, false
+	}
+	return v, true
 }

@@ -138,3 +138,68 @@ func FuzzParseEnviron(f *testing.F) {
 		}
 	})
 }
+
+func TestParseGoMemLimit(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   uint64
+		wantOK bool
+	}{
+		{"512MiB", 512 << 20, true},
+		{"1GiB", 1 << 30, true},
+		{"2TiB", 2 << 40, true},
+		{"64KiB", 64 << 10, true},
+		{"1000", 1000, true},
+		{"1000B", 1000, true},
+		{"0", 0, true},
+		{"+5MiB", 5 << 20, true}, // the runtime's strconv.ParseInt takes a sign
+		{"", 0, false},
+		{"off", 0, false},
+		{"9223372036854775807", 0, false}, // math.MaxInt64: the runtime's "no limit"
+		{"9223372036854775806", 9223372036854775806, true},
+		{"8388608TiB", 0, false}, // 2^63 bytes
+		{"8388607TiB", 8388607 << 40, true},
+		{"1.5GiB", 0, false},
+		{"1GB", 0, false},
+		{"1 GiB", 0, false},
+		{"-1", 0, false},
+		{"MiB", 0, false},
+		{"B", 0, false},
+		{"1iB", 0, false},
+		{"1kiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseGoMemLimit(tt.in)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("ParseGoMemLimit(%q) = %d, %v, want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestGoEnv_MemoryLimit(t *testing.T) {
+	if v, ok := (GoEnv{GOMEMLIMIT: EnvVar{"256MiB", true}}).MemoryLimit(); v != 256<<20 || !ok {
+		t.Errorf("MemoryLimit of 256MiB = %d, %v", v, ok)
+	}
+	if v, ok := (GoEnv{GOMEMLIMIT: EnvVar{"256MiB", false}}).MemoryLimit(); v != 0 || ok {
+		t.Errorf("MemoryLimit of an unset variable = %d, %v", v, ok)
+	}
+}
+
+func FuzzParseGoMemLimit(f *testing.F) {
+	for _, s := range []string{"512MiB", "1000", "off", "9223372036854775807", "8388608TiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := ParseGoMemLimit(s)
+		if !ok {
+			return
+		}
+		if v >= 1<<63-1 {
+			t.Fatalf("ParseGoMemLimit(%q) = %d, beyond the runtime's range", s, v)
+		}
+		// The value written in bytes reads back the same.
+		if w, ok := ParseGoMemLimit(strconv.FormatUint(v, 10) + "B"); !ok || w != v {
+			t.Fatalf("ParseGoMemLimit(%q) = %d, but %dB reads %d, %v", s, v, v, w, ok)
+		}
+	})
+}

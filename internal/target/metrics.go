@@ -12,7 +12,21 @@ import (
 //
 // It reads lines in place, however long, and allocates nothing.
 func ResidentMemory(metrics []byte) (uint64, bool) {
-	const name = "process_resident_memory_bytes"
+	v, ok := MetricValue(metrics, "process_resident_memory_bytes")
+	if !ok || v < 0 || v >= 1<<64 {
+		return 0, false
+	}
+	return uint64(v), true
+}
+
+// MetricValue finds the value of metric name in a Prometheus text
+// exposition body: that of its first line, labels skipped (the gauges of
+// client_golang's Go and process collectors have none). It reports false
+// when the metric is absent, when its first line is unreadable, and for
+// NaN.
+//
+// It reads lines in place, however long, and allocates nothing.
+func MetricValue(metrics []byte, name string) (float64, bool) {
 	for len(metrics) > 0 {
 		line := metrics
 		if i := bytes.IndexByte(metrics, '\n'); i >= 0 {
@@ -21,7 +35,7 @@ func ResidentMemory(metrics []byte) (uint64, bool) {
 			metrics = nil
 		}
 		line = bytes.TrimLeft(line, " \t")
-		if !bytes.HasPrefix(line, []byte(name)) {
+		if name == "" || !bytes.HasPrefix(line, []byte(name)) {
 			continue
 		}
 		rest := line[len(name):]
@@ -29,7 +43,6 @@ func ResidentMemory(metrics []byte) (uint64, bool) {
 			continue // a longer name with the same prefix
 		}
 		rest = bytes.TrimLeft(rest, " \t")
-		// Skip labels, if any: the metric has none in practice.
 		if len(rest) > 0 && rest[0] == '{' {
 			end := labelsEnd(rest)
 			if end < 0 {
@@ -44,10 +57,10 @@ func ResidentMemory(metrics []byte) (uint64, bool) {
 			return 0, false
 		}
 		v, err := strconv.ParseFloat(string(rest), 64)
-		if err != nil || v < 0 || v >= 1<<64 || math.IsNaN(v) {
+		if err != nil || math.IsNaN(v) {
 			return 0, false
 		}
-		return uint64(v), true
+		return v, true
 	}
 	return 0, false
 }

@@ -162,6 +162,35 @@ func TestResidentMemory(t *testing.T) {
 	}
 }
 
+func TestMetricValue(t *testing.T) {
+	body := []byte("# TYPE go_goroutines gauge\ngo_goroutines 7\ngo_goroutines_total 9\n" +
+		"go_gc_gomemlimit_bytes 9.223372036854776e+18\nprocess_start_time_seconds 1.79562218391e+09\n" +
+		"go_info{version=\"go1.26.8\"} 1\nbad_value x\nnan_value NaN\nneg -3\n")
+	tests := []struct {
+		name   string
+		want   float64
+		wantOK bool
+	}{
+		{"go_goroutines", 7, true},
+		{"go_goroutines_total", 9, true},
+		{"go_gc_gomemlimit_bytes", 9.223372036854776e+18, true},
+		{"process_start_time_seconds", 1.79562218391e+09, true},
+		{"go_info", 1, true},
+		{"neg", -3, true},
+		{"bad_value", 0, false},
+		{"nan_value", 0, false},
+		{"go", 0, false},
+		{"absent", 0, false},
+		{"", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := MetricValue(body, tc.name)
+		if got != tc.want || ok != tc.wantOK {
+			t.Errorf("MetricValue(%q) = %g, %t; want %g, %t", tc.name, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
+
 // gatheredMetrics renders what a client_golang service serves on /metrics.
 func gatheredMetrics(tb testing.TB) []byte {
 	tb.Helper()
