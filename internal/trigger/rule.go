@@ -1,7 +1,9 @@
 package trigger
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/humanize"
@@ -399,4 +401,74 @@ func (s *State) gcCPU(smp Sample, threshold float64) (float64, float64, bool) {
 	}
 	share := (p.gc - base.gc) / (p.elapsed - base.elapsed)
 	return 100 * math.Max(0, math.Min(1, share)), threshold, true
+}
+
+// NewRule makes the rule a configuration writes: the expression, its
+// hysteresis as written ("5%" for a percentage, a size such as "64MiB", a
+// duration such as "30m", a count; "" for the default) and its cooldown.
+// The hysteresis must be in the expression's unit.
+func NewRule(expr, hysteresis string, cooldown time.Duration) (Rule, error) {
+	e, err := Parse(expr)
+	if err != nil {
+		return Rule{}, err
+	}
+	r := Rule{Expr: e, Cooldown: cooldown}
+	if cooldown == 0 {
+		r.Cooldown = -1 // written as 0: none
+	}
+	if hysteresis == "" {
+		return r, nil
+	}
+	h, err := parseHysteresis(e, strings.TrimSpace(hysteresis))
+	if err != nil {
+		return Rule{}, fmt.Errorf("trigger %q: hysteresis %q: %w", expr, hysteresis, err)
+	}
+	r.Hysteresis = h
+	if h == 0 {
+		r.Hysteresis = -1 // written as 0: none
+	}
+	return r, nil
+}
+
+func parseHysteresis(e Expr, s string) (float64, error) {
+	if e.Unit == Seconds {
+		d, err := parseDuration(s)
+		if err != nil {
+			return 0, err
+		}
+		return d.Seconds(), nil
+	}
+	numText, suffix := splitNumber(s)
+	num, err := parseNumber(numText)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case e.Unit == Percent && suffix == "%", e.Unit == Count && suffix == "":
+		return num, nil
+	case e.Unit == Bytes:
+		if scale, ok := sizeUnits[suffix]; ok {
+			return num * scale, nil
+		}
+	}
+	return 0, fmt.Errorf("give it in the unit of %s, e.g. %s", e.Metric, hysteresisExample(e.Unit))
+}
+
+func hysteresisExample(u Unit) string {
+	switch u {
+	case Percent:
+		return "5%"
+	case Bytes:
+		return "64MiB"
+	case Seconds:
+		return "30m"
+	}
+	return "100"
+}
+
+// Check parses expr and returns its error: what a configuration reader
+// calls to check a trigger where it was written.
+func Check(expr string) error {
+	_, err := Parse(expr)
+	return err
 }

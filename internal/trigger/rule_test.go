@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -414,4 +415,39 @@ func TestFiring_String(t *testing.T) {
 // near reports whether a and b agree to a millionth.
 func near(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b))
+}
+
+func TestNewRule(t *testing.T) {
+	tests := []struct {
+		expr, hysteresis string
+		cooldown         time.Duration
+		want             Rule
+		wantErr          string
+	}{
+		{expr: "memory>=80%", hysteresis: "", cooldown: 10 * time.Minute, want: Rule{Hysteresis: 0, Cooldown: 10 * time.Minute}},
+		{expr: "memory>=80%", hysteresis: "3%", cooldown: 0, want: Rule{Hysteresis: 3, Cooldown: -1}},
+		{expr: "rss>=1GiB", hysteresis: "64MiB", want: Rule{Hysteresis: 64 << 20, Cooldown: -1}},
+		{expr: "goroutines>=10000", hysteresis: "0", want: Rule{Hysteresis: -1, Cooldown: -1}},
+		{expr: "heap_time_to_limit<=6h", hysteresis: "30m", want: Rule{Hysteresis: 1800, Cooldown: -1}},
+		{expr: "memory>=80%", hysteresis: "64MiB", wantErr: `hysteresis "64MiB": give it in the unit of memory, e.g. 5%`},
+		{expr: "memory>=80", wantErr: `trigger "memory>=80"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr+" "+tt.hysteresis, func(t *testing.T) {
+			r, err := NewRule(tt.expr, tt.hysteresis, tt.cooldown)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("NewRule error = %v, want one with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewRule: %v", err)
+			}
+			if r.Expr.String() != tt.expr || r.Hysteresis != tt.want.Hysteresis || r.Cooldown != tt.want.Cooldown {
+				t.Errorf("NewRule = %s hysteresis %v cooldown %v, want hysteresis %v cooldown %v",
+					r.Expr, r.Hysteresis, r.Cooldown, tt.want.Hysteresis, tt.want.Cooldown)
+			}
+		})
+	}
 }
