@@ -30,7 +30,7 @@ var layer = map[string]int{
 	"internal/diagnose": 2, "internal/compare": 2, "internal/bench": 2,
 	"internal/allocbench": 2, "internal/exectrace": 2, "internal/flame": 2,
 	"internal/rss": 2, "internal/rundir": 2, "internal/load": 2, "internal/target": 2,
-	"internal/gcrun": 2, "internal/trigger": 2,
+	"internal/gcrun": 2, "internal/trigger": 2, "internal/store": 2,
 	// 3: rendering, for the terminal, files and HTTP alike.
 	"internal/report": 3,
 	// 4: the collector and the web UI.
@@ -49,6 +49,7 @@ var sideways = [][2]string{
 	{"internal/rss", "internal/target"},   // a live process's MemStats
 	// A remote target's /metrics.
 	{"internal/trigger", "internal/target"},
+	{"internal/store", "internal/rundir"}, // the one reader of a run directory
 }
 
 // TestLayers checks every import of heapscope's own packages in non-test

@@ -1,0 +1,353 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/heapscope/heapscope/internal/rundir"
+)
+
+// ProblemKind names what Check found wrong.
+type ProblemKind string
+
+// The problems Check finds.
+const (
+	// ProblemMissing: an indexed entry whose directory is gone. Repair
+	// drops its index row.
+	ProblemMissing ProblemKind = "missing"
+	// ProblemInvalid: an indexed entry whose directory has no valid
+	// result.json. Not repaired: someone changed it by hand.
+	ProblemInvalid ProblemKind = "invalid"
+	// ProblemUnindexed: a run directory under runs/ or bundles/ that the
+	// index does not know (a crash between its rename and its indexing, or
+	// retention's between its index row and its directory). Repair indexes
+	// it, from its entry.json and result.json.
+	ProblemUnindexed ProblemKind = "unindexed"
+	// ProblemStray: something under runs/ or bundles/ that is no run
+	// directory. Not repaired.
+	ProblemStray ProblemKind = "stray"
+	// ProblemTemporary: what a capture killed mid-way left under .tmp.
+	// Repair removes it.
+	ProblemTemporary ProblemKind = "temporary"
+	// ProblemIndex: the index database itself is damaged (PRAGMA
+	// quick_check). Not repaired.
+	ProblemIndex ProblemKind = "index"
+)
+
+// Problem is one thing Check found wrong.
+type Problem struct {
+	Kind ProblemKind `json:"kind"`
+	// Path is relative to the data directory.
+	Path   string `json:"path"`
+	Detail string `json:"detail"`
+	// Repaired says that Check(true) put it right.
+	Repaired bool `json:"repaired"`
+}
+
+// String returns the problem on one line.
+func (p Problem) String() string {
+	s := p.Path + ": " + p.Detail
+	if p.Repaired {
+		s += " (repaired)"
+	}
+	return s
+}
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	// Entries counts the index rows checked, Directories the run
+	// directories found under runs/ and bundles/.
+	Entries     int `json:"entries"`
+	Directories int `json:"directories"`
+	// Found lists the problems, repaired or not, by path.
+	Found []Problem `json:"found"`
+	// Notes say what Check could not look at, and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// OK says whether the store is sound: every problem found was repaired.
+func (r CheckReport) OK() bool {
+	for _, p := range r.Found {
+		if !p.Repaired {
+			return false
+		}
+	}
+	return true
+}
+
+// Problems returns the problems found, one line each.
+func (r CheckReport) Problems() []string {
+	out := make([]string, len(r.Found))
+	for i, p := range r.Found {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// String sums the check up: a line of counts, then a line per problem and
+// per note.
+func (r CheckReport) String() string {
+	var b strings.Builder
+	verdict := "ok"
+	if !r.OK() {
+		verdict = "problems"
+	}
+	fmt.Fprintf(&b, "%s: %d indexed entries, %d run directories, %d problems found\n", verdict, r.Entries, r.Directories, len(r.Found))
+	for _, p := range r.Problems() {
+		fmt.Fprintf(&b, "  %s\n", p)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	return b.String()
+}
+
+// Check compares the index with the run directories: indexed entries
+// whose directory is missing or holds no valid result.json, run
+// directories the index does not know, anything else under runs/ or
+// bundles/, leftovers under .tmp, and the index database's own integrity.
+// With repair, it drops the rows of missing directories, indexes the
+// unindexed runs and removes the leftovers. The leftovers and the
+// unindexed runs are only looked at while no other process has the store
+// open (one may be placing a run that very moment); the notes say when
+// they were not.
+func (s *Store) Check(repair bool) (CheckReport, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var r CheckReport
+	fail := func(err error) (CheckReport, error) {
+		return CheckReport{}, fmt.Errorf("check store %s: %w", s.dir, err)
+	}
+
+	exclusive := false
+	if s.pending == 0 {
+		var err error
+		if exclusive, err = s.tryExclusive(); err != nil {
+			return fail(err)
+		}
+		defer flock(s.tmpLock, syscall.LOCK_SH)
+	}
+	if !exclusive {
+		r.Notes = append(r.Notes, "the store is in use (by another process, or by captures in progress): "+
+			"leftovers under .tmp and unindexed run directories were not looked for")
+	}
+
+	if err := s.checkIndex(&r); err != nil {
+		return fail(err)
+	}
+	indexed, err := s.indexedPaths()
+	if err != nil {
+		return fail(err)
+	}
+	r.Entries = len(indexed)
+	dirs, stray, err := s.runDirs()
+	if err != nil {
+		return fail(err)
+	}
+	r.Directories = len(dirs)
+	for _, p := range slices.Sorted(maps.Keys(indexed)) {
+		if err := s.checkEntry(&r, p, indexed[p], stray[p], repair); err != nil {
+			return fail(err)
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(stray)) {
+		if _, ok := indexed[p]; !ok {
+			r.Found = append(r.Found, Problem{Kind: ProblemStray, Path: p, Detail: "not a run directory: " + stray[p]})
+		}
+	}
+	if exclusive {
+		for _, p := range dirs {
+			if _, ok := indexed[p]; ok {
+				continue
+			}
+			pr := Problem{Kind: ProblemUnindexed, Path: p, Detail: "run directory not in the index"}
+			if repair {
+				if err := s.reindex(p); err != nil {
+					pr.Detail += ": " + err.Error()
+				} else {
+					pr.Repaired = true
+				}
+			}
+			r.Found = append(r.Found, pr)
+		}
+		if err := s.checkTemporary(&r, repair); err != nil {
+			return fail(err)
+		}
+	}
+	slices.SortStableFunc(r.Found, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	return r, nil
+}
+
+// checkIndex runs SQLite's own check of the index.
+func (s *Store) checkIndex(r *CheckReport) error {
+	rows, err := s.reader.Query("PRAGMA quick_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return err
+		}
+		if line != "ok" {
+			r.Found = append(r.Found, Problem{Kind: ProblemIndex, Path: IndexFile, Detail: line})
+		}
+	}
+	return rows.Err()
+}
+
+// indexedPaths returns the path of every indexed entry, with its id.
+func (s *Store) indexedPaths() (map[string]int64, error) {
+	rows, err := s.reader.Query("SELECT id, path FROM entries")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id int64
+		var p string
+		if err := rows.Scan(&id, &p); err != nil {
+			return nil, err
+		}
+		out[p] = id
+	}
+	return out, rows.Err()
+}
+
+// checkEntry checks that an indexed entry's directory holds a run; why
+// says why it does not, when runDirs found it wanting.
+func (s *Store) checkEntry(r *CheckReport, rel string, id int64, why string, repair bool) error {
+	fi, err := os.Stat(filepath.Join(s.dir, filepath.FromSlash(rel)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir():
+		pr := Problem{Kind: ProblemMissing, Path: rel, Detail: "indexed, but its directory is missing"}
+		if repair {
+			err := s.withTx(context.Background(), func(tx *sql.Tx) error { return deleteEntry(tx, id) })
+			if err != nil {
+				return err
+			}
+			pr.Repaired = true
+		}
+		r.Found = append(r.Found, pr)
+	case err != nil:
+		r.Found = append(r.Found, Problem{Kind: ProblemInvalid, Path: rel, Detail: "indexed, but " + err.Error()})
+	case why != "":
+		r.Found = append(r.Found, Problem{Kind: ProblemInvalid, Path: rel, Detail: "indexed, but " + why})
+	}
+	return nil
+}
+
+// runDirs lists the run directories under runs/ and bundles/ (relative
+// to the data directory), and what else is there with why it is no run
+// directory.
+func (s *Store) runDirs() (runs []string, stray map[string]string, err error) {
+	stray = map[string]string{}
+	for _, top := range []string{RunsDir, BundlesDir} {
+		targets, err := os.ReadDir(filepath.Join(s.dir, top))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
+		for _, t := range targets {
+			if !t.IsDir() {
+				stray[path.Join(top, t.Name())] = "a file where target directories go"
+				continue
+			}
+			des, err := os.ReadDir(filepath.Join(s.dir, top, t.Name()))
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, de := range des {
+				rel := path.Join(top, t.Name(), de.Name())
+				if !de.IsDir() {
+					stray[rel] = "a file where run directories go"
+					continue
+				}
+				if _, err := rundir.Read(filepath.Join(s.dir, filepath.FromSlash(rel))); err != nil {
+					stray[rel] = err.Error()
+					continue
+				}
+				runs = append(runs, rel)
+			}
+		}
+	}
+	return runs, stray, nil
+}
+
+// reindex indexes a run directory already in place: from its entry.json
+// when it has one (a commit interrupted after its rename), else from its
+// location and result.json.
+func (s *Store) reindex(rel string) error {
+	dir := filepath.Join(s.dir, filepath.FromSlash(rel))
+	res, err := rundir.Read(dir)
+	if err != nil {
+		return err
+	}
+	rec, err := readRecord(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		rec = entryRecord{Kind: KindRun, Time: res.Window.Start}
+		if strings.HasPrefix(rel, BundlesDir+"/") {
+			rec.Kind = KindBundle
+		}
+		if rec.Target, err = s.targetOfSlug(strings.Split(rel, "/")[1]); err != nil {
+			return err
+		}
+		if rec.Target == "" {
+			rec.Target = res.Target.URL
+		}
+		if err := writeRecord(dir, rec.entry()); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	e := rec.entry()
+	e.Path, e.Status = rel, string(res.Status)
+	if e.Bytes, err = treeBytes(dir); err != nil {
+		return err
+	}
+	return s.index(context.Background(), &e, res)
+}
+
+// targetOfSlug returns the key of the target whose directory is slug, or
+// "" when the index has none.
+func (s *Store) targetOfSlug(slug string) (string, error) {
+	var key string
+	err := s.reader.QueryRow("SELECT key FROM targets WHERE slug = ?", slug).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return key, err
+}
+
+// checkTemporary reports (and with repair removes) what .tmp holds; the
+// caller holds the exclusive lock, so nothing there is in progress.
+func (s *Store) checkTemporary(r *CheckReport, repair bool) error {
+	des, err := os.ReadDir(filepath.Join(s.dir, TempDir))
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		pr := Problem{Kind: ProblemTemporary, Path: path.Join(TempDir, de.Name()), Detail: "left by a capture or removal that did not finish"}
+		if repair {
+			if err := os.RemoveAll(filepath.Join(s.dir, TempDir, de.Name())); err != nil {
+				return err
+			}
+			pr.Repaired = true
+		}
+		r.Found = append(r.Found, pr)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package store
+
+import (
+	"time"
+)
+
+// Kind says what an entry is: a scheduled (or one-off) run, or a bundle a
+// trigger captured.
+type Kind string
+
+// The kinds of entries.
+const (
+	KindRun    Kind = "run"
+	KindBundle Kind = "bundle"
+)
+
+// Trigger records what fired a bundle: the expression and the value that
+// crossed its threshold.
+type Trigger struct {
+	Expr      string  `json:"expr"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	// Unit is the unit of Value and Threshold ("bytes", "fraction", …).
+	Unit string `json:"unit,omitempty"`
+}
+
+// Entry is one stored run directory, as the index knows it.
+type Entry struct {
+	// ID numbers the entry in the index.
+	ID     int64  `json:"id"`
+	Kind   Kind   `json:"kind"`
+	Target string `json:"target"`
+	// Labels are the target's labels when it was captured.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Time is when the capture began: by default its window's start.
+	Time time.Time `json:"time"`
+	// Path is the run directory, relative to the data directory, with
+	// forward slashes.
+	Path string `json:"path"`
+	// Status is result.json's: complete or partial.
+	Status string `json:"status"`
+	// Bytes is the size of the run directory's files.
+	Bytes int64 `json:"bytes"`
+	// Trigger is what fired a bundle; nil for a run.
+	Trigger *Trigger `json:"trigger,omitempty"`
+	// CaptureSeconds is, for a bundle, the time from the trigger's
+	// crossing to the complete bundle.
+	CaptureSeconds float64 `json:"capture_seconds,omitempty"`
+	// BeforeOOM marks the last capture of a target before it was killed
+	// for running out of memory (MarkBeforeOOM).
+	BeforeOOM bool `json:"before_oom,omitempty"`
+	// Scheduled is true for a run its schedule started: a bundle's
+	// baseline when complete.
+	Scheduled bool `json:"scheduled"`
+}
+
+// The sources of findings.
+const (
+	SourceRun    = "run"    // a run's result.json
+	SourceBundle = "bundle" // a bundle's result.json
+	SourceSeries = "series" // the diagnosis over a target's stored series
+)
+
+// Finding is one finding of a stored entry, or of the diagnosis over a
+// target's series.
+type Finding struct {
+	Target string    `json:"target"`
+	Time   time.Time `json:"time"`
+	// Path is the run directory the finding comes from (relative to the
+	// data directory), or what a series finding names.
+	Path     string `json:"path,omitempty"`
+	Severity string `json:"severity"`
+	// Kind is the finding's id, as in result.json (leak.inuse-growth).
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
+	// Where is the site: file:line, or the function when no file is known.
+	Where string `json:"where,omitempty"`
+	// Source is SourceRun, SourceBundle or SourceSeries.
+	Source string `json:"source"`
+}
+
+// History is what History returns, each list newest first.
+type History struct {
+	Runs     []Entry   `json:"runs"`
+	Bundles  []Entry   `json:"bundles"`
+	Findings []Finding `json:"findings"`
+}
+
+// Query selects the entries and findings History returns. Zero fields
+// select everything.
+type Query struct {
+	// Target keeps one target's.
+	Target string
+	// Since and Until keep the times in [Since, Until).
+	Since, Until time.Time
+	// Labels keeps the entries carrying every one of these labels, and
+	// the series findings of the targets that have such entries.
+	Labels map[string]string
+	// Limit keeps the newest Limit of each list.
+	Limit int
+}
+
+// Point is one value of a series.
+type Point struct {
+	Time  time.Time `json:"time"`
+	Value float64   `json:"value"`
+}
+
+// entryRecord is entry.json: what the index holds of an entry beyond its
+// result.json, kept in the run directory so that the directory alone can
+// be indexed again.
+type entryRecord struct {
+	Kind           Kind              `json:"kind"`
+	Target         string            `json:"target"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Time           time.Time         `json:"time"`
+	Trigger        *Trigger          `json:"trigger,omitempty"`
+	CaptureSeconds float64           `json:"capture_seconds,omitempty"`
+	BeforeOOM      bool              `json:"before_oom,omitempty"`
+	Scheduled      bool              `json:"scheduled"`
+}
+
+func recordOf(e Entry) entryRecord {
+	return entryRecord{Kind: e.Kind, Target: e.Target, Labels: e.Labels, Time: e.Time.UTC(),
+		Trigger: e.Trigger, CaptureSeconds: e.CaptureSeconds, BeforeOOM: e.BeforeOOM, Scheduled: e.Scheduled}
+}
+
+func (r entryRecord) entry() Entry {
+	return Entry{Kind: r.Kind, Target: r.Target, Labels: r.Labels, Time: r.Time.UTC(),
+		Trigger: r.Trigger, CaptureSeconds: r.CaptureSeconds, BeforeOOM: r.BeforeOOM, Scheduled: r.Scheduled}
+}

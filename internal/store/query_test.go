@@ -1,0 +1,273 @@
+package store
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// history fills a store with runs and bundles of two targets:
+//
+//	a: run 0 (complete, scheduled, env=prod), bundle 5, run 15 (partial,
+//	   scheduled, env=prod), run 30 (complete, unscheduled, env=prod)
+//	b: run 10 (complete, scheduled, env=dev), bundle 20
+func history(t *testing.T) (*Store, map[string]Entry) {
+	t.Helper()
+	s := openStore(t)
+	prod, dev := map[string]string{"env": "prod"}, map[string]string{"env": "dev"}
+	trig := &Trigger{Expr: "goroutines>=10000", Value: 12000, Threshold: 10000}
+	es := map[string]Entry{
+		"a0":  commit(t, s, KindRun, "a", fixtureLeaky, Entry{Time: at(0), Scheduled: true, Labels: prod}),
+		"a5":  commit(t, s, KindBundle, "a", fixtureLeaky, Entry{Time: at(5), Trigger: trig, CaptureSeconds: 1.5, Labels: prod}),
+		"a15": commit(t, s, KindRun, "a", fixturePartial, Entry{Time: at(15), Scheduled: true, Labels: prod}),
+		"a30": commit(t, s, KindRun, "a", fixtureLeaky, Entry{Time: at(30), Labels: prod}),
+		"b10": commit(t, s, KindRun, "b", fixtureLeaky, Entry{Time: at(10), Scheduled: true, Labels: dev}),
+		"b20": commit(t, s, KindBundle, "b", fixturePartial, Entry{Time: at(20), Trigger: trig, Labels: dev}),
+	}
+	return s, es
+}
+
+func ids(es []Entry) []int64 {
+	out := make([]int64, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func TestStore_History(t *testing.T) {
+	s, es := history(t)
+	series := []Finding{
+		{Target: "a", Time: at(40), Severity: "high", Kind: "leak.series-growth", Title: "heap after GC grows for days", Where: "main.go:12"},
+		{Target: "b", Time: at(40), Severity: "medium", Kind: "leak.series-growth", Title: "goroutines grow", Source: SourceSeries},
+	}
+	if err := s.AddFindings(series); err != nil {
+		t.Fatal(err)
+	}
+	leakyFindings := len(readFixture(t, fixtureLeaky).Findings)
+	partialFindings := len(readFixture(t, fixturePartial).Findings)
+	tests := []struct {
+		name         string
+		q            Query
+		runs         []string
+		bundles      []string
+		findings     int
+		seriesTarget []string // targets of the series findings listed
+	}{
+		{"everything", Query{}, []string{"a30", "a15", "b10", "a0"}, []string{"b20", "a5"},
+			4*leakyFindings + 2*partialFindings + 2, []string{"a", "b"}},
+		{"one target", Query{Target: "b"}, []string{"b10"}, []string{"b20"},
+			leakyFindings + partialFindings + 1, []string{"b"}},
+		{"since, inclusive", Query{Since: at(15)}, []string{"a30", "a15"}, []string{"b20"},
+			leakyFindings + 2*partialFindings + 2, []string{"a", "b"}},
+		{"until, exclusive", Query{Until: at(15)}, []string{"b10", "a0"}, []string{"a5"},
+			3 * leakyFindings, nil},
+		{"labels", Query{Labels: map[string]string{"env": "dev"}}, []string{"b10"}, []string{"b20"},
+			leakyFindings + partialFindings + 1, []string{"b"}},
+		{"labels no entry carries", Query{Labels: map[string]string{"env": "staging"}}, nil, nil, 0, nil},
+		{"limit", Query{Limit: 1}, []string{"a30"}, []string{"b20"}, 1, []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := s.History(tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := func(names []string) []int64 {
+				out := []int64{}
+				for _, n := range names {
+					out = append(out, es[n].ID)
+				}
+				return out
+			}
+			if got := ids(h.Runs); !slices.Equal(got, want(tt.runs)) {
+				t.Errorf("runs %v, want %v (%v)", got, want(tt.runs), tt.runs)
+			}
+			if got := ids(h.Bundles); !slices.Equal(got, want(tt.bundles)) {
+				t.Errorf("bundles %v, want %v (%v)", got, want(tt.bundles), tt.bundles)
+			}
+			if len(h.Findings) != tt.findings {
+				t.Errorf("%d findings, want %d", len(h.Findings), tt.findings)
+			}
+			var seriesTargets []string
+			for i, f := range h.Findings {
+				if i > 0 && f.Time.After(h.Findings[i-1].Time) {
+					t.Errorf("finding %d newer than the one before", i)
+				}
+				if f.Source == SourceSeries {
+					seriesTargets = append(seriesTargets, f.Target)
+				}
+			}
+			slices.Sort(seriesTargets)
+			if !slices.Equal(seriesTargets, tt.seriesTarget) {
+				t.Errorf("series findings of %v, want %v", seriesTargets, tt.seriesTarget)
+			}
+		})
+	}
+}
+
+func TestStore_HistoryJSON(t *testing.T) {
+	s := openStore(t)
+	h, err := s.History(Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != `{"runs":[],"bundles":[],"findings":[]}` {
+		t.Errorf("an empty history: %s, want empty lists", data)
+	}
+	s, es := history(t)
+	h, err = s.History(Query{Target: "a", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err = json.Marshal(h.Bundles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"id", "kind", "target", "labels", "time", "path", "status", "bytes", "trigger", "capture_seconds", "scheduled"} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("a bundle in JSON has no %q: %s", key, data)
+		}
+	}
+	if got["path"] != es["a5"].Path || got["time"] != "2026-03-01T12:05:00Z" {
+		t.Errorf("a bundle in JSON: %s, want path %s at 12:05", data, es["a5"].Path)
+	}
+}
+
+func TestStore_Targets(t *testing.T) {
+	s, _ := history(t)
+	if err := s.AddFindings([]Finding{{Target: "c", Time: at(1), Kind: "k", Title: "a series finding alone"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Targets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Targets: %v, want the targets with entries, a and b", got)
+	}
+}
+
+func TestStore_LastHealthyRun(t *testing.T) {
+	s, es := history(t)
+	tests := []struct {
+		name   string
+		target string
+		before time.Time
+		want   string // "": none
+	}{
+		// a15 is partial, a30 unscheduled, a5 a bundle: a0 is a's baseline.
+		{"skips partial, unscheduled runs and bundles", "a", at(60), "a0"},
+		{"before, exclusive", "a", at(0), ""},
+		{"other target", "b", at(60), "b10"},
+		{"unknown target", "c", at(60), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, ok, err := s.LastHealthyRun(tt.target, tt.before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == "" && ok:
+				t.Errorf("LastHealthyRun: %s, want none", e.Path)
+			case tt.want != "" && (!ok || e.ID != es[tt.want].ID):
+				t.Errorf("LastHealthyRun: %s (%v), want %s", e.Path, ok, es[tt.want].Path)
+			case ok && e.Labels["env"] == "":
+				t.Errorf("LastHealthyRun: %+v, without its labels", e)
+			}
+		})
+	}
+}
+
+func TestStore_MarkBeforeOOM(t *testing.T) {
+	tests := []struct {
+		name     string
+		target   string
+		killedAt time.Time
+		want     string // "": none
+	}{
+		{"last bundle before the kill", "a", at(60), "a5"},
+		{"a run when no bundle came before", "a", at(3), "a0"},
+		{"nothing before", "a", at(0), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, es := history(t)
+			e, ok, err := s.MarkBeforeOOM(tt.target, tt.killedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if ok {
+					t.Errorf("MarkBeforeOOM: marked %s, want none", e.Path)
+				}
+				return
+			}
+			if !ok || e.ID != es[tt.want].ID || !e.BeforeOOM {
+				t.Fatalf("MarkBeforeOOM: %+v (%v), want %s marked", e, ok, es[tt.want].Path)
+			}
+			h, err := s.History(Query{Target: tt.target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range append(h.Runs, h.Bundles...) {
+				if x.BeforeOOM != (x.ID == e.ID) {
+					t.Errorf("%s: before_oom %v in the index", x.Path, x.BeforeOOM)
+				}
+			}
+			rec, err := readRecord(filepath.Join(s.Dir(), filepath.FromSlash(e.Path)))
+			if err != nil || !rec.BeforeOOM || rec.Trigger == nil != (e.Trigger == nil) || rec.Labels["env"] != "prod" {
+				t.Errorf("entry.json after the mark: %+v, %v", rec, err)
+			}
+		})
+	}
+}
+
+func TestStore_AddFindings(t *testing.T) {
+	s := openStore(t)
+	tests := []struct {
+		name    string
+		fs      []Finding
+		wantErr bool
+	}{
+		{"no target", []Finding{{Time: at(0), Kind: "k"}}, true},
+		{"no time", []Finding{{Target: "a", Kind: "k"}}, true},
+		{"two", []Finding{{Target: "a", Time: at(0), Kind: "k", Path: "runs/x/y"}, {Target: "a", Time: at(1), Kind: "k"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := s.AddFindings(tt.fs); (err != nil) != tt.wantErr {
+				t.Errorf("AddFindings: %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+	h, err := s.History(Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Findings) != 2 || h.Findings[0].Source != SourceSeries || h.Findings[1].Path != "runs/x/y" {
+		t.Errorf("findings: %+v, want the two series findings, newest first", h.Findings)
+	}
+}
+
+func TestStore_Size(t *testing.T) {
+	s, es := history(t)
+	var want int64
+	for _, e := range es {
+		want += e.Bytes
+	}
+	if got, err := s.Size(); err != nil || got != want {
+		t.Errorf("Size: %d (%v), want %d", got, err, want)
+	}
+}
