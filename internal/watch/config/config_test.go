@@ -301,7 +301,7 @@ func TestLoad_ResolvesGroupSettings(t *testing.T) {
 	if len(api.Triggers) != 2 || api.Triggers[1].Cooldown != 0 || api.Triggers[0].Cooldown != DefaultCooldown {
 		t.Errorf("api triggers %+v: want the defaults', an explicit cooldown 0 kept", api.Triggers)
 	}
-	if legacy.Triggers == nil || len(legacy.Triggers) != 0 {
+	if len(legacy.Triggers) != 0 {
 		t.Errorf("legacy triggers %v: want the empty list it gives, not the defaults'", legacy.Triggers)
 	}
 	if legacy.PprofPath != "/admin/pprof/" {

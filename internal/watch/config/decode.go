@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,8 +75,8 @@ func parse(data []byte, file string, opts Options) (*Config, error) {
 	return c, nil
 }
 
-// parseYAML parses one YAML document and returns its root, nil when the
-// document is empty.
+// parseYAML parses one YAML document (empty ones may follow it) and
+// returns its root, nil when the document is empty.
 func parseYAML(data []byte, file string) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -85,12 +86,18 @@ func parseYAML(data []byte, file string) (*yaml.Node, error) {
 		}
 		return nil, yamlError(file, err)
 	}
-	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			return nil, yamlError(file, err)
 		}
-		return nil, fmt.Errorf("%s:%d: a second YAML document: the file holds one", file, next.Line)
+		if len(next.Content) > 0 && !isNull(next.Content[0]) {
+			return nil, fmt.Errorf("%s:%d: a second YAML document: the file holds one", file, next.Line)
+		}
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -99,7 +106,7 @@ func parseYAML(data []byte, file string) (*yaml.Node, error) {
 	if n := expandedSize(root, map[*yaml.Node]int{}); n > maxNodes {
 		return nil, fmt.Errorf("%s: more than %d YAML nodes once aliases are expanded", file, maxNodes)
 	}
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+	if isNull(root) {
 		return nil, nil
 	}
 	return root, nil
@@ -195,6 +202,18 @@ func join(path, key string) string {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
+// plainKey is a key that reads as itself in a path.
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_.<-]+$`)
+
+// plain writes a key for a path or a message: as it is when it is plain,
+// quoted otherwise, so that an error stays one readable line.
+func plain(key string) string {
+	if plainKey.MatchString(key) {
+		return key
+	}
+	return strconv.Quote(key)
+}
+
 // resolve follows aliases to the node they name.
 func resolve(n *yaml.Node) *yaml.Node {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
@@ -255,7 +274,7 @@ func decodeMapping[T any](d *decoder, n *yaml.Node, path string, fs []field[T], 
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 			return nil, d.failf(k, path, "want a key, not %s", kind(k))
 		}
-		p := join(path, k.Value)
+		p := join(path, plain(k.Value))
 		if first, ok := keys[k.Value]; ok {
 			return nil, d.failf(k, p, "given twice (first at line %d)", first.Line)
 		}
@@ -447,7 +466,7 @@ func (d *decoder) labels(n *yaml.Node, path string, sd bool) (map[string]string,
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 			return nil, d.failf(k, path, "want a label name, not %s", kind(k))
 		}
-		p := join(path, k.Value)
+		p := join(path, plain(k.Value))
 		if _, ok := out[k.Value]; ok {
 			return nil, d.failf(k, p, "given twice")
 		}
@@ -605,7 +624,7 @@ var settingsFields = []field[Settings]{
 		if err != nil {
 			return err
 		}
-		s.Triggers = []Trigger{}
+		s.Triggers = nil
 		for i, item := range items {
 			t, err := d.trigger(item, index(path, i))
 			if err != nil {

@@ -261,7 +261,7 @@ func checkLabelName(name string) error {
 	case name == LabelInstance || name == LabelGroup:
 		return fmt.Errorf("label %s is heapscope's: every target has it", name)
 	case strings.HasPrefix(name, "__"):
-		return fmt.Errorf("label %s: names beginning with __ are reserved", name)
+		return fmt.Errorf("label %s: names beginning with __ are reserved", plain(name))
 	case !labelName.MatchString(name):
 		return fmt.Errorf("label %q: want letters, digits and _, not starting with a digit", name)
 	}
