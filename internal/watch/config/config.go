@@ -121,8 +121,8 @@ type Trigger struct {
 	// re-arms, as written (5%, 100MiB, 1000); empty for the trigger
 	// package's default.
 	Hysteresis string
-	// Cooldown is the least time between two captures of this trigger;
-	// DefaultCooldown when the config does not say.
+	// Cooldown is the least time between two captures of this trigger, 0
+	// for none; DefaultCooldown when the config does not say.
 	Cooldown time.Duration
 	// Pos is where the trigger was written, file:line, for the errors
 	// found later.
@@ -235,7 +235,8 @@ const CLIGroup = "cli"
 // watch URL… --every … --trigger …: the defaults, and one group "cli"
 // whose settings are s, with its zero fields taken from the defaults, and
 // whose static targets are urls. Trigger expressions are not checked here
-// (the caller parses them); a trigger without Pos gets "command line".
+// (the caller parses them); a trigger without Pos gets "command line",
+// one without Cooldown DefaultCooldown.
 // Errors name the keys as flags: --every, --max-body.
 func ForURLs(urls []string, s Settings) (*Config, error) {
 	c := Default()
@@ -258,6 +259,7 @@ func ForURLs(urls []string, s Settings) (*Config, error) {
 	if s.Profiles == nil {
 		s.Profiles = d.Profiles
 	}
+	s.Profiles = slices.Clone(s.Profiles)
 	if s.PprofPath == "" {
 		s.PprofPath = d.PprofPath
 	}
@@ -269,6 +271,9 @@ func ForURLs(urls []string, s Settings) (*Config, error) {
 		if s.Triggers[i].Pos == "" {
 			s.Triggers[i].Pos = "command line"
 		}
+		if s.Triggers[i].Cooldown == 0 {
+			s.Triggers[i].Cooldown = DefaultCooldown
+		}
 	}
 	if err := checkSettings(&s, flagName); err != nil {
 		return nil, err
@@ -276,7 +281,7 @@ func ForURLs(urls []string, s Settings) (*Config, error) {
 	if len(urls) == 0 {
 		return nil, errors.New("no target: give the URL of at least one service, such as http://127.0.0.1:6060")
 	}
-	g := Group{Name: CLIGroup, Settings: s, Static: []Static{{Targets: slices.Clone(urls)}}}
+	g := Group{Name: CLIGroup, Labels: map[string]string{}, Settings: s, Static: []Static{{Targets: slices.Clone(urls)}}}
 	seen := map[string]string{}
 	for _, raw := range urls {
 		u, err := parseTarget(raw, s.PprofPath)

@@ -328,7 +328,7 @@ func TestDefault(t *testing.T) {
 
 func TestForURLs(t *testing.T) {
 	c, err := ForURLs([]string{"127.0.0.1:6060", "https://svc.example:8443"}, Settings{
-		Every: 5 * time.Minute, Triggers: []Trigger{{Expr: "memory>=80%", Cooldown: DefaultCooldown}},
+		Every: 5 * time.Minute, Triggers: []Trigger{{Expr: "memory>=80%"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -340,8 +340,8 @@ func TestForURLs(t *testing.T) {
 	if s.Every != 5*time.Minute || s.Window != DefaultWindow || s.Timeout != DefaultTimeout || s.PprofPath != DefaultPprofPath || len(s.Profiles) != 4 {
 		t.Errorf("settings %+v: want every as given, the rest the defaults'", s)
 	}
-	if s.Triggers[0].Pos != "command line" {
-		t.Errorf("trigger position %q", s.Triggers[0].Pos)
+	if tr := s.Triggers[0]; tr.Pos != "command line" || tr.Cooldown != DefaultCooldown {
+		t.Errorf("trigger %+v: want its position the command line, the default cooldown", tr)
 	}
 	c.Groups[0].Static[0].PID = 4242
 	ts, err := c.Targets()

@@ -59,7 +59,7 @@ func parse(data []byte, file string, opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: file, dir: filepath.Dir(file), opts: opts, seen: map[string]Target{}, groupPos: map[string]string{}}
+	d := &decoder{file: file, dir: filepath.Dir(file), opts: opts, seen: map[string]string{}, groupPos: map[string]string{}}
 	c := Default()
 	c.File, c.opts = file, opts
 	if root == nil {
@@ -156,8 +156,8 @@ type decoder struct {
 	file string
 	dir  string
 	opts Options
-	// seen holds the targets met so far by key, for duplicates.
-	seen map[string]Target
+	// seen holds where each target met so far was, by key.
+	seen map[string]string
 	// groupPos holds the position of each group name met so far.
 	groupPos map[string]string
 }
@@ -853,9 +853,9 @@ func (d *decoder) addTarget(raw string, g *Group, n *yaml.Node, path string) err
 	}
 	key := targetKey(u, g.Settings.PprofPath)
 	if first, ok := d.seen[key]; ok {
-		return d.failf(n, path, "%s is already a target at %s", key, first.pos)
+		return d.failf(n, path, "%s is already a target at %s", key, first)
 	}
-	d.seen[key] = Target{Key: key, pos: d.pos(n) + " (" + path + ")"}
+	d.seen[key] = d.pos(n) + " (" + path + ")"
 	return nil
 }
 
