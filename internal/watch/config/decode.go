@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -242,7 +243,11 @@ func kind(n *yaml.Node) string {
 		case "!!bool":
 			return "the boolean " + n.Value
 		}
-		return fmt.Sprintf("%s %q", n.ShortTag(), n.Value)
+		tag := n.ShortTag()
+		if strings.ContainsFunc(tag, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+			tag = strconv.Quote(tag)
+		}
+		return fmt.Sprintf("%s %q", tag, n.Value)
 	}
 	return "a YAML node"
 }
