@@ -37,8 +37,11 @@ var layer = map[string]int{
 	"internal/run": 4, "internal/view": 4,
 	// 4 also: the bundled example services that demo starts.
 	"examples": 4,
-	// 5: the command.
-	"cmd/heapscope": 5,
+	// 5: the watcher, which captures through run; internal/watch/config,
+	// its configuration, shares its layer.
+	"internal/watch": 5,
+	// 6: the command.
+	"cmd/heapscope": 6,
 }
 
 // sideways lists the imports allowed within one layer.

@@ -1,0 +1,323 @@
+// Package config reads the configuration of heapscope watch: defaults for
+// every target, groups of targets with labels, static targets and file_sd
+// discovery in the style of Prometheus scrape configs, triggers as
+// expressions, retention and a webhook.
+//
+// Load reads a YAML file and rejects unknown keys and bad values with the
+// file and line of each; ForURLs makes the same Config from a command
+// line. Targets resolves the targets now, Watch again whenever a file_sd
+// file changes. docs/watch-config.md documents every key and
+// docs/watch-config.schema.json is the JSON Schema of the file.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// Defaults of the keys a config may leave out.
+const (
+	DefaultEvery           = 15 * time.Minute
+	DefaultWindow          = 30 * time.Second
+	DefaultTimeout         = time.Minute
+	DefaultPoll            = 5 * time.Second
+	DefaultMaxBody         = target.DefaultMaxBody
+	DefaultPprofPath       = target.DefaultPprofPath
+	DefaultMetricsPath     = "/metrics"
+	DefaultConcurrency     = 4
+	DefaultMaxAge          = 30 * 24 * time.Hour
+	DefaultCooldown        = 10 * time.Minute
+	DefaultRefreshInterval = 30 * time.Second
+	DefaultWebhookTimeout  = 5 * time.Second
+	DefaultWebhookRetries  = 3
+)
+
+// DefaultProfiles are the profiles captured unless a config names others:
+// block and mutex are opt-in, since they cost the target to enable.
+var DefaultProfiles = []string{"heap", "allocs", "goroutine", "cpu"}
+
+// Profiles are the names a profiles list may hold.
+var Profiles = []string{"heap", "allocs", "goroutine", "cpu", "block", "mutex"}
+
+// Config is a whole watch configuration.
+type Config struct {
+	// Listen is the address of watch's own /metrics and /healthz; empty
+	// for none.
+	Listen string
+	// Concurrency bounds the captures running at once across all targets.
+	Concurrency int
+	// Retention bounds what the store keeps.
+	Retention Retention
+	// Webhook is where trigger bundles are announced; nil for none.
+	Webhook *Webhook
+	// Defaults are the settings of every group that does not override them.
+	Defaults Settings
+	// Groups are the target groups, in the file's order.
+	Groups []Group
+	// File is the path the config was read from; empty for ForURLs and
+	// Default.
+	File string
+
+	opts Options
+}
+
+// Retention bounds the store: runs older than MaxAge, then the oldest
+// runs past MaxSize bytes in all, are deleted. Zero means no bound.
+type Retention struct {
+	MaxAge  time.Duration
+	MaxSize int64
+}
+
+// Webhook is the endpoint notified of each trigger bundle.
+type Webhook struct {
+	// URL is an http or https URL.
+	URL string
+	// Timeout bounds each attempt.
+	Timeout time.Duration
+	// Retries is how many times a failed notification is tried again.
+	Retries int
+}
+
+// Settings are what every target of a group is watched with.
+type Settings struct {
+	// Every is the period of scheduled captures.
+	Every time.Duration
+	// Window is how long a capture observes the target (allocations and
+	// CPU over the window); always shorter than Every.
+	Window time.Duration
+	// Timeout bounds one capture beyond its window.
+	Timeout time.Duration
+	// Poll is how often triggers sample the target.
+	Poll time.Duration
+	// MaxBody is the largest response body accepted from the target.
+	MaxBody int64
+	// Profiles are the profiles captured, among Profiles.
+	Profiles []string
+	// PprofPath is where the target serves pprof, with a leading and a
+	// trailing slash.
+	PprofPath string
+	// MetricsPath is where the target serves Prometheus metrics.
+	MetricsPath string
+	// MemoryLimit is the memory limit in bytes that memory triggers of a
+	// remote target measure against; local targets read their cgroup's.
+	// Zero when not given.
+	MemoryLimit int64
+	// Triggers fire captures between the scheduled ones.
+	Triggers []Trigger
+}
+
+// Trigger is one trigger of a group, as written: the trigger package
+// interprets Expr and Hysteresis.
+type Trigger struct {
+	// Expr is the condition, such as memory>=80%.
+	Expr string
+	// Hysteresis is how far the value must fall back before the trigger
+	// re-arms, as written (5%, 100MiB, 1000); empty for the trigger
+	// package's default.
+	Hysteresis string
+	// Cooldown is the least time between two captures of this trigger, 0
+	// for none; DefaultCooldown when the config does not say.
+	Cooldown time.Duration
+	// Pos is where the trigger was written, file:line, for the errors
+	// found later.
+	Pos string
+}
+
+// Group is a group of targets sharing labels and settings.
+type Group struct {
+	// Name names the group, unique in the config; targets carry it as
+	// their group label.
+	Name string
+	// Labels are given to every target of the group.
+	Labels map[string]string
+	// Settings are the group's own, resolved: Defaults overridden by the
+	// keys the group gives. A group's triggers replace the default list.
+	Settings Settings
+	// Static are the targets written in the config.
+	Static []Static
+	// FileSD are the files of targets re-read while watching.
+	FileSD []FileSD
+	// Pos is where the group was written, file:line.
+	Pos string
+}
+
+// Static is one static entry of a group: targets with labels.
+type Static struct {
+	// Targets are URLs (http://host:port, https://host:port/prefix) or
+	// host:port, which is http.
+	Targets []string
+	// Labels are given to these targets, over the group's.
+	Labels map[string]string
+	// PID is the process of these targets when the command line gives it
+	// (--pid); never set by a config file.
+	PID int
+
+	pos []string // where each target was written, when loaded
+}
+
+// FileSD is one file_sd entry of a group: files in the Prometheus file_sd
+// format, a JSON or YAML list of {targets: [host:port…], labels: {…}}.
+type FileSD struct {
+	// Files are paths or patterns (filepath.Match) of .json, .yml or .yaml
+	// files, relative ones resolved against the config file's directory.
+	Files []string
+	// RefreshInterval is how often the files are read again.
+	RefreshInterval time.Duration
+}
+
+// Target is one target to watch, resolved from its group and entry.
+type Target struct {
+	// Key is the target's identity: its canonical pprof URL,
+	// scheme://host:port[/prefix]/debug/pprof/, the same however it was
+	// written.
+	Key string
+	// URL is the target's base URL (scheme://host:port[/prefix]), what
+	// target.Options.BaseURL takes; Settings.PprofPath goes below it.
+	URL *url.URL
+	// Group is the name of the target's group.
+	Group string
+	// Labels are the group's labels, then the entry's, then instance
+	// (host:port) and group.
+	Labels map[string]string
+	// Settings are the group's.
+	Settings Settings
+	// PID is the target's process when given (Static.PID); 0 otherwise.
+	PID int
+
+	pos string // where it was written, for duplicate errors
+}
+
+// Options are what Load needs from its caller.
+type Options struct {
+	// CheckTrigger parses a trigger expression (the trigger package's
+	// parser); its error is reported at the expression's file:line. Nil:
+	// expressions are not checked.
+	CheckTrigger func(expr string) error
+	// Warn is told of each problem of target discovery that does not stop
+	// Targets or Watch: a file_sd file that cannot be read or parsed (its
+	// last good targets are kept), a target given twice (the first is
+	// kept). Nil: slog.Default's Warn.
+	Warn func(error)
+}
+
+// Default returns the configuration of every default, with no group.
+func Default() *Config {
+	return &Config{
+		Concurrency: DefaultConcurrency,
+		Retention:   Retention{MaxAge: DefaultMaxAge},
+		Defaults:    defaultSettings(),
+	}
+}
+
+func defaultSettings() Settings {
+	return Settings{
+		Every:       DefaultEvery,
+		Window:      DefaultWindow,
+		Timeout:     DefaultTimeout,
+		Poll:        DefaultPoll,
+		MaxBody:     DefaultMaxBody,
+		Profiles:    slices.Clone(DefaultProfiles),
+		PprofPath:   DefaultPprofPath,
+		MetricsPath: DefaultMetricsPath,
+	}
+}
+
+// CLIGroup is the name of the one group ForURLs makes.
+const CLIGroup = "cli"
+
+// ForURLs returns the configuration of the command line's form, heapscope
+// watch URL… --every … --trigger …: the defaults, and one group "cli"
+// whose settings are s, with its zero fields taken from the defaults, and
+// whose static targets are urls. Trigger expressions are not checked here
+// (the caller parses them); a trigger without Pos gets "command line",
+// one without Cooldown DefaultCooldown.
+// Errors name the keys as flags: --every, --max-body.
+func ForURLs(urls []string, s Settings) (*Config, error) {
+	c := Default()
+	d := defaultSettings()
+	if s.Every == 0 {
+		s.Every = d.Every
+	}
+	if s.Window == 0 {
+		s.Window = d.Window
+	}
+	if s.Timeout == 0 {
+		s.Timeout = d.Timeout
+	}
+	if s.Poll == 0 {
+		s.Poll = d.Poll
+	}
+	if s.MaxBody == 0 {
+		s.MaxBody = d.MaxBody
+	}
+	if s.Profiles == nil {
+		s.Profiles = d.Profiles
+	}
+	s.Profiles = slices.Clone(s.Profiles)
+	if s.PprofPath == "" {
+		s.PprofPath = d.PprofPath
+	}
+	if s.MetricsPath == "" {
+		s.MetricsPath = d.MetricsPath
+	}
+	s.Triggers = slices.Clone(s.Triggers)
+	for i := range s.Triggers {
+		if s.Triggers[i].Pos == "" {
+			s.Triggers[i].Pos = "command line"
+		}
+		if s.Triggers[i].Cooldown == 0 {
+			s.Triggers[i].Cooldown = DefaultCooldown
+		}
+	}
+	if err := checkSettings(&s, flagName); err != nil {
+		return nil, err
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("no target: give the URL of at least one service, such as http://127.0.0.1:6060")
+	}
+	g := Group{Name: CLIGroup, Labels: map[string]string{}, Settings: s, Static: []Static{{Targets: slices.Clone(urls)}}}
+	seen := map[string]string{}
+	for _, raw := range urls {
+		u, err := parseTarget(raw, s.PprofPath)
+		if err != nil {
+			return nil, err
+		}
+		key := targetKey(u, s.PprofPath)
+		if first, ok := seen[key]; ok {
+			return nil, fmt.Errorf("target %s is given twice (%s and %s)", key, first, raw)
+		}
+		seen[key] = raw
+	}
+	c.Groups = []Group{g}
+	return c, nil
+}
+
+// flagName names a key as the command line's flag: max_body is
+// --max-body, triggers --trigger.
+func flagName(key string) string {
+	if key == "triggers" {
+		return "--trigger"
+	}
+	b := []byte(key)
+	for i, c := range b {
+		if c == '_' {
+			b[i] = '-'
+		}
+	}
+	return "--" + string(b)
+}
+
+// warn reports a discovery problem through Options.Warn.
+func (c *Config) warn(err error) {
+	if c.opts.Warn != nil {
+		c.opts.Warn(err)
+		return
+	}
+	slog.Default().Warn("watch config: " + err.Error())
+}

@@ -1,0 +1,332 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Targets returns every target now: the static ones, then those of each
+// file_sd file as it reads now, group by group in the config's order (a
+// file_sd entry's files by name). A file that cannot be read or parsed,
+// and a target given twice (the first is kept), make the error, which
+// joins them all; the list still holds every target that could be
+// resolved.
+func (c *Config) Targets() ([]Target, error) {
+	d := newDiscovery(c)
+	var problems []error
+	for _, s := range d.sources {
+		s.refresh()
+		problems = append(problems, s.problems...)
+	}
+	ts, more := d.targets()
+	return ts, errors.Join(append(problems, more...)...)
+}
+
+// Watch calls fn with every target (as Targets lists them) at its start,
+// then again whenever the list changes: each file_sd entry's files are
+// read again every refresh_interval, new files matching its patterns
+// included. A file that no longer exists gives up its targets; a file
+// that cannot be read or parsed keeps its last good targets. Such
+// problems, and targets given twice, go to Options.Warn, each once when
+// it appears. fn is called from Watch's goroutine, one call at a time,
+// with a list of its own. Watch returns nil when ctx is done. The Config
+// must not change while Watch runs.
+func (c *Config) Watch(ctx context.Context, fn func([]Target)) error {
+	d := newDiscovery(c)
+	reported := map[string]bool{}
+	update := func() []Target {
+		ts, dups := d.targets()
+		var problems []error
+		for _, s := range d.sources {
+			problems = append(problems, s.problems...)
+		}
+		now := map[string]bool{}
+		for _, p := range append(problems, dups...) {
+			msg := p.Error()
+			if !reported[msg] && !now[msg] {
+				c.warn(p)
+			}
+			now[msg] = true
+		}
+		reported = now
+		return ts
+	}
+	start := time.Now()
+	for _, s := range d.sources {
+		s.refresh()
+		s.next = start.Add(s.sd.RefreshInterval)
+	}
+	last := update()
+	fn(slices.Clone(last))
+	if len(d.sources) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	timer := time.NewTimer(time.Until(d.nextDue()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		now := time.Now()
+		for _, s := range d.sources {
+			if !now.Before(s.next) {
+				s.refresh()
+				s.next = now.Add(s.sd.RefreshInterval)
+			}
+		}
+		if ts := update(); !sameTargets(last, ts) {
+			last = ts
+			fn(slices.Clone(ts))
+		}
+		timer.Reset(time.Until(d.nextDue()))
+	}
+}
+
+// discovery holds the file_sd sources of a config and what they read.
+type discovery struct {
+	c       *Config
+	sources []*source
+}
+
+// source is one file_sd entry of one group, with the last good targets of
+// each of its files.
+type source struct {
+	group    int
+	g        *Group
+	sd       FileSD
+	files    map[string][]Target // by path
+	problems []error             // of the last refresh
+	next     time.Time
+}
+
+func newDiscovery(c *Config) *discovery {
+	d := &discovery{c: c}
+	for gi := range c.Groups {
+		for _, sd := range c.Groups[gi].FileSD {
+			d.sources = append(d.sources, &source{group: gi, g: &c.Groups[gi], sd: sd, files: map[string][]Target{}})
+		}
+	}
+	return d
+}
+
+func (d *discovery) nextDue() time.Time {
+	next := d.sources[0].next
+	for _, s := range d.sources[1:] {
+		if s.next.Before(next) {
+			next = s.next
+		}
+	}
+	return next
+}
+
+// refresh reads the source's files again.
+func (s *source) refresh() {
+	s.problems = nil
+	seen := map[string]bool{}
+	for _, pattern := range s.sd.Files {
+		literal := !strings.ContainsAny(pattern, `*?[\`)
+		paths := []string{pattern}
+		if !literal {
+			paths, _ = filepath.Glob(pattern) // the pattern was checked by Load
+		}
+		for _, p := range paths {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			ts, err := readSDFile(p, s.g)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				delete(s.files, p)
+				if literal {
+					s.problems = append(s.problems, fmt.Errorf("group %s: file_sd: %w", s.g.Name, err))
+				}
+			case err != nil:
+				s.problems = append(s.problems, fmt.Errorf("group %s: file_sd: %w; its last good targets are kept", s.g.Name, err))
+			default:
+				s.files[p] = ts
+			}
+		}
+	}
+	for p := range s.files {
+		if !seen[p] {
+			delete(s.files, p)
+		}
+	}
+}
+
+// targets lists the targets, static then discovered, group by group; a
+// target already listed is left out and named in the problems.
+func (d *discovery) targets() ([]Target, []error) {
+	var out []Target
+	var problems []error
+	first := map[string]string{}
+	add := func(t Target) {
+		if pos, ok := first[t.Key]; ok {
+			problems = append(problems, fmt.Errorf("%s: %s is already a target at %s: the first is watched", t.pos, t.Key, pos))
+			return
+		}
+		first[t.Key] = t.pos
+		out = append(out, t)
+	}
+	for gi := range d.c.Groups {
+		g := &d.c.Groups[gi]
+		for _, st := range g.Static {
+			for j, raw := range st.Targets {
+				u, err := parseTarget(raw, g.Settings.PprofPath)
+				if err != nil {
+					problems = append(problems, fmt.Errorf("group %s: %w", g.Name, err))
+					continue
+				}
+				pos := "group " + g.Name
+				if j < len(st.pos) {
+					pos = st.pos[j]
+				}
+				add(newTarget(u, g, st.Labels, st.PID, pos))
+			}
+		}
+		for _, s := range d.sources {
+			if s.group != gi {
+				continue
+			}
+			for _, p := range slices.Sorted(maps.Keys(s.files)) {
+				for _, t := range s.files[p] {
+					add(t)
+				}
+			}
+		}
+	}
+	return out, problems
+}
+
+// newTarget resolves a target of group g with its entry's labels.
+func newTarget(base *url.URL, g *Group, labels map[string]string, pid int, pos string) Target {
+	l := make(map[string]string, len(g.Labels)+len(labels)+2)
+	maps.Copy(l, g.Labels)
+	maps.Copy(l, labels)
+	l[LabelInstance] = base.Host
+	l[LabelGroup] = g.Name
+	u := *base
+	return Target{
+		Key:      targetKey(base, g.Settings.PprofPath),
+		URL:      &u,
+		Group:    g.Name,
+		Labels:   l,
+		Settings: cloneSettings(g.Settings),
+		PID:      pid,
+		pos:      pos,
+	}
+}
+
+// sameTargets reports whether two lists hold the same targets with the
+// same labels, in the same order.
+func sameTargets(a, b []Target) bool {
+	return slices.EqualFunc(a, b, func(x, y Target) bool {
+		return x.Key == y.Key && x.Group == y.Group && x.PID == y.PID && maps.Equal(x.Labels, y.Labels)
+	})
+}
+
+// sdEntry is one entry of a file_sd file.
+type sdEntry struct {
+	targets []string
+	nodes   []*yaml.Node
+	labels  map[string]string
+}
+
+var sdEntryFields = []field[sdEntry]{
+	{"targets", func(d *decoder, n *yaml.Node, path string, e *sdEntry) error {
+		ts, nodes, err := d.strings(n, path)
+		e.targets, e.nodes = ts, nodes
+		return err
+	}},
+	{"labels", func(d *decoder, n *yaml.Node, path string, e *sdEntry) error {
+		l, err := d.labels(n, path, true)
+		e.labels = l
+		return err
+	}},
+}
+
+// readSDFile reads a file_sd file, in Prometheus' format, into targets of
+// group g. Targets are host:port as Prometheus has them, or URLs.
+// Prometheus' meta labels (__…) are dropped.
+func readSDFile(path string, g *Group) ([]Target, error) {
+	data, err := readCapped(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s is empty (write [] for no targets)", path)
+	}
+	root, err := parseSD(data, path)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: path}
+	if root == nil {
+		return nil, fmt.Errorf("%s: want a list of {targets: [...], labels: {...}}, not nothing", path)
+	}
+	if resolve(root).Kind != yaml.SequenceNode {
+		return nil, d.failf(resolve(root), "", "want a list of {targets: [...], labels: {...}}, not %s", kind(resolve(root)))
+	}
+	items, _ := d.list(root, "")
+	var out []Target
+	for i, item := range items {
+		var e sdEntry
+		p := index("", i)
+		if _, err := decodeMapping(d, item, p, sdEntryFields, &e); err != nil {
+			return nil, err
+		}
+		for j, raw := range e.targets {
+			n := resolve(e.nodes[j])
+			u, err := parseTarget(raw, g.Settings.PprofPath)
+			if err != nil {
+				return nil, d.fail(n, index(join(p, "targets"), j), err)
+			}
+			out = append(out, newTarget(u, g, e.labels, 0, d.pos(n)))
+		}
+	}
+	return out, nil
+}
+
+// parseSD parses a file_sd file: YAML, or JSON when its name ends in
+// .json, checked as JSON first.
+func parseSD(data []byte, path string) (*yaml.Node, error) {
+	if !strings.EqualFold(filepath.Ext(path), ".json") {
+		return parseYAML(data, path)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+			return nil, fmt.Errorf("%s:%d: not JSON: %w", path, line, err)
+		}
+		return nil, fmt.Errorf("%s: not JSON: %w", path, err)
+	}
+	root, err := parseYAML(data, path)
+	if err == nil {
+		return root, nil
+	}
+	// JSON that YAML reads otherwise (escaped surrogate pairs): decode it
+	// without lines.
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &n, nil
+}
