@@ -22,6 +22,8 @@ var layer = map[string]int{
 	"internal/escape": 0, "internal/gcstats": 0, "internal/sysmem": 0,
 	"internal/pprofx": 0, "internal/gate": 0, "internal/layers": 0,
 	"internal/atomicfile": 0,
+	// 0 also: helpers for tests, imported by tests alone.
+	"internal/cgrouptest": 0,
 	// 0 also: build tools, run by make, not by heapscope.
 	"internal/tools": 0,
 	// 1: the result.json types, over the data they carry.

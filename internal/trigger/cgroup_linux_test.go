@@ -3,12 +3,10 @@
 package trigger
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,182 +16,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/cgrouptest"
 	"github.com/heapscope/heapscope/internal/sysmem"
 )
 
 // The tests of this file create cgroups, which takes root: CI runs them as
 // root; elsewhere they skip.
 
-const (
-	v1Memory = "/sys/fs/cgroup/memory"
-	// notifyWithin is how soon after a crossing a notification must come.
-	notifyWithin = time.Second
-)
+// notifyWithin is how soon after a crossing a notification must come.
+const notifyWithin = time.Second
 
-// needRoot skips the test unless it runs as root.
-func needRoot(t *testing.T) {
+// startAllocChild starts cgrouptest's allocating child in cgroup dir with
+// the runtime's limit that the samples read.
+func startAllocChild(t *testing.T, dir string) *cgrouptest.AllocChild {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("creating a cgroup needs root (CI runs this test as root)")
-	}
+	return cgrouptest.StartAlloc(t, dir, "GOMEMLIMIT=200MiB", "GOGC=off")
 }
-
-// cgroupName returns a name for the test's own cgroup, unique on the
-// machine.
-func cgroupName(t *testing.T) string {
-	return fmt.Sprintf("heapscope-trigger-test-%d-%s", os.Getpid(), strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))
-}
-
-// makeCgroup creates the test's cgroup under the hierarchy mounted at
-// mount. At the end of the test the processes still in it (the test's
-// children) are killed by PID and it is removed.
-func makeCgroup(t *testing.T, mount string) string {
-	t.Helper()
-	dir := filepath.Join(mount, cgroupName(t))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatalf("create cgroup: %v", err)
-	}
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			pids := cgroupPIDs(t, dir)
-			for _, pid := range pids {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			err := os.Remove(dir)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("remove cgroup %s (processes %v): %v", dir, pids, err)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-	return dir
-}
-
-// cgroupPIDs lists the processes of cgroup dir.
-func cgroupPIDs(t *testing.T, dir string) []int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// makeV1Cgroup creates a cgroup of the v1 memory controller limited to
-// limit bytes, swap included.
-func makeV1Cgroup(t *testing.T, limit uint64) string {
-	t.Helper()
-	needRoot(t)
-	if _, err := os.Stat(filepath.Join(v1Memory, "cgroup.event_control")); err != nil {
-		t.Skipf("no cgroup v1 memory controller at %s: %v", v1Memory, err)
-	}
-	dir := makeCgroup(t, v1Memory)
-	writeCgroup(t, dir, "memory.limit_in_bytes", strconv.FormatUint(limit, 10))
-	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
-		writeCgroup(t, dir, "memory.memsw.limit_in_bytes", strconv.FormatUint(limit, 10))
-	}
-	return dir
-}
-
-// writeCgroup writes value to a file of cgroup dir.
-func writeCgroup(t *testing.T, dir, file, value string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
-		t.Fatalf("write %s to %s: %v", value, filepath.Join(dir, file), err)
-	}
-}
-
-// readCgroupUint reads a number from a file of cgroup dir.
-func readCgroupUint(t *testing.T, dir, file string) uint64 {
-	t.Helper()
-	v, err := readUint(filepath.Join(dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// allocChild is a running copy of the test binary in "alloc" mode.
-type allocChild struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
-	waited chan error
-}
-
-// startAllocChild starts an allocating child with GOMEMLIMIT=200MiB and
-// moves it into the cgroup at dir (v1 or v2) before it allocates: pages
-// it touched before stay charged where they were. It is killed at the end
-// of the test.
-func startAllocChild(t *testing.T, dir string) *allocChild {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=alloc", "GOMEMLIMIT=200MiB", "GOGC=off")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &allocChild{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(stdout), waited: make(chan error, 1)}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		c.wait()
-	})
-	if line, err := c.stdout.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("child did not start: %q, %v", line, err)
-	}
-	writeCgroup(t, dir, "cgroup.procs", strconv.Itoa(cmd.Process.Pid))
-	return c
-}
-
-// alloc makes the child allocate and touch mib MiB more.
-func (c *allocChild) alloc(mib int) error {
-	if _, err := fmt.Fprintln(c.stdin, mib); err != nil {
-		return err
-	}
-	line, err := c.stdout.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "ok\n" {
-		return fmt.Errorf("child said %q", line)
-	}
-	return nil
-}
-
-// wait waits for the child to exit, once, and returns how.
-func (c *allocChild) wait() error {
-	select {
-	case err := <-c.waited:
-		c.waited <- err
-		return err
-	default:
-	}
-	c.stdin.Close()
-	err := c.cmd.Wait()
-	c.waited <- err
-	return err
-}
-
-func (c *allocChild) pid() int { return c.cmd.Process.Pid }
 
 // TestWatchMemory_v1 runs a child in a limited v1 memory cgroup that
 // allocates step by step past a threshold, and checks that the kernel's
@@ -201,10 +39,10 @@ func (c *allocChild) pid() int { return c.cmd.Process.Pid }
 // that Local.Sample reads what the cgroup's files say.
 func TestWatchMemory_v1(t *testing.T) {
 	const limit = 256 << 20
-	dir := makeV1Cgroup(t, limit)
+	dir := cgrouptest.MakeV1(t, limit)
 	child := startAllocChild(t, dir)
 
-	cg, err := sysmem.Proc{}.Cgroup(child.pid())
+	cg, err := sysmem.Proc{}.Cgroup(child.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +53,7 @@ func TestWatchMemory_v1(t *testing.T) {
 	// threshold lies in the middle of a step, as it lies on the way of a
 	// service that keeps allocating, so that the check comes after the
 	// crossing.
-	base := readCgroupUint(t, dir, "memory.usage_in_bytes")
+	base := cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes")
 	threshold := base + 36<<20
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -226,11 +64,11 @@ func TestWatchMemory_v1(t *testing.T) {
 	crossed := false
 	for step := 1; step <= 10 && !crossed; step++ {
 		began := time.Now()
-		if err := child.alloc(8); err != nil {
+		if err := child.Alloc(8); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		done := time.Now()
-		usage := readCgroupUint(t, dir, "memory.usage_in_bytes")
+		usage := cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes")
 		if usage < threshold {
 			select {
 			case <-ch:
@@ -264,7 +102,7 @@ func TestWatchMemory_v1(t *testing.T) {
 		t.Error("no value at once for a threshold below the usage")
 	}
 
-	t.Run("sample", func(t *testing.T) { checkSample(t, child.pid(), dir, limit) })
+	t.Run("sample", func(t *testing.T) { checkSample(t, child.PID(), dir, limit) })
 
 	cancel()
 	for _, c := range []<-chan struct{}{ch, above} {
@@ -286,7 +124,7 @@ func TestWatchMemory_v1(t *testing.T) {
 // differ is taken again.
 func checkSample(t *testing.T, pid int, dir string, limit uint64) {
 	for try := 0; ; try++ {
-		usage := readCgroupUint(t, dir, "memory.usage_in_bytes")
+		usage := cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes")
 		stat := readStat(t, dir)
 		st, err := sysmem.Proc{}.Status(pid)
 		if err != nil {
@@ -300,7 +138,7 @@ func checkSample(t *testing.T, pid int, dir string, limit uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if usage != readCgroupUint(t, dir, "memory.usage_in_bytes") || st.VmRSS != st2.VmRSS || !equalStat(stat, readStat(t, dir)) {
+		if usage != cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes") || st.VmRSS != st2.VmRSS || !equalStat(stat, readStat(t, dir)) {
 			if try == 10 {
 				t.Fatal("the cgroup's figures never held still across a sample")
 			}
@@ -347,13 +185,13 @@ func equalStat(a, b map[string]uint64) bool {
 // process in the cgroup is seen as a restart after an OOM kill.
 func TestWatchOOM_v1(t *testing.T) {
 	const limit = 64 << 20
-	dir := makeV1Cgroup(t, limit)
+	dir := cgrouptest.MakeV1(t, limit)
 	child := startAllocChild(t, dir)
-	cg, err := sysmem.Proc{}.Cgroup(child.pid())
+	cg, err := sysmem.Proc{}.Cgroup(child.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := Local{PID: child.pid()}.Sample(t.Context())
+	before, err := Local{PID: child.PID()}.Sample(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,10 +206,10 @@ func TestWatchOOM_v1(t *testing.T) {
 	}
 
 	began := time.Now()
-	if err := child.alloc(256); err == nil {
+	if err := child.Alloc(256); err == nil {
 		t.Fatalf("the child allocated 256 MiB under a %d-byte limit", limit)
 	}
-	err = child.wait()
+	err = child.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child ended with %v, want killed by SIGKILL", err)
@@ -389,7 +227,7 @@ func TestWatchOOM_v1(t *testing.T) {
 
 	// The service comes back in the same cgroup.
 	next := startAllocChild(t, dir)
-	after, err := Local{PID: next.pid()}.Sample(t.Context())
+	after, err := Local{PID: next.PID()}.Sample(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +244,7 @@ func TestWatchOOM_v1(t *testing.T) {
 // TestWatch_v1Removed checks that removing a watched cgroup closes the
 // channels: the kernel signals the eventfd of a removed cgroup.
 func TestWatch_v1Removed(t *testing.T) {
-	dir := makeV1Cgroup(t, 64<<20)
+	dir := cgrouptest.MakeV1(t, 64<<20)
 	cg := sysmem.Cgroup{Version: 1, Dir: dir}
 	mem, err := WatchMemory(t.Context(), cg, 32<<20)
 	if err != nil {
@@ -435,27 +273,14 @@ func TestWatch_v1Removed(t *testing.T) {
 	}
 }
 
-// unifiedMount returns where the cgroup v2 hierarchy is mounted: beside
-// the v1 controllers on a hybrid host, or at /sys/fs/cgroup.
-func unifiedMount(t *testing.T) string {
-	t.Helper()
-	for _, dir := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		if _, err := os.Stat(filepath.Join(dir, "cgroup.controllers")); err == nil {
-			return dir
-		}
-	}
-	t.Skip("no cgroup v2 hierarchy mounted")
-	return ""
-}
-
 // TestWatch_v2Real creates a cgroup on this host's v2 hierarchy. Without
 // the memory controller there (a hybrid host, memory accounted by v1),
 // the watchers must say they are not supported and why, and a process
 // moved into it must still be read through its v1 memory cgroup. With
 // the controller, a child crossing a threshold must be notified.
 func TestWatch_v2Real(t *testing.T) {
-	needRoot(t)
-	dir := makeCgroup(t, unifiedMount(t))
+	cgrouptest.NeedRoot(t)
+	dir := cgrouptest.Make(t, cgrouptest.UnifiedMount(t))
 	controllers, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
 		t.Fatal(err)
@@ -463,14 +288,14 @@ func TestWatch_v2Real(t *testing.T) {
 	cg := sysmem.Cgroup{Version: 2, Dir: dir}
 	if strings.Contains(" "+string(controllers)+" ", " memory ") {
 		t.Logf("memory controller in %s: watching a child", dir)
-		writeCgroup(t, dir, "memory.max", strconv.Itoa(256<<20))
+		cgrouptest.Write(t, dir, "memory.max", strconv.Itoa(256<<20))
 		child := startAllocChild(t, dir)
-		threshold := readCgroupUint(t, dir, "memory.current") + 16<<20
+		threshold := cgrouptest.ReadUint(t, dir, "memory.current") + 16<<20
 		ch, err := WatchMemory(t.Context(), cg, threshold)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := child.alloc(32); err != nil {
+		if err := child.Alloc(32); err != nil {
 			t.Fatal(err)
 		}
 		done := time.Now()
@@ -478,7 +303,7 @@ func TestWatch_v2Real(t *testing.T) {
 		case <-ch:
 			t.Logf("notified %v after the allocation ended", time.Since(done))
 		case <-time.After(notifyWithin):
-			t.Fatalf("usage %d crossed %d: no notification %v after", readCgroupUint(t, dir, "memory.current"), threshold, notifyWithin)
+			t.Fatalf("usage %d crossed %d: no notification %v after", cgrouptest.ReadUint(t, dir, "memory.current"), threshold, notifyWithin)
 		}
 		return
 	}
@@ -499,19 +324,19 @@ func TestWatch_v2Real(t *testing.T) {
 	// A process in that cgroup is accounted by its v1 memory cgroup,
 	// when the host has one.
 	child := startAllocChild(t, dir)
-	s, err := Local{PID: child.pid()}.Sample(t.Context())
+	s, err := Local{PID: child.PID()}.Sample(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", child.pid()))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", child.PID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("/proc/%d/cgroup:\n%s", child.pid(), data)
+	t.Logf("/proc/%d/cgroup:\n%s", child.PID(), data)
 	if !strings.Contains(string(data), "0::/"+filepath.Base(dir)+"\n") {
 		t.Errorf("the child is not in %s", dir)
 	}
-	if _, err := os.Stat(v1Memory); err == nil && !strings.HasPrefix(s.Cgroup, v1Memory+"/") {
-		t.Errorf("Sample read cgroup %q, want the child's v1 memory cgroup under %s", s.Cgroup, v1Memory)
+	if _, err := os.Stat(cgrouptest.V1Memory); err == nil && !strings.HasPrefix(s.Cgroup, cgrouptest.V1Memory+"/") {
+		t.Errorf("Sample read cgroup %q, want the child's v1 memory cgroup under %s", s.Cgroup, cgrouptest.V1Memory)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/cgrouptest"
 	"github.com/heapscope/heapscope/internal/sysmem"
 )
 
@@ -64,7 +64,7 @@ func startLeaky(t *testing.T, dir string) (*exec.Cmd, string) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the leaky example did not say where it listens")
 	}
-	writeCgroup(t, dir, "cgroup.procs", strconv.Itoa(cmd.Process.Pid))
+	cgrouptest.Move(t, dir, cmd.Process.Pid)
 	return cmd, url
 }
 
@@ -75,14 +75,14 @@ func startLeaky(t *testing.T, dir string) (*exec.Cmd, string) {
 // the example's /metrics agree.
 func TestWatchMemory_v1Example(t *testing.T) {
 	const limit = 512 << 20
-	dir := makeV1Cgroup(t, limit)
+	dir := cgrouptest.MakeV1(t, limit)
 	cmd, url := startLeaky(t, dir)
 	pid := cmd.Process.Pid
 	cg, err := sysmem.Proc{}.Cgroup(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	threshold := readCgroupUint(t, dir, "memory.usage_in_bytes") + 12<<20
+	threshold := cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes") + 12<<20
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ch, err := WatchMemory(ctx, cg, threshold)
@@ -127,7 +127,7 @@ func TestWatchMemory_v1Example(t *testing.T) {
 		case <-ch:
 			notified = true
 			now := time.Now()
-			usage := readCgroupUint(t, dir, "memory.usage_in_bytes")
+			usage := cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes")
 			if seen.IsZero() {
 				t.Logf("notified at usage %d (threshold %d) after %d requests, %v into the load, before the 10ms poll saw it", usage, threshold, requests.Load(), now.Sub(began))
 			} else {
@@ -137,14 +137,14 @@ func TestWatchMemory_v1Example(t *testing.T) {
 				t.Errorf("notified at usage %d, below the threshold %d", usage, threshold)
 			}
 		case <-tick.C:
-			if seen.IsZero() && readCgroupUint(t, dir, "memory.usage_in_bytes") >= threshold {
+			if seen.IsZero() && cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes") >= threshold {
 				seen = time.Now()
 			}
 			if !seen.IsZero() && time.Since(seen) > notifyWithin {
 				t.Fatalf("the usage passed %d and no notification came within %v", threshold, notifyWithin)
 			}
 		case <-deadline:
-			t.Fatalf("after %d requests the usage is %d, still below %d", requests.Load(), readCgroupUint(t, dir, "memory.usage_in_bytes"), threshold)
+			t.Fatalf("after %d requests the usage is %d, still below %d", requests.Load(), cgrouptest.ReadUint(t, dir, "memory.usage_in_bytes"), threshold)
 		}
 	}
 	stopLoad()
