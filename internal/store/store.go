@@ -99,6 +99,19 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
+// OpenExisting opens a store that watch has written, for reading it:
+// unlike Open it creates nothing, and a directory without an index is an
+// error that says so.
+func OpenExisting(dir string) (*Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is not a heapscope store (no %s): give the --data of a watch", dir, IndexFile)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return Open(dir)
+}
+
 // lockAndClean takes the shared lock on .tmp, emptying it first when the
 // lock can be had exclusively: then no other process has the store open,
 // and whatever .tmp holds was left by one that died.

@@ -1,0 +1,250 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/atomicfile"
+	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/target"
+	"github.com/heapscope/heapscope/internal/trigger"
+)
+
+// occasion says why a capture is made: its schedule's slot, or a trigger
+// that fired (then at is when it crossed).
+type occasion struct {
+	slot   time.Time
+	firing *trigger.Firing
+}
+
+func scheduled(slot time.Time) occasion { return occasion{slot: slot} }
+
+func (o occasion) kind() store.Kind {
+	if o.firing != nil {
+		return store.KindBundle
+	}
+	return store.KindRun
+}
+
+// capture profiles the target once into the store: a scheduled run over
+// the target's window, or a trigger's bundle over the short bundle window
+// with what explains the moment (goroutine dump, smaps_rollup, the
+// cgroup's memory.stat) and its comparison with the last healthy run.
+func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.Entry, *result.Run, error) {
+	t := wt.target
+	kind := o.kind()
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return store.Entry{}, nil, ctx.Err()
+	}
+	defer func() { <-w.sem }()
+	start := w.opts.now()
+	if o.firing == nil {
+		w.metrics.scheduleLag.Observe(max(0, start.Sub(o.slot).Seconds()))
+	}
+	entry, res, err := w.captureInto(ctx, wt, o)
+	outcome := "failed"
+	if err == nil {
+		outcome = entry.Status
+	}
+	w.metrics.captures.WithLabelValues(string(kind), outcome).Inc()
+	w.metrics.captureSeconds.WithLabelValues(string(kind)).Observe(w.opts.now().Sub(start).Seconds())
+	if err != nil {
+		w.setHealth(wt, func(h *Health) {
+			h.LastError, h.LastErrorTime = err.Error(), w.opts.now()
+			h.ConsecutiveFailures++
+		})
+		if ctx.Err() == nil {
+			w.log.Error("capture failed", "target", t.Key, "kind", kind, "err", err)
+		}
+		return entry, nil, err
+	}
+	w.metrics.captureBytes.WithLabelValues(string(kind)).Add(float64(entry.Bytes))
+	w.setHealth(wt, func(h *Health) {
+		h.LastSuccess = w.opts.now()
+		h.ConsecutiveFailures = 0
+	})
+	w.log.Info("captured", "target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,
+		"seconds", w.opts.now().Sub(start).Seconds())
+	return entry, res, nil
+}
+
+// captureInto makes the run in a pending directory of the store and
+// commits it, or abandons it on any failure.
+func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (store.Entry, *result.Run, error) {
+	t := wt.target
+	s := t.Settings
+	p, err := w.opts.Store.Begin(o.kind(), t.Key)
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			p.Abandon()
+		}
+	}()
+	window := s.Window
+	if o.firing != nil {
+		window = w.opts.BundleWindow
+	}
+	cfg := run.Config{
+		Target: target.Options{
+			BaseURL:   t.URL.String(),
+			PprofPath: s.PprofPath,
+			Timeout:   s.Timeout,
+			MaxBody:   s.MaxBody,
+		},
+		Duration: window,
+		CPU:      slices.Contains(s.Profiles, "cpu"),
+		PID:      t.PID,
+		OutDir:   p.Dir(),
+		Name:     "capture",
+		Lean:     true,
+		Version:  w.opts.Version,
+	}
+	for _, e := range []string{"block", "mutex"} {
+		if slices.Contains(s.Profiles, e) {
+			cfg.Extra = append(cfg.Extra, e)
+		}
+	}
+	// The whole capture is bounded: its window, plus the timeout for the
+	// requests around it.
+	cctx, cancel := context.WithTimeout(ctx, window+s.Timeout)
+	defer cancel()
+	res, dir, err := run.Profile(cctx, cfg)
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	if ctx.Err() != nil {
+		return store.Entry{}, nil, ctx.Err()
+	}
+	e := store.Entry{
+		Kind:      o.kind(),
+		Target:    t.Key,
+		Labels:    t.Labels,
+		Time:      o.slot,
+		Scheduled: o.firing == nil,
+	}
+	if o.firing != nil {
+		f := o.firing
+		e.Time = f.At
+		e.Trigger = &store.Trigger{Expr: f.Expr, Value: f.Value, Threshold: f.Threshold, Unit: f.Unit}
+		w.addBundleFiles(cctx, dir, cfg.Target, res)
+		w.compareWithBaseline(dir, t.Key, f.At)
+		// Measured to the bundle's completeness: everything but the
+		// index row, which Commit adds in one transaction.
+		e.CaptureSeconds = w.opts.now().Sub(f.At).Seconds()
+	}
+	entry, err := p.Commit(dir, e)
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	committed = true
+	return entry, res, nil
+}
+
+// addBundleFiles adds to a bundle what a scheduled run leaves out: the
+// goroutines as text (their states and wait times), and when the process is
+// local its smaps_rollup and its cgroup's memory.stat. A file that cannot
+// be had is noted in missing.txt rather than failing the bundle.
+func (w *Watcher) addBundleFiles(ctx context.Context, dir string, opts target.Options, res *result.Run) {
+	var missing []string
+	note := func(what string, err error) { missing = append(missing, fmt.Sprintf("%s: %v", what, err)) }
+	if c, err := target.New(opts); err != nil {
+		note("goroutines.txt", err)
+	} else if b, err := c.Profile(ctx, "goroutine", url.Values{"debug": {"2"}}); err != nil {
+		note("goroutines.txt", err)
+	} else if err := os.WriteFile(filepath.Join(dir, "goroutines.txt"), b, 0o644); err != nil {
+		note("goroutines.txt", err)
+	}
+	if pid := res.Target.PID; pid > 0 {
+		copyFile := func(name, from string) {
+			if err := copyInto(filepath.Join(dir, name), from); err != nil {
+				note(name, err)
+			}
+		}
+		copyFile("smaps_rollup", fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if cg, err := (sysmem.Proc{}).Cgroup(pid); err != nil {
+			note("memory.stat", err)
+		} else {
+			copyFile("memory.stat", filepath.Join(cg.Dir, "memory.stat"))
+		}
+	}
+	if len(missing) > 0 {
+		text := ""
+		for _, m := range missing {
+			text += m + "\n"
+		}
+		os.WriteFile(filepath.Join(dir, "missing.txt"), []byte(text), 0o644)
+	}
+}
+
+// copyInto copies a (small, /proc or cgroupfs) file.
+func copyInto(to, from string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return atomicfile.Write(to, func(w io.Writer) error {
+		_, err := io.Copy(w, io.LimitReader(in, 16<<20))
+		return err
+	})
+}
+
+// compareWithBaseline writes compare.md and compare.json into a bundle: the
+// bundle against the target's last complete scheduled run before the
+// crossing, site by site, with the findings that appeared. Without a
+// baseline it says so in compare.md.
+func (w *Watcher) compareWithBaseline(dir, key string, at time.Time) {
+	md := filepath.Join(dir, "compare.md")
+	base, ok, err := w.opts.Store.LastHealthyRun(key, at)
+	if err != nil || !ok {
+		why := "no complete scheduled run of this target precedes the bundle"
+		if err != nil {
+			why = err.Error()
+		}
+		os.WriteFile(md, []byte("No comparison: "+why+".\n"), 0o644)
+		return
+	}
+	if err := writeComparison(filepath.Join(w.opts.Store.Dir(), base.Path), dir); err != nil {
+		os.WriteFile(md, []byte("No comparison with "+base.Path+": "+err.Error()+".\n"), 0o644)
+	}
+}
+
+func writeComparison(baseDir, bundleDir string) error {
+	before, _, err := run.ReadSide([]string{baseDir})
+	if err != nil {
+		return err
+	}
+	after, _, err := run.ReadSide([]string{bundleDir})
+	if err != nil {
+		return err
+	}
+	c, err := compare.Compare(before, after, compare.Options{})
+	if err != nil {
+		return err
+	}
+	doc := report.Comparison{Comparison: c}
+	return errors.Join(
+		atomicfile.Write(filepath.Join(bundleDir, "compare.md"), func(w io.Writer) error {
+			return report.Write(w, report.FormatMarkdown, doc)
+		}),
+		atomicfile.Write(filepath.Join(bundleDir, "compare.json"), func(w io.Writer) error {
+			return report.Write(w, report.FormatJSON, doc)
+		}))
+}

@@ -1,0 +1,91 @@
+package watch
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/examples"
+	"github.com/heapscope/heapscope/internal/cgrouptest"
+)
+
+// exampleEnv makes the test binary serve a bundled example, as
+// `heapscope serve-example NAME` does: the targets of these tests are real
+// services in processes of their own, started as a user starts them.
+const exampleEnv = "HEAPSCOPE_WATCH_TEST_EXAMPLE"
+
+func TestMain(m *testing.M) {
+	if cgrouptest.IsChild() {
+		cgrouptest.RunChild()
+	}
+	if name := os.Getenv(exampleEnv); name != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := examples.Main(ctx, name, os.Args[1:], os.Getenv, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// startExample starts the named example (leaky, optimized, …) in a child
+// process and stops it at the test's end.
+func startExample(t *testing.T, name string) *examples.Process {
+	t.Helper()
+	t.Setenv(exampleEnv, name)
+	p, err := examples.Start(context.Background(), name, os.Args[0], "-addr", "127.0.0.1:0")
+	os.Unsetenv(exampleEnv)
+	if err != nil {
+		t.Fatalf("start example %s: %v", name, err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	return p
+}
+
+// silentTarget accepts connections and never answers: the target a
+// watcher must not wait on for longer than its timeout.
+func silentTarget(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); ln.Close(); time.Sleep(10 * time.Millisecond) })
+	return "http://" + ln.Addr().String()
+}
+
+// deadTarget is an address nothing listens on.
+func deadTarget(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}

@@ -1,0 +1,115 @@
+package watch
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are watch's own figures, served on /metrics of its listen
+// address. They live in a registry of their own, so two watchers in one
+// process (tests) do not collide.
+type metrics struct {
+	registry *prometheus.Registry
+
+	captures       *prometheus.CounterVec   // kind, outcome
+	captureSeconds *prometheus.HistogramVec // kind
+	captureBytes   *prometheus.CounterVec   // kind
+	triggers       *prometheus.CounterVec   // expr
+	scheduleLag    prometheus.Histogram
+	missed         prometheus.Counter
+	targets        prometheus.Gauge
+	storeBytes     prometheus.Gauge
+	restarts       *prometheus.CounterVec // oom_kill
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		captures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "heapscope_watch_captures_total",
+			Help: "Captures finished, by kind (run, bundle) and outcome (complete, partial, failed).",
+		}, []string{"kind", "outcome"}),
+		captureSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "heapscope_watch_capture_duration_seconds",
+			Help:    "Time from a capture's start to its stored directory, by kind.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}, []string{"kind"}),
+		captureBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "heapscope_watch_capture_bytes_total",
+			Help: "Bytes stored by captures, by kind.",
+		}, []string{"kind"}),
+		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "heapscope_watch_triggers_fired_total",
+			Help: "Triggers that fired, by expression.",
+		}, []string{"expr"}),
+		scheduleLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "heapscope_watch_schedule_lag_seconds",
+			Help:    "How late scheduled captures started after their slot.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60},
+		}),
+		missed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "heapscope_watch_missed_slots_total",
+			Help: "Scheduled slots not captured because the target's previous capture still ran or the concurrency limit held them past the slot's tolerance.",
+		}),
+		targets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "heapscope_watch_targets",
+			Help: "Targets watched.",
+		}),
+		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "heapscope_watch_store_bytes",
+			Help: "Bytes of stored runs and bundles.",
+		}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "heapscope_watch_target_restarts_total",
+			Help: "Target restarts seen, by whether an OOM kill preceded them.",
+		}, []string{"oom_kill"}),
+	}
+	m.registry.MustRegister(m.captures, m.captureSeconds, m.captureBytes, m.triggers,
+		m.scheduleLag, m.missed, m.targets, m.storeBytes, m.restarts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves watch's /metrics, /healthz (200 while the watcher runs;
+// the body lists each target's health as JSON) and nothing else.
+func (w *Watcher) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(w.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Header().Set("X-Content-Type-Options", "nosniff")
+		json.NewEncoder(rw).Encode(struct {
+			Status  string   `json:"status"`
+			Targets []Health `json:"targets"`
+		}{"ok", w.Health()})
+	})
+	return mux
+}
+
+// Health is how one target's captures have gone.
+type Health struct {
+	Target              string    `json:"target"`
+	LastSuccess         time.Time `json:"last_success,omitzero"`
+	LastError           string    `json:"last_error,omitempty"`
+	LastErrorTime       time.Time `json:"last_error_time,omitzero"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	NextSlot            time.Time `json:"next_slot,omitzero"`
+}
+
+// Health returns every watched target's health, sorted by target.
+func (w *Watcher) Health() []Health {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hs := make([]Health, 0, len(w.targets))
+	for _, t := range w.targets {
+		hs = append(hs, t.health)
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Target < hs[j].Target })
+	return hs
+}

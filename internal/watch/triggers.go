@@ -1,0 +1,270 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/target"
+	"github.com/heapscope/heapscope/internal/trigger"
+	"github.com/heapscope/heapscope/internal/watch/config"
+)
+
+// watchTriggers samples the target every poll interval, and at once when
+// the kernel says its cgroup crossed a memory threshold, and captures a
+// bundle when one of its rules fires. It also notices restarts, and an OOM
+// kill before one marks the last bundle before it.
+func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
+	t := wt.target
+	rules, err := rulesOf(t)
+	if err != nil {
+		// The configuration was checked when read: not expected.
+		w.log.Error("triggers", "target", t.Key, "err", err)
+		return
+	}
+	src := w.newSampler(t)
+	if len(rules) == 0 && !src.local() {
+		return
+	}
+	states := make([]trigger.State, len(rules))
+	tick := time.NewTicker(t.Settings.Poll)
+	defer tick.Stop()
+	var (
+		prev     trigger.Sample
+		havePrev bool
+		notify   <-chan struct{}
+		armedFor uint64 // the threshold notify was registered for
+	)
+	stopNotify := func() {}
+	defer func() { stopNotify() }()
+	var fresh trigger.Sample // a scheduled run's measurement, once
+	for {
+		smp, err := src.sample(ctx)
+		if err == nil && fresh.Known != 0 {
+			smp.Merge(fresh)
+			fresh = trigger.Sample{}
+		}
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				w.log.Debug("sample", "target", t.Key, "err", err)
+			}
+		default:
+			if havePrev {
+				w.noteRestart(ctx, wt, prev, smp)
+			}
+			prev, havePrev = smp, true
+			if smp.Has(trigger.KnownMemoryLimit) {
+				w.mu.Lock()
+				wt.limit = float64(smp.MemoryLimit)
+				w.mu.Unlock()
+			}
+			for i, r := range rules {
+				f, fired := states[i].Observe(r, smp)
+				if !fired {
+					continue
+				}
+				w.metrics.triggers.WithLabelValues(f.Expr).Inc()
+				w.log.Warn("trigger fired", "target", t.Key, "expr", f.Expr, "value", f.Value, "threshold", f.Threshold)
+				w.bundle(ctx, wt, f)
+			}
+			// The kernel's notification, for the first memory rule with
+			// a share of the limit: the capture starts within a second
+			// of the crossing instead of at the next poll.
+			if th := memoryThreshold(rules, smp); th > 0 && th != armedFor && src.cgroup != nil {
+				stopNotify()
+				nctx, cancel := context.WithCancel(ctx)
+				stopNotify = cancel
+				if ch, err := trigger.WatchMemory(nctx, *src.cgroup, th); err == nil {
+					notify, armedFor = ch, th
+				} else {
+					w.log.Debug("memory notification unavailable; polling", "target", t.Key, "err", err)
+					armedFor = th
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-notify:
+		case fresh = <-wt.fresh:
+		}
+	}
+}
+
+// bundle captures a trigger's bundle and tells the webhook.
+func (w *Watcher) bundle(ctx context.Context, wt *watched, f trigger.Firing) {
+	e, _, err := w.capture(ctx, wt, occasion{slot: f.At, firing: &f})
+	if err != nil {
+		return
+	}
+	w.log.Warn("bundle captured", "target", wt.target.Key, "expr", f.Expr, "path", e.Path,
+		"capture_seconds", e.CaptureSeconds)
+	w.notify(ctx, Event{
+		Text: fmt.Sprintf("heapscope: %s on %s; bundle %s, complete %s after the crossing",
+			f, wt.target.Key, e.Path, humanize.Seconds(e.CaptureSeconds)),
+		Kind: "bundle", Target: wt.target.Key, Labels: wt.target.Labels, Time: f.At,
+		Trigger: f.Expr, Value: f.Value, Threshold: f.Threshold, Path: e.Path, CaptureSeconds: e.CaptureSeconds,
+		Findings: w.findingLines(e),
+	})
+}
+
+// findingLines are a stored capture's leading findings, one line each.
+func (w *Watcher) findingLines(e store.Entry) []string {
+	h, err := w.opts.Store.History(store.Query{Target: e.Target, Since: e.Time.Add(-time.Second)})
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for _, f := range h.Findings {
+		if f.Path == e.Path && len(lines) < 3 {
+			lines = append(lines, fmt.Sprintf("%s: %s (%s)", f.Severity, f.Title, f.Where))
+		}
+	}
+	return lines
+}
+
+// noteRestart records a restart of the target between two samples; after
+// an OOM kill, the last bundle before it is marked as the one before the
+// kill.
+func (w *Watcher) noteRestart(ctx context.Context, wt *watched, prev, cur trigger.Sample) {
+	r := trigger.DetectRestart(prev, cur)
+	if !r.Restarted && !r.OOMKilled() {
+		return
+	}
+	oom := r.OOMKilled()
+	w.metrics.restarts.WithLabelValues(fmt.Sprint(oom)).Inc()
+	ev := Event{Kind: "restart", Target: wt.target.Key, Labels: wt.target.Labels, Time: cur.Time, OOMKill: oom,
+		Text: fmt.Sprintf("heapscope: %s restarted (%s)", wt.target.Key, r.Reason)}
+	if oom {
+		ev.Text = fmt.Sprintf("heapscope: %s: OOM kill (%s)", wt.target.Key, r.Reason)
+		if e, ok, err := w.opts.Store.MarkBeforeOOM(wt.target.Key, cur.Time); err != nil {
+			w.log.Error("mark the capture before the OOM kill", "target", wt.target.Key, "err", err)
+		} else if ok {
+			ev.Path = e.Path
+			ev.Text += "; the last capture before it: " + e.Path
+		}
+	}
+	if r.Restarted {
+		w.log.Warn("target restarted", "target", wt.target.Key, "oom_kill", oom, "reason", r.Reason)
+	} else {
+		w.log.Warn("OOM kill in the target's cgroup", "target", wt.target.Key, "reason", r.Reason)
+	}
+	w.notify(ctx, ev)
+}
+
+// notify logs an event and posts it to the webhook, if any, without
+// holding up the caller's next sample for long.
+func (w *Watcher) notify(ctx context.Context, ev Event) {
+	if w.webhook == nil {
+		return
+	}
+	if err := w.webhook.Send(ctx, ev); err != nil && ctx.Err() == nil {
+		w.log.Error("webhook", "err", err)
+	}
+}
+
+func rulesOf(t config.Target) ([]trigger.Rule, error) {
+	var rules []trigger.Rule
+	for _, tc := range t.Settings.Triggers {
+		r, err := trigger.NewRule(tc.Expr, tc.Hysteresis, tc.Cooldown)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tc.Pos, err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// memoryThreshold is the byte count at which the first memory rule with a
+// share of the limit fires, for the kernel's notification; 0 when none.
+func memoryThreshold(rules []trigger.Rule, smp trigger.Sample) uint64 {
+	if !smp.Has(trigger.KnownMemoryLimit) {
+		return 0
+	}
+	for _, r := range rules {
+		if b, ok := r.Expr.NotifyThreshold(smp.MemoryLimit); ok {
+			return b
+		}
+	}
+	return 0
+}
+
+// sampler reads a target's figures: /proc and its cgroup when the target
+// runs on this machine, /metrics otherwise (and for what /proc lacks).
+type sampler struct {
+	key    string
+	pid    int
+	port   int
+	cgroup *sysmem.Cgroup
+	client *target.Client
+	limit  uint64
+}
+
+func (w *Watcher) newSampler(t config.Target) *sampler {
+	s := &sampler{key: t.Key, pid: t.PID, limit: uint64(max(0, t.Settings.MemoryLimit))}
+	if port, ok := target.LoopbackPort(t.URL); ok {
+		s.port = port
+	}
+	c, err := target.New(target.Options{BaseURL: t.URL.String(), PprofPath: t.Settings.PprofPath,
+		Timeout: t.Settings.Poll, MaxBody: 4 << 20})
+	if err == nil {
+		s.client = c
+	}
+	return s
+}
+
+func (s *sampler) local() bool { return s.pid > 0 || s.port > 0 }
+
+// sample reads the figures once. A local process that has gone is looked
+// for again on its port: the restart shows as a new start time.
+func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
+	if s.local() {
+		pid := s.pid
+		if pid == 0 {
+			p, err := (sysmem.Proc{}).ListeningPID(s.port)
+			if err != nil {
+				return trigger.Sample{}, err
+			}
+			pid = p
+		}
+		smp, err := trigger.Local{PID: pid}.Sample(ctx)
+		if err == nil {
+			if cg, cerr := (sysmem.Proc{}).Cgroup(pid); cerr == nil {
+				s.cgroup = &cg
+			}
+			s.fillFromMetrics(ctx, &smp)
+			return smp, nil
+		}
+		if s.pid > 0 {
+			return trigger.Sample{}, err
+		}
+	}
+	if s.client == nil {
+		return trigger.Sample{}, fmt.Errorf("no way to sample %s", s.key)
+	}
+	b, err := s.client.Metrics(ctx)
+	if err != nil {
+		return trigger.Sample{}, err
+	}
+	smp := trigger.RemoteSample(b, s.limit)
+	smp.Time = time.Now()
+	return smp, nil
+}
+
+// fillFromMetrics adds what /proc does not know (goroutines, GC share)
+// from /metrics when the target serves it.
+func (s *sampler) fillFromMetrics(ctx context.Context, smp *trigger.Sample) {
+	if s.client == nil {
+		return
+	}
+	b, err := s.client.Metrics(ctx)
+	if err != nil {
+		return
+	}
+	smp.Merge(trigger.RemoteSample(b, 0))
+}

@@ -1,0 +1,311 @@
+// Package watch profiles services continuously: each target on a schedule
+// (a stable offset within its period, so a fleet is not captured at once),
+// and on triggers (memory near the container's limit, goroutines, GC share…)
+// with a bundle that is diffed against the target's last healthy run. Every
+// capture is a run directory made by internal/run and committed to the
+// store, which indexes it.
+//
+// Each target has its own goroutines: a slow or dead target holds one of
+// the concurrency limit's slots for at most its timeout, and never the
+// schedule of another.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/trigger"
+	"github.com/heapscope/heapscope/internal/watch/config"
+)
+
+// Options configure a Watcher.
+type Options struct {
+	// Config lists the targets and their settings.
+	Config *config.Config
+	// Store keeps the captures.
+	Store *store.Store
+	// Version is heapscope's, recorded in each run.
+	Version string
+	// Log receives one line per capture, trigger and problem; slog's
+	// default logger when nil.
+	Log *slog.Logger
+	// BundleWindow is how long a trigger's bundle collects allocations and
+	// the CPU profile: short, because the moment matters (DefaultBundleWindow).
+	BundleWindow time.Duration
+	// now replaces time.Now (tests).
+	now func() time.Time
+}
+
+// DefaultBundleWindow is a trigger bundle's window.
+const DefaultBundleWindow = 5 * time.Second
+
+// DefaultConcurrency bounds captures at once when the configuration does
+// not: each mostly waits on its window.
+const DefaultConcurrency = 16
+
+// Watcher runs the captures of a configuration into a store.
+type Watcher struct {
+	opts    Options
+	log     *slog.Logger
+	sem     chan struct{}
+	metrics *metrics
+	webhook *Webhook
+
+	mu      sync.Mutex
+	targets map[string]*watched
+	loops   sync.WaitGroup
+}
+
+// watched is one target and its goroutines.
+type watched struct {
+	target config.Target
+	cancel context.CancelFunc
+	// fresh passes a scheduled run's MemStats, read after a forced GC,
+	// to the triggers: the heap after GC they project.
+	fresh chan trigger.Sample
+	// Guarded by Watcher.mu:
+	health       Health
+	lastLongTerm time.Time // when the long-term diagnosis last stored a finding
+	limit        float64   // the memory limit last seen by the triggers, bytes
+}
+
+// New checks the options and makes a Watcher.
+func New(opts Options) (*Watcher, error) {
+	if opts.Config == nil || opts.Store == nil {
+		return nil, errors.New("watch: a configuration and a store are needed")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.BundleWindow <= 0 {
+		opts.BundleWindow = DefaultBundleWindow
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	n := opts.Config.Concurrency
+	if n <= 0 {
+		n = DefaultConcurrency
+	}
+	w := &Watcher{
+		opts:    opts,
+		log:     opts.Log,
+		sem:     make(chan struct{}, n),
+		metrics: newMetrics(),
+		targets: map[string]*watched{},
+	}
+	if h := opts.Config.Webhook; h != nil && h.URL != "" {
+		w.webhook = &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries}
+	}
+	return w, nil
+}
+
+// Once captures every target once, at the same time within the
+// concurrency limit, and returns when all are stored: the CronJob form.
+// The error names the targets that could not be captured.
+func (w *Watcher) Once(ctx context.Context) error {
+	targets, err := w.opts.Config.Targets()
+	if err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		return errors.New("watch: no targets to capture")
+	}
+	w.update(ctx, targets, false)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, t := range w.watchedList() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := w.capture(ctx, t, scheduled(w.opts.now())); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", t.target.Key, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	w.updateStoreSize()
+	return errors.Join(errs...)
+}
+
+// Run watches until ctx ends: schedules, triggers, retention. In-flight
+// captures are abandoned when ctx ends (their temporary directories
+// removed), so the store holds only complete captures.
+func (w *Watcher) Run(ctx context.Context) error {
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		w.retain(ctx)
+	}()
+	err := w.opts.Config.Watch(ctx, func(ts []config.Target) { w.update(ctx, ts, true) })
+	if err != nil && ctx.Err() == nil {
+		w.stopAll()
+		bg.Wait()
+		return err
+	}
+	<-ctx.Done()
+	w.stopAll()
+	bg.Wait()
+	return nil
+}
+
+// update makes the watched set the given targets: new ones start, gone ones
+// stop, changed ones restart with their new settings.
+func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[string]bool{}
+	for _, t := range ts {
+		seen[t.Key] = true
+		if old, ok := w.targets[t.Key]; ok {
+			if reflect.DeepEqual(old.target, t) {
+				continue
+			}
+			old.cancel()
+			delete(w.targets, t.Key)
+		}
+		wt := &watched{target: t, health: Health{Target: t.Key}, fresh: make(chan trigger.Sample, 1)}
+		tctx, cancel := context.WithCancel(ctx)
+		wt.cancel = cancel
+		w.targets[t.Key] = wt
+		if start {
+			w.loops.Add(2)
+			go func() { defer w.loops.Done(); w.schedule(tctx, wt) }()
+			go func() { defer w.loops.Done(); w.watchTriggers(tctx, wt) }()
+		}
+	}
+	for key, wt := range w.targets {
+		if !seen[key] {
+			wt.cancel()
+			delete(w.targets, key)
+			w.log.Info("target removed", "target", key)
+		}
+	}
+	w.metrics.targets.Set(float64(len(w.targets)))
+}
+
+func (w *Watcher) stopAll() {
+	w.mu.Lock()
+	for _, wt := range w.targets {
+		wt.cancel()
+	}
+	w.mu.Unlock()
+	w.loops.Wait()
+}
+
+func (w *Watcher) watchedList() []*watched {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*watched, 0, len(w.targets))
+	for _, wt := range w.targets {
+		out = append(out, wt)
+	}
+	return out
+}
+
+// schedule captures the target at each of its slots until ctx ends. A slot
+// that comes while the previous capture still runs is missed, and counted.
+func (w *Watcher) schedule(ctx context.Context, wt *watched) {
+	every := wt.target.Settings.Every
+	offset := Offset(wt.target.Key, every)
+	for {
+		slot := NextSlot(w.opts.now(), every, offset)
+		w.setHealth(wt, func(h *Health) { h.NextSlot = slot })
+		if !sleepUntil(ctx, slot, w.opts.now) {
+			return
+		}
+		if _, res, err := w.capture(ctx, wt, scheduled(slot)); err == nil {
+			w.freshMeasurement(wt, res)
+			w.mu.Lock()
+			limit := wt.limit
+			w.mu.Unlock()
+			w.diagnoseLongTerm(wt, limit)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if next := NextSlot(w.opts.now(), every, offset); next.Sub(slot) > every {
+			missed := int(next.Sub(slot)/every) - 1
+			w.metrics.missed.Add(float64(missed))
+			w.log.Warn("capture ran past its next slots", "target", wt.target.Key, "missed", missed)
+		}
+	}
+}
+
+// freshMeasurement hands a scheduled run's closing MemStats, read after a
+// forced GC, to the target's triggers, unless they have one waiting.
+func (w *Watcher) freshMeasurement(wt *watched, res *result.Run) {
+	if res == nil || res.MemStats.SysBytes == 0 {
+		return
+	}
+	m := res.MemStats
+	var s trigger.Sample
+	s.Time = w.opts.now()
+	s.AddMemStats(gcstats.MemStats{HeapAlloc: m.AllocBytes, Sys: m.SysBytes, HeapReleased: m.HeapReleasedBytes,
+		HeapObjects: m.HeapObjects, NumGC: m.NumGC}, true)
+	select {
+	case wt.fresh <- s:
+	default:
+	}
+}
+
+// sleepUntil waits until t and reports whether ctx is still live.
+func sleepUntil(ctx context.Context, t time.Time, now func() time.Time) bool {
+	d := t.Sub(now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+func (w *Watcher) setHealth(wt *watched, f func(*Health)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f(&wt.health)
+}
+
+// retain applies the retention policy every hour, and at start.
+func (w *Watcher) retain(ctx context.Context) {
+	r := w.opts.Config.Retention
+	for {
+		if r.MaxAge > 0 || r.MaxSize > 0 {
+			n, err := w.opts.Store.Retain(store.Retention{MaxAge: r.MaxAge, MaxBytes: r.MaxSize})
+			if err != nil {
+				w.log.Error("retention", "err", err)
+			} else if n > 0 {
+				w.log.Info("retention removed captures", "count", n)
+			}
+		}
+		w.updateStoreSize()
+		if !sleepUntil(ctx, w.opts.now().Add(time.Hour), w.opts.now) {
+			return
+		}
+	}
+}
+
+func (w *Watcher) updateStoreSize() {
+	if n, err := w.opts.Store.Size(); err == nil {
+		w.metrics.storeBytes.Set(float64(n))
+	}
+}

@@ -1,0 +1,126 @@
+package watch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/watch/config"
+)
+
+// newWatcher makes a watcher of urls with settings s over a fresh store.
+func newWatcher(t *testing.T, urls []string, s config.Settings) (*Watcher, *store.Store) {
+	t.Helper()
+	cfg, err := config.ForURLs(urls, s)
+	if err != nil {
+		t.Fatalf("ForURLs: %v", err)
+	}
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	w, err := New(Options{Config: cfg, Store: st, Version: "test"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return w, st
+}
+
+func TestOnce_storesEachLiveTargetAndNamesTheOthers(t *testing.T) {
+	leaky := startExample(t, "leaky")
+	dead := deadTarget(t)
+	w, st := newWatcher(t, []string{leaky.URL, dead}, config.Settings{Window: time.Second, Timeout: 5 * time.Second})
+
+	err := w.Once(t.Context())
+	if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(dead, "http://")) {
+		t.Fatalf("Once error = %v, want one naming the dead target %s", err, dead)
+	}
+	if strings.Contains(err.Error(), strings.TrimPrefix(leaky.URL, "http://")) {
+		t.Errorf("Once error names the live target: %v", err)
+	}
+	h, err := st.History(store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) != 1 || len(h.Bundles) != 0 {
+		t.Fatalf("history: %d runs, %d bundles; want the live target's one run", len(h.Runs), len(h.Bundles))
+	}
+	e := h.Runs[0]
+	if !strings.Contains(e.Target, strings.TrimPrefix(leaky.URL, "http://")) || !e.Scheduled || e.Status != string(result.StatusComplete) {
+		t.Errorf("run %+v: want a complete scheduled run of %s", e, leaky.URL)
+	}
+	res, err := rundir.Read(filepath.Join(st.Dir(), e.Path))
+	if err != nil {
+		t.Fatalf("the stored run does not read back: %v", err)
+	}
+	if res.Target.PID != leaky.PID() {
+		t.Errorf("stored run's PID %d, want the example's %d (found from its port)", res.Target.PID, leaky.PID())
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir(), e.Path, "report.html")); err == nil {
+		t.Error("a watch run keeps report.html; it should be lean (view draws it)")
+	}
+	if r, err := st.Check(false); err != nil || !r.OK() {
+		t.Errorf("store check after Once: %v %v", r, err)
+	}
+}
+
+func TestRun_keepsEachTargetsSlotsBesideASilentOne(t *testing.T) {
+	leaky := startExample(t, "leaky")
+	silent := silentTarget(t)
+	every := 2 * time.Second
+	w, st := newWatcher(t, []string{leaky.URL, silent}, config.Settings{
+		Every: every, Window: 300 * time.Millisecond, Timeout: time.Second, Poll: time.Second,
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := w.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	h, err := st.History(store.Query{Limit: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []time.Time
+	for _, e := range h.Runs {
+		if !strings.Contains(e.Target, strings.TrimPrefix(leaky.URL, "http://")) {
+			t.Errorf("a run of the silent target was stored: %+v", e)
+			continue
+		}
+		times = append(times, e.Time)
+	}
+	// 9 s at one slot every 2 s: 4 or 5 slots, each captured once, on
+	// the target's own offset, whatever the silent target does.
+	if len(times) < 4 {
+		t.Fatalf("%d runs of the live target in %s at every %s, want at least 4: %v", len(times), time.Since(start).Round(time.Second), every, times)
+	}
+	seen := map[time.Time]bool{}
+	for _, at := range times {
+		if seen[at] {
+			t.Errorf("slot %s captured twice", at)
+		}
+		seen[at] = true
+		if off := at.Sub(time.Unix(0, 0)) % every; off != Offset(h.Runs[0].Target, every) {
+			t.Errorf("run at %s is off its slot: offset %s, want %s", at, off, Offset(h.Runs[0].Target, every))
+		}
+	}
+	var silentHealth *Health
+	for _, hh := range w.Health() {
+		if strings.Contains(hh.Target, strings.TrimPrefix(silent, "http://")) {
+			silentHealth = &hh
+		}
+	}
+	if silentHealth == nil || silentHealth.ConsecutiveFailures < 2 || silentHealth.LastError == "" {
+		t.Errorf("silent target's health %+v: want failures counted with the last error", silentHealth)
+	}
+	if r, err := st.Check(false); err != nil || !r.OK() {
+		t.Errorf("store check after Run: %v %v", r, err)
+	}
+}
