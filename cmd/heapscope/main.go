@@ -124,6 +124,9 @@ finished partially; 130 interrupted.`,
 		newDiagnoseCmd(e),
 		newRSSCmd(e),
 		newGCTraceCmd(e),
+		newWatchCmd(e),
+		newHistoryCmd(e),
+		newStoreCmd(e),
 	)
 	return root
 }

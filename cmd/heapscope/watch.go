@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/trigger"
+	"github.com/heapscope/heapscope/internal/watch"
+	"github.com/heapscope/heapscope/internal/watch/config"
+)
+
+type watchOptions struct {
+	config, data, listen, logFormat, webhook string
+	once                                     bool
+	every, window                            time.Duration
+	triggers                                 []string
+	pid, concurrency                         int
+}
+
+func newWatchCmd(e *env) *cobra.Command {
+	o := &watchOptions{}
+	d := config.Default().Defaults
+	cmd := &cobra.Command{
+		Use:   "watch [URL…]",
+		Short: "Profile services on a schedule and on triggers, into a store",
+		Long: `watch profiles each target on a schedule (a 30 s window every 15 min by
+default, each target at its own stable offset) and when a trigger fires
+(memory>=80% of the container's limit, goroutines>=10000, …): a trigger
+captures a bundle — heap, allocations and CPU over a short window, the
+goroutine dump, smaps_rollup and memory.stat — compared with the target's
+last healthy run, and posts it to the webhook. Everything goes into the
+store under --data: run directories and an index, read by history.
+
+Targets come from the URLs, with the flags' settings, or from --config
+(the settings of every group, static targets, file_sd discovery; see
+docs/watch-config.md). watch runs until SIGTERM or Ctrl-C; --once captures
+every target once and exits (the CronJob form).`,
+		Example: `  heapscope watch http://127.0.0.1:6060 --data /var/lib/heapscope --trigger 'memory>=80%'
+  heapscope watch --config heapscope.yaml --data /var/lib/heapscope --listen 127.0.0.1:7071
+  heapscope watch --config heapscope.yaml --data /var/lib/heapscope --once`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWatch(cmd.Context(), e, cmd, args, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.config, "config", "", "watch configuration `FILE` (YAML); without it, the URLs with the flags below")
+	fs.StringVar(&o.data, "data", "", "store `DIR`: run directories and their index (required)")
+	fs.BoolVar(&o.once, "once", false, "capture every target once and exit")
+	fs.StringVar(&o.listen, "listen", "", "serve /metrics and /healthz on `ADDR`, such as 127.0.0.1:7071")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log lines on stderr: text or json")
+	fs.DurationVar(&o.every, "every", d.Every, "capture each target this often")
+	fs.DurationVar(&o.window, "window", d.Window, "each scheduled capture's window")
+	fs.StringArrayVar(&o.triggers, "trigger", nil, "capture a bundle when `EXPR` holds, such as 'memory>=80%' or 'goroutines>=10000'; repeatable")
+	fs.StringVar(&o.webhook, "webhook", "", "POST each bundle's summary as JSON to `URL`")
+	fs.IntVar(&o.pid, "pid", 0, "the target's process, when it cannot be found from its port (one URL only)")
+	fs.IntVar(&o.concurrency, "concurrency", 0, "captures at once (default 16)")
+	return cmd
+}
+
+func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o *watchOptions) error {
+	if o.data == "" {
+		return errors.New("--data DIR is required: where watch keeps its captures")
+	}
+	cfg, err := watchConfig(cmd, urls, o)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(e, o.logFormat)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(o.data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w, err := watch.New(watch.Options{Config: cfg, Store: st, Version: version, Log: log})
+	if err != nil {
+		return err
+	}
+	if o.once {
+		return w.Once(ctx)
+	}
+	if addr := firstNonEmpty(o.listen, cfg.Listen); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("--listen %s: %w", addr, err)
+		}
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	}
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// watchConfig reads --config, or makes the configuration of the URLs and
+// the flags; the flags that set a target's settings belong to one form.
+func watchConfig(cmd *cobra.Command, urls []string, o *watchOptions) (*config.Config, error) {
+	if o.config != "" {
+		if len(urls) > 0 {
+			return nil, errors.New("give the targets in --config or as URLs, not both")
+		}
+		for _, name := range []string{"every", "window", "trigger", "webhook", "pid", "concurrency"} {
+			if cmd.Flags().Changed(name) {
+				return nil, fmt.Errorf("--%s goes with URLs; with --config set it in the file", name)
+			}
+		}
+		return config.Load(o.config, config.Options{CheckTrigger: trigger.Check})
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("watch needs targets: URLs, or --config FILE")
+	}
+	if o.pid != 0 && len(urls) != 1 {
+		return nil, fmt.Errorf("--pid names one process: give one URL, not %d", len(urls))
+	}
+	s := config.Default().Defaults
+	s.Every, s.Window = o.every, o.window
+	for _, expr := range o.triggers {
+		if err := trigger.Check(expr); err != nil {
+			return nil, fmt.Errorf("--trigger: %w", err)
+		}
+		s.Triggers = append(s.Triggers, config.Trigger{Expr: expr, Pos: "--trigger"})
+	}
+	cfg, err := config.ForURLs(urls, s)
+	if err != nil {
+		return nil, err
+	}
+	if o.webhook != "" {
+		cfg.Webhook = &config.Webhook{URL: o.webhook}
+	}
+	cfg.Concurrency = o.concurrency
+	if o.pid != 0 {
+		cfg.Groups[0].Static[0].PID = o.pid
+	}
+	return cfg, nil
+}
+
+func newLogger(e *env, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: choose text or json", format)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+type historyOptions struct {
+	data, target, format string
+	since                time.Duration
+	limit                int
+}
+
+func newHistoryCmd(e *env) *cobra.Command {
+	o := &historyOptions{}
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List the runs, trigger bundles and findings in a watch store",
+		Long: `history lists what watch stored under --data, newest first: scheduled runs,
+trigger bundles (the expression, the value that crossed it, the time from
+the crossing to the complete bundle, and whether it preceded an OOM kill)
+and findings. --format json prints {"runs": […], "bundles": […],
+"findings": […]}, each item with its target, time and path.`,
+		Example: `  heapscope history --data /var/lib/heapscope --since 24h
+  heapscope history --data /var/lib/heapscope --target http://127.0.0.1:6060/debug/pprof/ --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := report.ParseFormat(o.format)
+			if err != nil {
+				return err
+			}
+			st, err := openStore(o.data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			q := store.Query{Target: o.target, Limit: o.limit}
+			if o.since > 0 {
+				q.Since = time.Now().Add(-o.since)
+			}
+			h, err := st.History(q)
+			if err != nil {
+				return err
+			}
+			return report.Write(e.stdout, format, report.History{History: h, Dir: o.data})
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.data, "data", "", "store `DIR` (required)")
+	fs.StringVar(&o.target, "target", "", "only this target (its URL as history lists it)")
+	fs.DurationVar(&o.since, "since", 0, "only the last `DURATION`, such as 24h")
+	fs.IntVar(&o.limit, "limit", 100, "at most this many items of each kind; 0 for all")
+	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
+	return cmd
+}
+
+// openStore opens an existing store: reading never creates one.
+func openStore(dir string) (*store.Store, error) {
+	if dir == "" {
+		return nil, errors.New("--data DIR is required: the store watch wrote")
+	}
+	return store.OpenExisting(dir)
+}
+
+func newStoreCmd(e *env) *cobra.Command {
+	var data string
+	var repair bool
+	cmd := &cobra.Command{Use: "store", Short: "Look after a watch store"}
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Check that the index and the run directories agree",
+		Long: `store check finds indexed captures whose directory is missing or
+incomplete, complete directories the index does not list, and leftovers
+of captures that were cut short. --repair indexes the complete ones and
+removes the leftovers. Exit code 1 when a problem remains.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := openStore(data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := st.Check(repair)
+			if err != nil {
+				return err
+			}
+			if !r.OK() {
+				fmt.Fprintln(e.stdout, r.String())
+				return &codeError{code: exitGateFailed, err: fmt.Errorf("store %s: %d problems", data, len(r.Problems()))}
+			}
+			fmt.Fprintln(e.stdout, r.String())
+			return nil
+		},
+	}
+	check.Flags().StringVar(&data, "data", "", "store `DIR` (required)")
+	check.Flags().BoolVar(&repair, "repair", false, "index complete directories and remove leftovers")
+	cmd.AddCommand(check)
+	return cmd
+}
