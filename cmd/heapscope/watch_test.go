@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestWatch_usageErrors(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "heapscope.yaml")
+	os.WriteFile(cfg, []byte("groups:\n  - name: api\n    static:\n      - targets: [127.0.0.1:6060]\n    evry: 5m\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no store", []string{"watch", "http://127.0.0.1:6060"}, "--data DIR is required"},
+		{"no targets", []string{"watch", "--data", data}, "watch needs targets: URLs, or --config FILE"},
+		{"config and URLs", []string{"watch", "--data", data, "--config", cfg, "http://127.0.0.1:6060"}, "not both"},
+		{"flag of the URL form with a config", []string{"watch", "--data", data, "--config", cfg, "--every", "5m"}, "--every goes with URLs; with --config set it in the file"},
+		{"bad trigger", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--trigger", "memory>=80"}, `--trigger: trigger "memory>=80"`},
+		{"pid with two URLs", []string{"watch", "--data", data, "--pid", "42", "http://127.0.0.1:6060", "http://127.0.0.1:6061"}, "--pid names one process"},
+		{"window past every", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--every", "10s", "--window", "30s"}, "--window"},
+		{"bad log format", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--log-format", "xml"}, `--log-format "xml"`},
+		{"unknown key in the config", []string{"watch", "--data", data, "--config", cfg}, "heapscope.yaml:5: groups[0].evry: unknown key (did you mean every?)"},
+		{"history without a store", []string{"history"}, "--data DIR is required"},
+		{"history of a directory that is no store", []string{"history", "--data", t.TempDir()}, "is not a heapscope store"},
+		{"store check without a store", []string{"store", "check", "--data", filepath.Join(data, "none")}, "is not a heapscope store"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantUsageError(t, heapscope(t, tt.args...), tt.want)
+		})
+	}
+}
+
+func TestWatch_onceThenHistory(t *testing.T) {
+	svc, err := startExample(t.Context(), "leaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	data := t.TempDir()
+	got := heapscope(t, "watch", svc.URL, "--data", data, "--once", "--window", "1s", "--log-format", "json")
+	if got.code != exitOK {
+		t.Fatalf("watch --once: exit %d: %s", got.code, got.stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(got.stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("--log-format json wrote a line that is not JSON: %q", line)
+		}
+	}
+	hist := heapscope(t, "history", "--data", data, "--format", "json")
+	if hist.code != exitOK {
+		t.Fatalf("history: exit %d: %s", hist.code, hist.stderr)
+	}
+	var h struct {
+		Runs, Bundles, Findings []struct {
+			Target string    `json:"target"`
+			Time   time.Time `json:"time"`
+			Path   string    `json:"path"`
+		}
+	}
+	if err := json.Unmarshal([]byte(hist.stdout), &h); err != nil {
+		t.Fatalf("history --format json: %v\n%s", err, hist.stdout)
+	}
+	if len(h.Runs) != 1 || h.Bundles == nil || h.Findings == nil {
+		t.Fatalf("history: %d runs, bundles %v, findings %v; want one run and both lists present", len(h.Runs), h.Bundles, h.Findings)
+	}
+	r := h.Runs[0]
+	if !strings.Contains(r.Target, strings.TrimPrefix(svc.URL, "http://")) || r.Time.IsZero() {
+		t.Errorf("run %+v: want the target and its time", r)
+	}
+	if _, err := os.Stat(filepath.Join(data, r.Path, "result.json")); err != nil {
+		t.Errorf("history's path does not lead to the run: %v", err)
+	}
+	if check := heapscope(t, "store", "check", "--data", data); check.code != exitOK || !strings.Contains(check.stdout, "0 problems") {
+		t.Errorf("store check: exit %d: %s%s", check.code, check.stdout, check.stderr)
+	}
+}
+
+// TestWatch_killedAtRandomLeavesNoHalfRun kills watch with SIGKILL at
+// random points of its captures, many times over, then checks the store
+// as a user would: every run the index lists is whole, and no half-written
+// run is visible. The last round ends with SIGTERM, which must stop watch
+// within seconds and leave nothing in progress.
+func TestWatch_killedAtRandomLeavesNoHalfRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills watch 12 times over about 20 s")
+	}
+	bin, err := exampleExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := startExample(t.Context(), "leaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	data := t.TempDir()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	start := func() (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, "watch", svc.URL, "--data", data, "--every", "1s", "--window", "300ms")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &stderr
+	}
+	const rounds = 12
+	for range rounds {
+		cmd, _ := start()
+		time.Sleep(time.Duration(300+rng.IntN(1700)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	cmd, stderr := start()
+	time.Sleep(2500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("watch after SIGTERM: %v\n%s", err, stderr)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("watch did not stop within 10 s of SIGTERM\n%s", stderr)
+	}
+	if !strings.Contains(stderr.String(), "stopped") {
+		t.Errorf("watch did not say it stopped:\n%s", stderr)
+	}
+
+	check := heapscope(t, "store", "check", "--data", data)
+	if check.code != exitOK {
+		t.Fatalf("store check after %d kills: exit %d\n%s%s", rounds, check.code, check.stdout, check.stderr)
+	}
+	hist := heapscope(t, "history", "--data", data, "--format", "json", "--limit", "0")
+	var h struct {
+		Runs []struct {
+			Path string `json:"path"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(hist.stdout), &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) < 3 {
+		t.Fatalf("only %d runs survived %d rounds of about a second each and 2.5 s of a last round", len(h.Runs), rounds)
+	}
+	for _, r := range h.Runs {
+		if _, err := os.Stat(filepath.Join(data, r.Path, "result.json")); err != nil {
+			t.Errorf("indexed run %s is not whole: %v", r.Path, err)
+		}
+	}
+	left, _ := os.ReadDir(filepath.Join(data, ".tmp"))
+	if len(left) > 0 {
+		t.Errorf("captures in progress left after a clean stop: %d in .tmp", len(left))
+	}
+	t.Logf("%d kills, then SIGTERM: %d runs indexed, all whole", rounds, len(h.Runs))
+}
