@@ -62,7 +62,7 @@ every target once and exits (the CronJob form).`,
 	fs.StringArrayVar(&o.triggers, "trigger", nil, "capture a bundle when `EXPR` holds, such as 'memory>=80%' or 'goroutines>=10000'; repeatable")
 	fs.StringVar(&o.webhook, "webhook", "", "POST each bundle's summary as JSON to `URL`")
 	fs.IntVar(&o.pid, "pid", 0, "the target's process, when it cannot be found from its port (one URL only)")
-	fs.IntVar(&o.concurrency, "concurrency", 0, "captures at once (default 16)")
+	fs.IntVar(&o.concurrency, "concurrency", config.DefaultConcurrency, "captures at once, across all targets")
 	return cmd
 }
 
@@ -142,7 +142,9 @@ func watchConfig(cmd *cobra.Command, urls []string, o *watchOptions) (*config.Co
 	if o.webhook != "" {
 		cfg.Webhook = &config.Webhook{URL: o.webhook}
 	}
-	cfg.Concurrency = o.concurrency
+	if cmd.Flags().Changed("concurrency") {
+		cfg.Concurrency = o.concurrency
+	}
 	if o.pid != 0 {
 		cfg.Groups[0].Static[0].PID = o.pid
 	}

@@ -47,10 +47,6 @@ type Options struct {
 // DefaultBundleWindow is a trigger bundle's window.
 const DefaultBundleWindow = 5 * time.Second
 
-// DefaultConcurrency bounds captures at once when the configuration does
-// not: each mostly waits on its window.
-const DefaultConcurrency = 16
-
 // Watcher runs the captures of a configuration into a store.
 type Watcher struct {
 	opts    Options
@@ -93,7 +89,7 @@ func New(opts Options) (*Watcher, error) {
 	}
 	n := opts.Config.Concurrency
 	if n <= 0 {
-		n = DefaultConcurrency
+		n = config.DefaultConcurrency
 	}
 	w := &Watcher{
 		opts:    opts,

@@ -30,7 +30,7 @@ const (
 	DefaultMaxBody         = target.DefaultMaxBody
 	DefaultPprofPath       = target.DefaultPprofPath
 	DefaultMetricsPath     = "/metrics"
-	DefaultConcurrency     = 4
+	DefaultConcurrency     = 16
 	DefaultMaxAge          = 30 * 24 * time.Hour
 	DefaultCooldown        = 10 * time.Minute
 	DefaultRefreshInterval = 30 * time.Second

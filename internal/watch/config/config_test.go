@@ -318,7 +318,7 @@ func TestDefault(t *testing.T) {
 	c := Default()
 	s := c.Defaults
 	if s.Every != 15*time.Minute || s.Window != 30*time.Second || s.MaxBody != 64<<20 || s.PprofPath != "/debug/pprof/" ||
-		strings.Join(s.Profiles, ",") != "heap,allocs,goroutine,cpu" || c.Concurrency != 4 || c.Webhook != nil || len(c.Groups) != 0 {
+		strings.Join(s.Profiles, ",") != "heap,allocs,goroutine,cpu" || c.Concurrency != 16 || c.Webhook != nil || len(c.Groups) != 0 {
 		t.Errorf("Default() = %+v", c)
 	}
 	if err := checkSettings(&s, func(k string) string { return k }); err != nil {
