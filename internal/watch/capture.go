@@ -114,7 +114,10 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 		OutDir:   p.Dir(),
 		Name:     "capture",
 		Lean:     true,
-		Version:  w.opts.Version,
+		// The start, the middle and the end: three forced collections
+		// a capture, the least that shows a trend.
+		Snapshots: 3,
+		Version:   w.opts.Version,
 	}
 	for _, e := range []string{"block", "mutex"} {
 		if slices.Contains(s.Profiles, e) {

@@ -42,13 +42,36 @@ type recorded struct {
 	heap, heapDebug, goroutine, cpu []byte
 }
 
+// kept holds what the recorded heap profile shows in use.
+var kept [][]byte
+
+// Three allocating functions that call one another: each path down to
+// depth d is a stack of its own, 2^(d+1)-1 of them, as a service's heap has
+// hundreds of allocation sites and the stacks that reach them.
+func allocA(d int) { allocVia(d, 1024, allocB, allocC) }
+func allocB(d int) { allocVia(d, 2048, allocC, allocA) }
+func allocC(d int) { allocVia(d, 4096, allocA, allocB) }
+
+func allocVia(d, size int, next ...func(int)) {
+	kept = append(kept, make([]byte, size))
+	if d == 0 {
+		return
+	}
+	for _, f := range next {
+		f(d - 1)
+	}
+}
+
 func record() (*recorded, error) {
 	var r recorded
-	// Something to show in the heap profile.
-	keep := make([][]byte, 0, 256)
-	for i := range 256 {
-		keep = append(keep, make([]byte, 4096+i))
-	}
+	// Every allocation sampled, so that the heap profile holds each
+	// stack: about as large as a real service's.
+	runtime.MemProfileRate = 1
+	allocA(10)
+	keep := make([][]byte, 256)
+	// A heap profile shows the allocations of the cycle before the last
+	// completed one.
+	runtime.GC()
 	runtime.GC()
 	var b bytes.Buffer
 	if err := pprof.Lookup("heap").WriteTo(&b, 0); err != nil {

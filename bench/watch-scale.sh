@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# watch-scale.sh: one watcher, many targets, on this machine.
+#
+# Starts pprofleet's N small pprof servers on 127.0.0.1 (500 by default),
+# each serving profiles recorded from a real Go runtime, and watches them
+# through file_sd at a 1-minute cadence with a 10 s window for MINUTES
+# minutes (4 by default). Then it reports:
+#   - slots due and captured, missed slots and the schedule lag (watch's own
+#     /metrics: heapscope_watch_schedule_lag_seconds, _missed_slots_total);
+#   - watch's peak RSS (VmHWM) — the goal is under 300 MB;
+#   - bytes stored per profile fetched against the raw gzip size of the
+#     profiles the targets served — the goal is no more.
+#
+#   N=500 MINUTES=4 bench/watch-scale.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${N:-500}
+minutes=${MINUTES:-4}
+work=$(mktemp -d)
+fleet= watch=
+cleanup() {
+	[ -n "$watch" ] && kill "$watch" 2>/dev/null || true
+	[ -n "$fleet" ] && kill "$fleet" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/heapscope" ./cmd/heapscope
+go build -o "$work/pprofleet" ./bench/cmd/pprofleet
+echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo); $(go version)"
+
+"$work/pprofleet" -n "$n" -sd "$work/targets.json" -for "$((minutes + 3))m" 2>"$work/fleet.log" &
+fleet=$!
+for _ in $(seq 100); do [ -s "$work/targets.json" ] && break; sleep 0.1; done
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/heapscope.yaml" <<YAML
+listen: 127.0.0.1:$port
+concurrency: 256
+defaults:
+  every: 1m
+  window: 10s
+  timeout: 30s
+groups:
+  - name: fleet
+    file_sd:
+      - files: [$work/targets.json]
+YAML
+"$work/heapscope" watch --config "$work/heapscope.yaml" --data "$work/data" 2>"$work/watch.log" &
+watch=$!
+start=$(date +%s)
+sleep $((minutes * 60))
+metrics=$(curl -s "127.0.0.1:$port/metrics")
+hwm=$(awk '/VmHWM/ { print $2 }' /proc/$watch/status)
+kill -TERM "$watch"
+wait "$watch" || true
+watch=
+end=$(date +%s)
+
+"$work/heapscope" history --data "$work/data" --format json --limit 0 >"$work/history.json"
+python3 - "$work" "$n" "$start" "$end" "$hwm" <<'PY'
+import json, os, sys, glob
+work, n, start, end, hwm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+h = json.load(open(os.path.join(work, "history.json")))
+runs = h["runs"]
+per = {}
+for r in runs:
+    per.setdefault(r["target"], []).append(r["time"])
+twice = sum(len(v) - len(set(v)) for v in per.values())
+# Slots due: each target has one slot a minute; those whose window ended
+# before the stop were due.
+due = n * ((end - start - 45) // 60)
+stored = 0
+profiles = 0
+raw = 0
+for r in runs:
+    d = os.path.join(work, "data", r["path"])
+    for root, _, files in os.walk(d):
+        for f in files:
+            stored += os.path.getsize(os.path.join(root, f))
+    for f in glob.glob(os.path.join(d, "profiles", "*.pb.gz")):
+        if "delta" not in f:
+            profiles += 1
+            raw += os.path.getsize(f)
+print(f"targets {n}, {len(runs)} runs stored in {end - start} s (about {due} slots due), {twice} slots captured twice")
+print(f"watch peak RSS {hwm / 1024:.0f} MiB (goal: under 300 MB)")
+if profiles:
+    print(f"stored {stored / profiles / 1024:.1f} KiB per profile fetched; the raw gzip profiles average {raw / profiles / 1024:.1f} KiB (ratio {stored / raw:.2f}; goal: at most 1)")
+PY
+echo "$metrics" | grep -E '^heapscope_watch_(missed_slots_total|schedule_lag_seconds_(sum|count)|captures_total)' | sed 's/^/  /'
+echo "$metrics" | awk '/^heapscope_watch_schedule_lag_seconds_bucket/ { print "  " $0 }' | tail -4
