@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/trigger"
@@ -88,7 +89,10 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		return err
 	}
 	if o.once {
-		return w.Once(ctx)
+		if err := w.Once(ctx); err != nil {
+			return &codeError{code: exitPartial, err: err}
+		}
+		return nil
 	}
 	if addr := firstNonEmpty(o.listen, cfg.Listen); addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -171,7 +175,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 type historyOptions struct {
-	data, target, format string
+	data, target, format, severity string
 	since                time.Duration
 	limit                int
 }
@@ -199,7 +203,11 @@ and findings. --format json prints {"runs": […], "bundles": […],
 				return err
 			}
 			defer st.Close()
-			q := store.Query{Target: o.target, Limit: o.limit}
+			min, err := diagnose.ParseSeverity(o.severity)
+			if err != nil {
+				return fmt.Errorf("--min-severity: %w", err)
+			}
+			q := store.Query{Target: o.target, Limit: o.limit, Severities: min.AndAbove()}
 			if o.since > 0 {
 				q.Since = time.Now().Add(-o.since)
 			}
@@ -215,6 +223,7 @@ and findings. --format json prints {"runs": […], "bundles": […],
 	fs.StringVar(&o.target, "target", "", "only this target (its URL as history lists it)")
 	fs.DurationVar(&o.since, "since", 0, "only the last `DURATION`, such as 24h")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many items of each kind; 0 for all")
+	fs.StringVar(&o.severity, "min-severity", "low", "list findings of this severity and above: info, low, medium or high")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
 	return cmd
 }

@@ -169,3 +169,10 @@ func TestWatch_killedAtRandomLeavesNoHalfRun(t *testing.T) {
 	}
 	t.Logf("%d kills, then SIGTERM: %d runs indexed, all whole", rounds, len(h.Runs))
 }
+
+func TestWatch_onceWithAnUnreachableTargetIsPartial(t *testing.T) {
+	got := heapscope(t, "watch", "http://127.0.0.1:1", "--data", t.TempDir(), "--once", "--window", "1s")
+	if got.code != exitPartial || !strings.Contains(got.stderr, "127.0.0.1:1") || !strings.Contains(got.stderr, "connection refused") {
+		t.Errorf("watch --once of a dead target: exit %d, stderr %q; want %d naming the target and why", got.code, got.stderr, exitPartial)
+	}
+}

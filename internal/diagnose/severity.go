@@ -33,6 +33,16 @@ func (s Severity) String() string {
 	}
 }
 
+// AndAbove returns the names of s and every severity above it, as
+// result.json spells them.
+func (s Severity) AndAbove() []string {
+	var names []string
+	for x := s; x <= High; x++ {
+		names = append(names, x.String())
+	}
+	return names
+}
+
 // ParseSeverity reads a severity name: info, low, medium or high.
 func ParseSeverity(name string) (Severity, error) {
 	for s := Info; s <= High; s++ {

@@ -96,6 +96,9 @@ type Query struct {
 	// Labels keeps the entries carrying every one of these labels, and
 	// the series findings of the targets that have such entries.
 	Labels map[string]string
+	// Severities keeps the findings of these severities (info, low,
+	// medium, high); all when empty.
+	Severities []string
 	// Limit keeps the newest Limit of each list.
 	Limit int
 }

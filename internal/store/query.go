@@ -174,6 +174,14 @@ func (s *Store) findings(q Query) ([]Finding, error) {
 	if !q.Until.IsZero() {
 		f.add("f.time_ns < ?", unixNano(q.Until))
 	}
+	if len(q.Severities) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?,", len(q.Severities)), ",")
+		args := make([]any, len(q.Severities))
+		for i, sev := range q.Severities {
+			args[i] = sev
+		}
+		f.add("f.severity IN ("+marks+")", args...)
+	}
 	if len(q.Labels) > 0 {
 		lf := entryFilter(Query{Labels: q.Labels})
 		cond := strings.TrimPrefix(lf.sql(), " WHERE ")

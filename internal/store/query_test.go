@@ -48,6 +48,16 @@ func TestStore_History(t *testing.T) {
 	}
 	leakyFindings := len(readFixture(t, fixtureLeaky).Findings)
 	partialFindings := len(readFixture(t, fixturePartial).Findings)
+	highs := func(name string) int {
+		n := 0
+		for _, f := range readFixture(t, name).Findings {
+			if f.Severity == "high" {
+				n++
+			}
+		}
+		return n
+	}
+	leakyHigh, partialHigh := highs(fixtureLeaky), highs(fixturePartial)
 	tests := []struct {
 		name         string
 		q            Query
@@ -68,6 +78,8 @@ func TestStore_History(t *testing.T) {
 			leakyFindings + partialFindings + 1, []string{"b"}},
 		{"labels no entry carries", Query{Labels: map[string]string{"env": "staging"}}, nil, nil, 0, nil},
 		{"limit", Query{Limit: 1}, []string{"a30"}, []string{"b20"}, 1, []string{"a"}},
+		{"severities", Query{Severities: []string{"high"}}, []string{"a30", "a15", "b10", "a0"}, []string{"b20", "a5"},
+			4*leakyHigh + 2*partialHigh + 1, []string{"a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
