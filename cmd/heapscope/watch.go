@@ -176,8 +176,8 @@ func firstNonEmpty(s ...string) string {
 
 type historyOptions struct {
 	data, target, format, severity string
-	since                time.Duration
-	limit                int
+	since                          time.Duration
+	limit                          int
 }
 
 func newHistoryCmd(e *env) *cobra.Command {
