@@ -1,0 +1,59 @@
+package run
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// TestDiagnoseStored stores four lean runs of a service that keeps 4 MiB
+// more between each, as watch would, and diagnoses them as one series: the
+// growth is found at the line that keeps the buffers.
+func TestDiagnoseStored(t *testing.T) {
+	h := &hoard{}
+	srv := serve(t, pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	for i := range 4 {
+		for range 64 {
+			h.keep(64 << 10)
+		}
+		p, err := st.Begin(store.KindRun, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, dir, err := Profile(t.Context(), Config{Target: target.Options{BaseURL: srv.URL}, Duration: 200 * time.Millisecond,
+			Snapshots: 2, OutDir: p.Dir(), Lean: true})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if _, err := p.Commit(dir, store.Entry{Scheduled: true}); err != nil {
+			t.Fatalf("commit run %d: %v", i, err)
+		}
+	}
+	rep, _, err := DiagnoseStored(t.Context(), st, srv.URL, start.Add(-time.Minute), Diagnosis{})
+	if err != nil {
+		t.Fatalf("DiagnoseStored: %v", err)
+	}
+	var found bool
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.ID, "leak.") && strings.Contains(f.Function, "hoard") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no leak at the hoard over four stored runs; findings %+v, notes %v", rep.Findings, rep.Notes)
+	}
+
+	if _, _, err := DiagnoseStored(t.Context(), st, "http://127.0.0.1:1", start, Diagnosis{}); err == nil || !strings.Contains(err.Error(), "the store has no target http://127.0.0.1:1") {
+		t.Errorf("an unknown target: %v", err)
+	}
+}
