@@ -141,6 +141,8 @@ var outcomes = map[string]outcome{
 	"go test -run '^$' -bench Worker -benchmem -count 10 -benchtime 20000x ./examples/leakycache > old.txt":           {check: fileHolds("old.txt", "BenchmarkWorker_Process")},
 	"go test -run '^$' -bench Worker -benchmem -count 10 -benchtime 20000x ./examples/optimizedcache > new.txt":       {check: fileHolds("new.txt", "BenchmarkWorker_Process")},
 	"heapscope bench compare old.txt new.txt --ignore pkg --fail-on 'B/op>+5%'":                                       {check: says("Worker_Process", "B/op", "no gate failed")},
+	"heapscope watch http://127.0.0.1:6060 --data watch-data --once":                                                  {check: says("msg=captured", "kind=run", "status=complete")},
+	"heapscope history --data watch-data":                                                                             {check: says("Runs (1)", "/debug/pprof/", "runs/127.0.0.1_")},
 
 	// examples/README.md
 	"go run ./examples/leakycache/cmd/leakycache --addr 127.0.0.1:6060 & # examples":                       {background: true},
