@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 )
@@ -251,7 +252,7 @@ func TestVersion(t *testing.T) {
 	if got.code != exitOK {
 		t.Fatalf("exit %d: %s", got.code, got.stderr)
 	}
-	var v versionInfo
+	var v report.Version
 	if err := json.Unmarshal([]byte(got.stdout), &v); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
