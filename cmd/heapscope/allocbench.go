@@ -122,10 +122,10 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 	prog := newStatus(e.stderr, true, 0)
 	rep, m, runErr := allocbench.Run(cmd.Context(), allocbench.RunOptions{
 		MatrixOptions: allocbench.MatrixOptions{Toolchains: toolchains, Patterns: patterns, Count: o.count,
-			Progress: func(s allocbench.Progress) { prog.step(s.Done, s.Total, s.Step) }},
+			Progress: func(s allocbench.Progress) { prog.Step(s.Done, s.Total, s.Step) }},
 		Live: o.liveMiB << 20, Timeout: o.timeout, Analysis: allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect},
 	})
-	prog.finish()
+	prog.Finish()
 	if rep == nil {
 		return fmt.Errorf("allocbench: %w", runErr)
 	}

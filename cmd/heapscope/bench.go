@@ -236,9 +236,9 @@ func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) 
 		Compare:       opts,
 		NoAttribution: o.noAttribution,
 		Sites:         o.sites,
-		Progress:      func(s bench.RunProgress) { bar.step(s.Done, s.Total, s.Step) },
+		Progress:      func(s bench.RunProgress) { bar.Step(s.Done, s.Total, s.Step) },
 	})
-	bar.finish()
+	bar.Finish()
 	if err != nil {
 		return err
 	}

@@ -43,9 +43,9 @@ its sharded, allocation-free twin.`,
 	// cache and open the connections before the window, as a service
 	// that has been running a while would be.
 	o.addWindowFlags(fs, 20*time.Second, 2*time.Second)
-	fs.StringVar(&o.load, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq}, {rand:N} and {pick:FILE} placeholders")
+	fs.StringVar(&o.load.source.Request, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq}, {rand:N} and {pick:FILE} placeholders")
 	fs.Lookup("rate").DefValue = "500"
-	o.rate = 500
+	o.load.Rate = 500
 	return cmd
 }
 
@@ -54,12 +54,12 @@ func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *
 	if method == "" {
 		return fmt.Errorf("--example %q: choose one of %s", example, strings.Join(examples.Names(), ", "))
 	}
-	if o.load == "" && o.targets == "" {
-		o.load = method + " " + path
+	if o.load.source.Request == "" && o.load.source.TargetsFile == "" {
+		o.load.source.Request = method + " " + path
 	}
 	program, profiles := examples.Program(example)
 	if !fs.Changed("profiles") {
-		o.profiles = profiles
+		o.cfg.Extra = profiles
 	}
 	// Validate before starting anything.
 	if _, _, err := o.config(fs, "http://127.0.0.1:1"); err != nil {
@@ -78,12 +78,8 @@ func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *
 	if err != nil {
 		return err
 	}
-	model := fmt.Sprintf("at %g requests/s", cfg.Load.Rate)
-	if cfg.Load.Rate == 0 {
-		model = fmt.Sprintf("with %d connections back to back", cfg.Load.Connections)
-	}
 	fmt.Fprintf(e.stderr, "heapscope: started example %q (pid %d) on %s; profiling for %s %s\n",
-		example, svc.PID(), svc.URL, o.duration, model)
+		example, svc.PID(), svc.URL, cfg.Duration, cfg.Load.Describe())
 	cfg.PID, cfg.Name = svc.PID(), program
 	return profileAndReport(ctx, e, cfg, format)
 }

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/target"
@@ -20,75 +18,42 @@ import (
 // loadFlags are the request and model flags of load, shared with profile
 // and demo.
 type loadFlags struct {
-	body        string
-	bodyFile    string
-	targets     string
-	rate        float64
-	ramp        time.Duration
-	connections int
-	maxInFlight int
-	noKeepAlive bool
-	http1       bool
-	http2       bool
-	timeout     time.Duration
-	timeoutName string // the flag of timeout
-	seed        int64
+	load.Options
+	source       load.Source
+	http1, http2 bool
 }
 
 // register adds the flags; timeoutName is the name of the per-request
 // timeout (profile's --timeout is pprof's).
 func (f *loadFlags) register(fs *pflag.FlagSet, timeoutName string, defaultRate float64) {
-	f.timeoutName = timeoutName
-	fs.Float64Var(&f.rate, "rate", defaultRate, "open model: requests per second, sent at their intended times whatever the service does")
-	fs.DurationVar(&f.ramp, "ramp", 0, "open model: grow the rate linearly from 0 over this long")
-	fs.IntVar(&f.connections, "connections", 0, "closed model: connections sending back to back (with --rate 0 or omitted)")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("open model: most requests outstanding at once (default %d)", load.DefaultMaxInFlight))
-	fs.StringVar(&f.body, "body", "", "request body")
-	fs.StringVar(&f.bodyFile, "body-file", "", "file holding the request body")
-	fs.StringVar(&f.targets, "targets", "", "file of requests in vegeta's http format (METHOD URL, header lines, @body-file), sent round-robin")
-	fs.BoolVar(&f.noKeepAlive, "no-keepalive", false, "open a new connection for every request")
+	fs.Float64Var(&f.Rate, "rate", defaultRate, "open model: requests per second, sent at their intended times whatever the service does")
+	fs.DurationVar(&f.Ramp, "ramp", 0, "open model: grow the rate linearly from 0 over this long")
+	fs.IntVar(&f.Connections, "connections", 0, "closed model: connections sending back to back (with --rate 0 or omitted)")
+	fs.IntVar(&f.MaxInFlight, "max-in-flight", 0, fmt.Sprintf("open model: most requests outstanding at once (default %d)", load.DefaultMaxInFlight))
+	fs.StringVar(&f.source.Body, "body", "", "request body")
+	fs.StringVar(&f.source.BodyFile, "body-file", "", "file holding the request body")
+	fs.StringVar(&f.source.TargetsFile, "targets", "", "file of requests in vegeta's http format (METHOD URL, header lines, @body-file), sent round-robin")
+	fs.BoolVar(&f.NoKeepAlive, "no-keepalive", false, "open a new connection for every request")
 	fs.BoolVar(&f.http1, "http1", false, "speak HTTP/1.1 only, also to https URLs")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2 only: over TLS for https URLs, h2c for http URLs")
-	fs.DurationVar(&f.timeout, timeoutName, load.DefaultTimeout, "timeout of each load request, to the end of its response")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of the {rand:N} and {pick:FILE} placeholders")
+	fs.DurationVar(&f.Timeout, timeoutName, load.DefaultTimeout, "timeout of each load request, to the end of its response")
+	fs.Int64Var(&f.Seed, "seed", 1, "seed of the {rand:N} and {pick:FILE} placeholders")
 }
 
-// options builds the load options for the requests. A bare --connections
-// selects the closed model even where --rate has a default.
-func (f *loadFlags) options(fs *pflag.FlagSet, reqs []load.Request) (load.Options, error) {
-	o := load.Options{
-		Targets:     reqs,
-		Rate:        f.rate,
-		Ramp:        f.ramp,
-		Connections: f.connections,
-		MaxInFlight: f.maxInFlight,
-		NoKeepAlive: f.noKeepAlive,
-		Timeout:     f.timeout,
-		Seed:        f.seed,
+// options returns the load options of the flags, with the requests of
+// their source (whose request, base and header the caller sets). A bare
+// --connections selects the closed model even where --rate has a default.
+func (f *loadFlags) options(fs *pflag.FlagSet) (load.Options, error) {
+	reqs, err := f.source.Requests()
+	if err != nil {
+		return load.Options{}, err
 	}
-	switch {
-	case f.rate < 0:
-		return load.Options{}, fmt.Errorf("--rate %g: give a positive rate, or --connections N for the closed model", f.rate)
-	case f.connections < 0:
-		return load.Options{}, fmt.Errorf("--connections %d: give a positive number", f.connections)
-	case f.connections > 0 && fs.Changed("rate") && f.rate > 0:
-		return load.Options{}, errors.New("--rate and --connections both set: --rate R is the open model, --connections N the closed model; give one")
-	case f.connections > 0:
+	o := f.Options
+	o.Targets = reqs
+	if o.Connections > 0 && !fs.Changed("rate") {
 		o.Rate = 0
-	case f.rate == 0:
-		return load.Options{}, errors.New("no load model: give --rate R (open model, requests per second) or --connections N (closed model)")
 	}
 	switch {
-	case f.maxInFlight < 0:
-		return load.Options{}, fmt.Errorf("--max-in-flight %d: give a positive number", f.maxInFlight)
-	case f.maxInFlight > 0 && o.Rate == 0:
-		return load.Options{}, errors.New("--max-in-flight bounds the open model (--rate); the closed model's concurrency is --connections")
-	case f.ramp < 0:
-		return load.Options{}, fmt.Errorf("--ramp %s: give a positive duration", f.ramp)
-	case f.ramp > 0 && o.Rate == 0:
-		return load.Options{}, errors.New("--ramp applies to the open model: give --rate")
-	case f.timeout <= 0:
-		return load.Options{}, fmt.Errorf("--%s %s: give a positive duration", f.timeoutName, f.timeout)
 	case f.http1 && f.http2:
 		return load.Options{}, errors.New("--http1 and --http2 both set: give one")
 	case f.http1:
@@ -99,53 +64,10 @@ func (f *loadFlags) options(fs *pflag.FlagSet, reqs []load.Request) (load.Option
 	return o, nil
 }
 
-// requests builds the requests: the targets file's, or one request to url.
-// base resolves the targets file's path URLs.
-func (f *loadFlags) requests(method, url, base string, header http.Header) ([]load.Request, error) {
-	if f.body != "" && f.bodyFile != "" {
-		return nil, errors.New("--body and --body-file both set: give one")
-	}
-	var body []byte
-	if f.body != "" {
-		body = []byte(f.body)
-	}
-	if f.bodyFile != "" {
-		b, err := os.ReadFile(f.bodyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--body-file: %w", err)
-		}
-		body = b
-	}
-	if f.targets != "" {
-		file, err := os.Open(f.targets)
-		if err != nil {
-			return nil, fmt.Errorf("--targets: %w", err)
-		}
-		defer file.Close()
-		reqs, err := load.ParseTargets(file, load.Request{URL: base, Header: header, Body: body}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("--targets %s: %w", f.targets, err)
-		}
-		return reqs, nil
-	}
-	if len(header) == 0 {
-		header = nil
-	}
-	r := load.Request{Method: method, URL: url, Header: header, Body: body}
-	if err := r.Validate(); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
-	}
-	return []load.Request{r}, nil
-}
-
 // loadOptions are the flags of heapscope load.
 type loadOptions struct {
 	loadFlags
-	method   string
 	headers  []string
-	duration time.Duration
-	requests uint64
-	series   bool
 	progress bool
 	format   string
 	caCert   string
@@ -196,7 +118,7 @@ which no request succeeded exits 3, after its report.`,
   # requests from a vegeta targets file, over a 10s ramp to 2000/s
   heapscope load http://127.0.0.1:8080 --targets targets.txt --rate 2000 --ramp 10s --duration 1m`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 || len(args) == 0 && o.targets == "" {
+			if len(args) > 1 || len(args) == 0 && o.source.TargetsFile == "" {
 				return fmt.Errorf("load takes URL (or --targets FILE) (got %d arguments); see heapscope load --help", len(args))
 			}
 			return nil
@@ -211,11 +133,11 @@ which no request succeeded exits 3, after its report.`,
 	}
 	fs := cmd.Flags()
 	o.register(fs, "timeout", 0)
-	fs.StringVarP(&o.method, "method", "X", http.MethodGet, "request method")
+	fs.StringVarP(&o.source.Method, "method", "X", http.MethodGet, "request method")
 	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request (repeatable)")
-	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to send requests (with --requests and no --duration: until they are sent)")
-	fs.Uint64VarP(&o.requests, "requests", "n", 0, "stop after this many requests")
-	fs.BoolVar(&o.series, "series", false, "add a per-second time series to the results")
+	fs.DurationVarP(&o.Duration, "duration", "d", 10*time.Second, "how long to send requests (with --requests and no --duration: until they are sent)")
+	fs.Uint64VarP(&o.MaxRequests, "requests", "n", 0, "stop after this many requests")
+	fs.BoolVar(&o.Series, "series", false, "add a per-second time series to the results")
 	fs.BoolVar(&o.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
 	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
@@ -231,44 +153,29 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 	if err != nil {
 		return err
 	}
-	header, err := target.ParseHeaders(o.headers)
+	if o.source.Header, err = target.ParseHeaders(o.headers); err != nil {
+		return err
+	}
+	if o.source.URL = url; url != "" {
+		o.source.Base = load.Origin(url)
+	}
+	opts, err := o.loadFlags.options(fs)
 	if err != nil {
 		return err
 	}
-	base := ""
-	if url != "" {
-		base = load.Origin(url)
-	}
-	reqs, err := o.loadFlags.requests(o.method, url, base, header)
-	if err != nil {
-		return err
-	}
-	opts, err := o.loadFlags.options(fs, reqs)
-	if err != nil {
-		return err
-	}
-	if o.duration < 0 {
-		return fmt.Errorf("--duration %s: give a positive duration", o.duration)
-	}
-	opts.Duration, opts.MaxRequests = o.duration, o.requests
-	if o.requests > 0 && !fs.Changed("duration") {
+	if opts.MaxRequests > 0 && !fs.Changed("duration") {
 		opts.Duration = 0
 	}
-	if opts.Duration == 0 && opts.MaxRequests == 0 {
-		return errors.New("--duration 0 and no --requests: give one of them")
+	if err := opts.Validate(); err != nil {
+		return err
 	}
 	if opts.TLS, err = target.TLSConfig(o.caCert, o.insecure); err != nil {
 		return err
 	}
-	opts.Series = o.series
 	pr := newStatus(e.stderr, o.progress, time.Second)
-	opts.Progress, opts.ProgressInterval = func(p load.Progress) { pr.show(p.String()) }, loadProgressEvery
-	gen, err := load.New(opts)
-	if err != nil {
-		return err
-	}
-	res, err := gen.Run(ctx)
-	pr.finish()
+	opts.Progress, opts.ProgressInterval = func(p load.Progress) { pr.Show(p.String()) }, loadProgressEvery
+	res, err := load.Run(ctx, opts)
+	pr.Finish()
 	if err != nil {
 		return err
 	}
@@ -278,16 +185,8 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 	if res.Interrupted {
 		return &codeError{code: exitInterrupted, err: fmt.Errorf("interrupted after %s: the results above are those so far", res.Duration.Round(time.Millisecond))}
 	}
-	if res.SuccessRatio() == 0 {
-		return &codeError{code: exitPartial, err: noSuccess(&res)}
+	if err := res.NoneSucceeded(); err != nil {
+		return &codeError{code: exitPartial, err: err}
 	}
 	return nil
-}
-
-// noSuccess says why a load run in which no request succeeded failed.
-func noSuccess(res *load.Result) error {
-	if res.Requests == 0 {
-		return errors.New("no request was sent")
-	}
-	return fmt.Errorf("none of the %d requests succeeded (%s)", res.Requests, humanize.Tally(res.Summary().ErrorKinds, " "))
 }

@@ -58,25 +58,24 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
+	// Flag and argument errors from cobra, and input errors, unless the
+	// error says otherwise.
+	code := exitUsage
 	var ce *codeError
 	switch {
 	case errors.As(err, &ce):
-		if ce.err != nil {
-			fmt.Fprintf(stderr, "heapscope: %v\n", ce.err)
-		}
-		return ce.code
+		code, err = ce.code, ce.err
 	case ctx.Err() != nil:
-		fmt.Fprintf(stderr, "heapscope: interrupted: %v\n", err)
-		return exitInterrupted
-	default:
-		// Flag and argument errors from cobra, and input errors.
-		fmt.Fprintf(stderr, "heapscope: %v\n", err)
-		return exitUsage
+		code, err = exitInterrupted, fmt.Errorf("interrupted: %w", err)
 	}
+	if err != nil {
+		fmt.Fprintf(stderr, "heapscope: %s\n", flagText(cmd, err))
+	}
+	return code
 }
 
 // codeError carries an exit code other than exitUsage. A nil err means the

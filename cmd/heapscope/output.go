@@ -1,18 +1,23 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/atomicfile"
+	"github.com/heapscope/heapscope/internal/option"
+	"github.com/heapscope/heapscope/internal/progress"
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/target"
 )
 
@@ -26,122 +31,116 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// flagNames names the flags of the fields whose flag is not their name in
+// kebab case.
+var flagNames = map[string]string{
+	"MaxRequests": "requests", "TargetsFile": "targets", "Request": "load", "Extra": "profiles",
 }
 
-// status shows a long command's progress on stderr as one line: on a
-// terminal, redrawn in place; elsewhere (a CI log), when the command asks
-// for it, one line per update, or one per interval at most and the last
-// one at the end.
-type status struct {
-	w        io.Writer
-	terminal bool
-	on       bool
-	every    time.Duration // off a terminal, the least time between lines
-	last     time.Time
-	drawn    bool
-	pending  string // the last line, when not printed
-}
-
-// newStatus returns a status line on w. offTerminal says whether to print
-// lines when w is not a terminal, every how often at most.
-func newStatus(w io.Writer, offTerminal bool, every time.Duration) *status {
-	st := &status{w: w, on: offTerminal, every: every}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		st.terminal, st.on = true, true
+// flagText is err's message with the options that an *option.Error in it
+// names by field path named by their flags on cmd: a field path's last
+// elements in kebab case, the longest that is a flag ("Load.Timeout" is
+// --load-timeout where there is one, else --timeout), or as flagNames says.
+func flagText(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	var oe *option.Error
+	if cmd == nil || !errors.As(err, &oe) {
+		return msg
 	}
-	return st
-}
-
-func (st *status) show(line string) {
-	if !st.on {
-		return
-	}
-	now := time.Now()
-	if !st.terminal && st.drawn && now.Sub(st.last) < st.every {
-		st.pending = line
-		return
-	}
-	st.last, st.drawn, st.pending = now, true, ""
-	if st.terminal {
-		fmt.Fprintf(st.w, "\r\033[K%s", line)
-	} else {
-		fmt.Fprintln(st.w, line)
-	}
-}
-
-// finish clears the terminal's line, or prints the last line when it was
-// held back.
-func (st *status) finish() {
-	switch {
-	case st.terminal && st.drawn:
-		fmt.Fprint(st.w, "\r\033[K")
-	case !st.terminal && st.pending != "":
-		fmt.Fprintln(st.w, st.pending)
-	}
-}
-
-// window shows a profiling window's progress.
-func (st *status) window(p run.Progress) {
-	line := fmt.Sprintf("window %s/%s", p.Elapsed.Round(time.Second), p.Total)
-	if p.Requests > 0 {
-		line += fmt.Sprintf(", %d requests", p.Requests)
-		if p.Errors > 0 {
-			line += fmt.Sprintf(" (%d errors)", p.Errors)
+	return strings.Replace(msg, oe.Error(), oe.Text(func(path string) string {
+		parts := strings.Split(path, ".")
+		for i := range parts {
+			name, ok := flagNames[strings.Join(parts[i:], ".")]
+			if !ok {
+				name = kebab(strings.Join(parts[i:], ""))
+			}
+			if cmd.Flags().Lookup(name) != nil {
+				return "--" + name
+			}
 		}
-	}
-	st.show(line)
+		return path
+	}), 1)
 }
 
-// step shows step done of total, described by what.
-func (st *status) step(done, total int, what string) {
-	st.show(fmt.Sprintf("[%d/%d] %s", done, total, what))
+// kebab turns a Go name into a flag's: MaxInFlight is max-in-flight, PID
+// is pid.
+func kebab(name string) string {
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		lowerNext := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if i > 0 && unicode.IsUpper(r) && (!unicode.IsUpper(rs[i-1]) || lowerNext) {
+			b.WriteByte('-')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// newStatus returns the progress line of a long command on w, redrawn in
+// place when w is a terminal; elsewhere (a CI log), offTerminal says
+// whether to print lines, every how often at most.
+func newStatus(w io.Writer, offTerminal bool, every time.Duration) *progress.Line {
+	f, ok := w.(*os.File)
+	return progress.NewLine(w, ok && term.IsTerminal(int(f.Fd())), offTerminal, every)
+}
+
+// outputFormat returns the format that the extension of the file of flag
+// picks among formats, "" without a file.
+func outputFormat(flag, path string, formats ...report.Format) (report.Format, error) {
+	if path == "" {
+		return "", nil
+	}
+	f, err := report.FormatOf(path, formats...)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return f, nil
+}
+
+// writeDocument writes doc in format to the file at path, whole or not at all.
+func writeDocument(path string, format report.Format, doc report.Document) error {
+	return atomicfile.Write(path, func(w io.Writer) error { return report.Write(w, format, doc) })
+}
+
+// open opens the file at path, or stdin for "-".
+func (e *env) open(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(e.stdin), nil
+	}
+	return os.Open(path)
 }
 
 // targetFlags say how to reach a service's pprof: its path, headers, TLS,
 // timeout and response-size limit. profile (and demo), trace and rss share
 // them.
 type targetFlags struct {
-	pprofPath string
-	headers   []string
-	caCert    string
-	insecure  bool
-	timeout   time.Duration
-	maxBody   int64
+	target.Options
+	headers []string
 }
 
 // register adds the flags to fs. what names the service in their help
 // ("TARGET", "--target"), timeoutUsage says what --timeout bounds, and
 // --max-body is registered only with a maxBodyUsage.
 func (f *targetFlags) register(fs *pflag.FlagSet, what, timeoutUsage string, defaultTimeout time.Duration, maxBodyUsage string) {
-	fs.StringVar(&f.pprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on "+what)
+	fs.StringVar(&f.PprofPath, "pprof-path", target.DefaultPprofPath, "path of net/http/pprof on "+what)
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header 'Name: value' sent with every request to "+what+" (repeatable)")
-	fs.StringVar(&f.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
-	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the target's TLS certificate")
-	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, timeoutUsage)
+	fs.StringVar(&f.CACertFile, "cacert", "", "PEM file of CA certificates to trust for https")
+	fs.BoolVar(&f.Insecure, "insecure", false, "do not verify the target's TLS certificate")
+	fs.DurationVar(&f.Timeout, "timeout", defaultTimeout, timeoutUsage)
 	if maxBodyUsage != "" {
-		fs.Int64Var(&f.maxBody, "max-body", target.DefaultMaxBody, maxBodyUsage)
+		fs.Int64Var(&f.MaxBody, "max-body", target.DefaultMaxBody, maxBodyUsage)
 	}
 }
 
-// options checks the flags and returns the client options for baseURL,
-// with the parsed headers.
+// options returns the client options for baseURL, checked, with the
+// parsed headers.
 func (f *targetFlags) options(baseURL string) (target.Options, http.Header, error) {
 	header, err := target.ParseHeaders(f.headers)
 	if err != nil {
 		return target.Options{}, nil, err
 	}
-	if f.timeout < 0 {
-		return target.Options{}, nil, fmt.Errorf("--timeout %s: give a positive duration", f.timeout)
-	}
-	if f.maxBody < 0 {
-		return target.Options{}, nil, fmt.Errorf("--max-body %d: give a positive size in bytes", f.maxBody)
-	}
-	return target.Options{
-		BaseURL: baseURL, PprofPath: f.pprofPath, Header: header,
-		CACertFile: f.caCert, Insecure: f.insecure, Timeout: f.timeout, MaxBody: f.maxBody,
-	}, header, nil
+	o := f.Options
+	o.BaseURL, o.Header = baseURL, header
+	return o, header, o.Validate()
 }

@@ -19,47 +19,31 @@ import (
 
 // profileOptions are the flags of profile, shared with demo.
 type profileOptions struct {
-	duration  time.Duration
-	warmup    time.Duration
-	snapshots int
-	interval  time.Duration
-	profiles  []string
-	noCPU     bool
-	trace     time.Duration
-	pid       int
-	out       string
-	format    string
-	repeat    int
-
-	untilConfident bool
-	maxDuration    time.Duration
-	all            bool
-
-	// reaching the target
-	targetFlags
-
-	// load
-	load string
-	loadFlags
+	cfg    run.Config
+	noCPU  bool
+	format string
+	target targetFlags
+	load   loadFlags
 }
 
 // addWindowFlags registers the flags of the collection window and output,
 // shared by profile and demo.
 func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration, defaultWarmup time.Duration) {
-	fs.DurationVarP(&o.duration, "duration", "d", defaultDuration, "collection window; load runs for the same window")
-	fs.DurationVar(&o.warmup, "warmup", defaultWarmup, "drive the load this long before the window opens, so caches and connections reach their steady size first")
-	fs.IntVar(&o.snapshots, "snapshots", run.DefaultSnapshots, "heap snapshots over the window, start and end included")
-	fs.DurationVar(&o.interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
-	fs.StringSliceVar(&o.profiles, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
+	c := &o.cfg
+	fs.DurationVarP(&c.Duration, "duration", "d", defaultDuration, "collection window; load runs for the same window")
+	fs.DurationVar(&c.Warmup, "warmup", defaultWarmup, "drive the load this long before the window opens, so caches and connections reach their steady size first")
+	fs.IntVar(&c.Snapshots, "snapshots", run.DefaultSnapshots, "heap snapshots over the window, start and end included")
+	fs.DurationVar(&c.Interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
+	fs.StringSliceVar(&c.Extra, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
 	fs.BoolVar(&o.noCPU, "no-cpu", false, "skip the CPU profile")
-	fs.DurationVar(&o.trace, "trace", 0, "also capture an execution trace of this long (whole seconds) from the window's start: profiles/trace.out and its GC timeline")
-	fs.StringVar(&o.out, "out", run.DefaultOutDir, "directory where the run directory is created")
+	fs.DurationVar(&c.Trace, "trace", 0, "also capture an execution trace of this long (whole seconds) from the window's start: profiles/trace.out and its GC timeline")
+	fs.StringVar(&c.OutDir, "out", run.DefaultOutDir, "directory where the run directory is created")
 	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
-	fs.IntVar(&o.repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
-	fs.BoolVar(&o.untilConfident, "until-confident", true, "while the live heap grows but the samples cannot yet place the growth, keep the window open (and the load running) a snapshot interval at a time")
-	fs.DurationVar(&o.maxDuration, "max-duration", 0, "longest window --until-confident keeps open (default 5 × --duration)")
-	fs.BoolVar(&o.all, "all", false, "keep the allocation hot spots too small to matter among the findings")
-	o.loadFlags.register(fs, "load-timeout", 200)
+	fs.IntVar(&c.Repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
+	fs.BoolVar(&c.UntilConfident, "until-confident", true, "while the live heap grows but the samples cannot yet place the growth, keep the window open (and the load running) a snapshot interval at a time")
+	fs.DurationVar(&c.MaxDuration, "max-duration", 0, "longest window --until-confident keeps open (default 5 × --duration)")
+	fs.BoolVar(&c.AllFindings, "all", false, "keep the allocation hot spots too small to matter among the findings")
+	o.load.register(fs, "load-timeout", 200)
 }
 
 func newProfileCmd(e *env) *cobra.Command {
@@ -103,71 +87,43 @@ The run directory (result.json, report.md, the raw profiles) is written under
 	}
 	fs := cmd.Flags()
 	o.addWindowFlags(fs, run.DefaultDuration, 0)
-	fs.StringVar(&o.load, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq}, {rand:N} and {pick:FILE} placeholders)")
-	o.targetFlags.register(fs, "TARGET", "timeout of each request to pprof, beyond a profile's own duration", target.DefaultTimeout,
+	fs.StringVar(&o.load.source.Request, "load", "", "drive load during the window: 'METHOD URL' (URL absolute or a path on TARGET; {seq}, {rand:N} and {pick:FILE} placeholders)")
+	o.target.register(fs, "TARGET", "timeout of each request to pprof, beyond a profile's own duration", target.DefaultTimeout,
 		"largest response accepted from pprof, in bytes")
-	fs.IntVar(&o.pid, "pid", 0, "process id of the target, when it cannot be found from its port")
+	fs.IntVar(&o.cfg.PID, "pid", 0, "process id of the target, when it cannot be found from its port")
 	return cmd
 }
 
-// config turns the options into a run configuration for the base URL.
+// config turns the options into a run configuration for the base URL,
+// checked.
 func (o *profileOptions) config(fs *pflag.FlagSet, baseURL string) (run.Config, report.Format, error) {
 	format, err := report.ParseFormat(o.format)
-	if err != nil {
-		return run.Config{}, "", err
-	}
-	topts, header, err := o.targetFlags.options(baseURL)
 	if err != nil {
 		return run.Config{}, "", err
 	}
 	if fs.Changed("snapshots") && fs.Changed("interval") {
 		return run.Config{}, "", errors.New("--snapshots and --interval both set: give one")
 	}
-	if o.duration <= 0 {
-		return run.Config{}, "", fmt.Errorf("--duration %s: give a positive window such as 30s", o.duration)
-	}
-	if o.repeat < 1 {
-		return run.Config{}, "", fmt.Errorf("--repeat %d: give a number of windows ≥ 1", o.repeat)
-	}
-	if _, err := target.ParseBaseURL(baseURL); err != nil {
+	cfg := o.cfg
+	cfg.CPU, cfg.Version = !o.noCPU, version
+	cfg.UntilConfident = cfg.UntilConfident && cfg.Repeat == 1
+	var header http.Header
+	if cfg.Target, header, err = o.target.options(baseURL); err != nil {
 		return run.Config{}, "", err
 	}
-	cfg := run.Config{
-		Target:    topts,
-		Duration:  o.duration,
-		Snapshots: o.snapshots,
-		Interval:  o.interval,
-		CPU:       !o.noCPU,
-		Trace:     o.trace,
-		Extra:     o.profiles,
-		PID:       o.pid,
-		OutDir:    o.out,
-		Version:   version,
-		Repeat:    o.repeat,
-		Warmup:    o.warmup,
-
-		UntilConfident: o.untilConfident && o.repeat == 1,
-		MaxDuration:    o.maxDuration,
-		AllFindings:    o.all,
-	}
-	if o.maxDuration < 0 || o.maxDuration > 0 && o.maxDuration < o.duration {
-		return run.Config{}, "", fmt.Errorf("--max-duration %s: give at least the --duration window, %s", o.maxDuration, o.duration)
-	}
-	lo, err := o.loadConfig(fs, baseURL, header)
-	if err != nil {
+	if cfg.Load, err = o.loadConfig(fs, baseURL, header); err != nil {
 		return run.Config{}, "", err
 	}
-	if lo == nil && o.warmup != 0 {
+	if cfg.Load == nil && cfg.Warmup != 0 {
 		return run.Config{}, "", errors.New("--warmup drives the load before the window: give --load 'METHOD URL' or --targets FILE")
 	}
-	cfg.Load = lo
-	return cfg, format, nil
+	return cfg, format, cfg.Validate()
 }
 
 // loadConfig builds the window's load from --load or --targets and the
 // load flags; nil when there is no load.
 func (o *profileOptions) loadConfig(fs *pflag.FlagSet, baseURL string, header http.Header) (*load.Options, error) {
-	if o.load == "" && o.targets == "" {
+	if o.load.source.Request == "" && o.load.source.TargetsFile == "" {
 		for _, name := range []string{"connections", "ramp", "max-in-flight", "body", "body-file", "no-keepalive", "http1", "http2", "load-timeout"} {
 			if fs.Changed(name) {
 				return nil, fmt.Errorf("--%s applies to the load: give --load 'METHOD URL' or --targets FILE", name)
@@ -175,31 +131,16 @@ func (o *profileOptions) loadConfig(fs *pflag.FlagSet, baseURL string, header ht
 		}
 		return nil, nil
 	}
-	if o.load != "" && o.targets != "" {
-		return nil, errors.New("--load and --targets both set: give one")
-	}
 	base, err := target.ParseBaseURL(baseURL)
 	if err != nil {
 		return nil, err
 	}
-	on := base.Scheme + "://" + base.Host + base.Path
-	var method, url string
-	if o.load != "" {
-		req, err := load.ParseRequestOn(o.load, on)
-		if err != nil {
-			return nil, fmt.Errorf("--load: %w", err)
-		}
-		method, url = req.Method, req.URL
-	}
-	reqs, err := o.loadFlags.requests(method, url, on, header)
+	o.load.source.Base, o.load.source.Header = base.Scheme+"://"+base.Host+base.Path, header
+	opts, err := o.load.options(fs)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := o.loadFlags.options(fs, reqs)
-	if err != nil {
-		return nil, err
-	}
-	if opts.TLS, err = target.TLSConfig(o.caCert, o.insecure); err != nil {
+	if opts.TLS, err = target.TLSConfig(o.target.CACertFile, o.target.Insecure); err != nil {
 		return nil, err
 	}
 	return &opts, nil
@@ -217,9 +158,9 @@ func runProfile(ctx context.Context, e *env, fs *pflag.FlagSet, baseURL string, 
 // status into the exit code.
 func profileAndReport(ctx context.Context, e *env, cfg run.Config, format report.Format) error {
 	bar := newStatus(e.stderr, false, 0)
-	cfg.Progress = bar.window
+	cfg.Progress = func(p run.Progress) { bar.Show(p.String()) }
 	res, dir, err := run.Profile(ctx, cfg)
-	bar.finish()
+	bar.Finish()
 	if err != nil {
 		return err
 	}

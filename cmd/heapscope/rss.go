@@ -91,7 +91,7 @@ func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
 		}
 		look.Given, look.GivenURL = c.MemStats, c.PprofURL()
 	case !o.noDiscover:
-		look.Find = target.Local{PprofPath: o.pprofPath, Header: header}.FindMemStats
+		look.Find = target.Local{PprofPath: o.PprofPath, Header: header}.FindMemStats
 	}
 	proc := o.proc
 	if proc == nil {

@@ -126,8 +126,8 @@ func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte
 	}
 	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), int(o.duration/time.Second))
 	prog := newStatus(e.stderr, false, 0)
-	data, err := run.CaptureTrace(cmd.Context(), c, o.duration, prog.window)
-	prog.finish()
+	data, err := run.CaptureTrace(cmd.Context(), c, o.duration, func(p run.Progress) { prog.Show(p.String()) })
+	prog.Finish()
 	if err != nil {
 		return nil, "", err
 	}

@@ -21,7 +21,7 @@ var layer = map[string]int{
 	"internal/humanize": 0, "internal/goldenfile": 0, "internal/webguard": 0,
 	"internal/escape": 0, "internal/gcstats": 0, "internal/sysmem": 0,
 	"internal/pprofx": 0, "internal/gate": 0, "internal/layers": 0,
-	"internal/atomicfile": 0,
+	"internal/atomicfile": 0, "internal/option": 0, "internal/progress": 0,
 	// 0 also: helpers for tests, imported by tests alone.
 	"internal/cgrouptest": 0,
 	// 0 also: build tools, run by make, not by heapscope.

@@ -2,11 +2,12 @@ package load
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/option"
 )
 
 // Defaults for the zero values of Options.
@@ -170,51 +171,18 @@ func (o *Options) Model() Model {
 	return ModelClosed
 }
 
-// validate checks the options and fills the defaults.
-func (o *Options) validate() error {
-	switch {
-	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0:
-		return fmt.Errorf("rate %g per second must be a positive number", o.Rate)
-	case o.Rate > 1e7:
-		return fmt.Errorf("rate %g per second is more than one machine can send: give at most 10000000", o.Rate)
-	case o.Connections < 0:
-		return fmt.Errorf("connections %d must not be negative", o.Connections)
-	case o.Rate == 0 && o.Connections == 0:
-		return errors.New("no load model: give a rate (open model) or a number of connections (closed model)")
-	case o.Rate > 0 && o.Connections > 0:
-		return errors.New("rate and connections both set: the open model takes a rate (bound its connections with max in-flight), the closed model a number of connections")
-	case o.Connections > 100_000:
-		return fmt.Errorf("connections %d: give at most 100000", o.Connections)
-	case o.Ramp < 0:
-		return fmt.Errorf("ramp %s must not be negative", o.Ramp)
-	case o.Ramp > 0 && o.Rate == 0:
-		return errors.New("ramp applies to the open model: give a rate")
-	case o.Duration < 0:
-		return fmt.Errorf("duration %s must not be negative", o.Duration)
-	case o.Duration == 0 && o.MaxRequests == 0:
-		return errors.New("no end: give a duration or a number of requests")
-	case o.Ramp > 0 && o.Duration > 0 && o.Ramp > o.Duration:
-		return fmt.Errorf("ramp %s is longer than the %s run", o.Ramp, o.Duration)
-	case o.Timeout < 0:
-		return fmt.Errorf("timeout %s must not be negative", o.Timeout)
-	case o.MaxInFlight < 0:
-		return fmt.Errorf("max in-flight %d must not be negative", o.MaxInFlight)
-	case o.MaxInFlight > 0 && o.Rate == 0:
-		return errors.New("max in-flight applies to the open model; the closed model's concurrency is its connections")
-	case o.MaxInFlight > 100_000:
-		return fmt.Errorf("max in-flight %d: give at most 100000", o.MaxInFlight)
-	case o.MaxBody < 0:
-		return fmt.Errorf("max body %d must not be negative", o.MaxBody)
-	case o.ProgressInterval < 0:
-		return fmt.Errorf("progress interval %s must not be negative", o.ProgressInterval)
-	case len(o.Targets) == 0:
-		return errors.New("no request to send")
+// Describe says how the load is driven: "at 500 requests/s" (the open
+// model) or "with 8 connections back to back" (the closed one).
+func (o *Options) Describe() string {
+	if o.Rate > 0 {
+		return fmt.Sprintf("at %g requests/s", o.Rate)
 	}
-	switch o.Protocol {
-	case ProtocolAuto, ProtocolHTTP1, ProtocolHTTP2:
-	default:
-		return fmt.Errorf("protocol %q: want http1 or http2", o.Protocol)
-	}
+	return fmt.Sprintf("with %d connections back to back", o.Connections)
+}
+
+// SetDefaults fills the defaults of the zero fields: Timeout, MaxInFlight
+// (of the open model), MaxBody and ProgressInterval.
+func (o *Options) SetDefaults() {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -227,7 +195,57 @@ func (o *Options) validate() error {
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = DefaultProgressInterval
 	}
-	return nil
+}
+
+// Validate reports the first option that cannot run as an
+// *option.Error. New fills the defaults of zero fields (SetDefaults)
+// before it validates; Validate takes the options as they are, so a zero Timeout,
+// which a command line gives only when its user typed 0, is an error
+// here. It does not compile the requests (New does).
+func (o *Options) Validate() error {
+	switch {
+	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0:
+		return option.Errorf("Rate", "{Rate} %g: give a positive rate, or {Connections} N for the closed model", o.Rate)
+	case o.Connections < 0:
+		return option.Errorf("Connections", "{Connections} %d: give a positive number", o.Connections)
+	case o.Rate > 0 && o.Connections > 0:
+		return option.Errorf("Rate", "{Rate} and {Connections} both set: {Rate} R is the open model, {Connections} N the closed model; give one")
+	case o.Rate == 0 && o.Connections == 0:
+		return option.Errorf("Rate", "no load model: give {Rate} R (open model, requests per second) or {Connections} N (closed model)")
+	case o.MaxInFlight < 0:
+		return option.Errorf("MaxInFlight", "{MaxInFlight} %d: give a positive number", o.MaxInFlight)
+	case o.MaxInFlight > 0 && o.Rate == 0:
+		return option.Errorf("MaxInFlight", "{MaxInFlight} bounds the open model ({Rate}); the closed model's concurrency is {Connections}")
+	case o.Ramp < 0:
+		return option.Errorf("Ramp", "{Ramp} %s: give a positive duration", o.Ramp)
+	case o.Ramp > 0 && o.Rate == 0:
+		return option.Errorf("Ramp", "{Ramp} applies to the open model: give {Rate}")
+	case o.Timeout <= 0:
+		return option.Errorf("Timeout", "{Timeout} %s: give a positive duration", o.Timeout)
+	case o.Duration < 0:
+		return option.Errorf("Duration", "{Duration} %s: give a positive duration", o.Duration)
+	case o.Duration == 0 && o.MaxRequests == 0:
+		return option.Errorf("Duration", "{Duration} 0 and no {MaxRequests}: give one of them")
+	case o.Rate > 1e7:
+		return option.Errorf("Rate", "{Rate} %g per second is more than one machine can send: give at most 10000000", o.Rate)
+	case o.Connections > 100_000:
+		return option.Errorf("Connections", "{Connections} %d: give at most 100000", o.Connections)
+	case o.Ramp > 0 && o.Duration > 0 && o.Ramp > o.Duration:
+		return option.Errorf("Ramp", "{Ramp} %s is longer than the %s run", o.Ramp, o.Duration)
+	case o.MaxInFlight > 100_000:
+		return option.Errorf("MaxInFlight", "{MaxInFlight} %d: give at most 100000", o.MaxInFlight)
+	case o.MaxBody < 0:
+		return option.Errorf("MaxBody", "{MaxBody} %d must not be negative", o.MaxBody)
+	case o.ProgressInterval < 0:
+		return option.Errorf("ProgressInterval", "{ProgressInterval} %s must not be negative", o.ProgressInterval)
+	case len(o.Targets) == 0:
+		return option.Errorf("Targets", "no request to send")
+	}
+	switch o.Protocol {
+	case ProtocolAuto, ProtocolHTTP1, ProtocolHTTP2:
+		return nil
+	}
+	return option.Errorf("Protocol", "{Protocol} %q: want http1 or http2", o.Protocol)
 }
 
 // workers returns the most requests outstanding at once.

@@ -1,9 +1,12 @@
 package load
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -138,6 +141,19 @@ func (r *Result) SuccessRatio() float64 {
 		return 0
 	}
 	return float64(r.Requests-min(r.Errors, r.Requests)) / float64(r.Requests)
+}
+
+// NoneSucceeded returns, when no request of the run succeeded, an error
+// that says why: none was sent, or the kinds of their failures; nil when
+// some succeeded.
+func (r *Result) NoneSucceeded() error {
+	switch {
+	case r.SuccessRatio() > 0:
+		return nil
+	case r.Requests == 0:
+		return errors.New("no request was sent")
+	}
+	return fmt.Errorf("none of the %d requests succeeded (%s)", r.Requests, humanize.Tally(r.Summary().ErrorKinds, " "))
 }
 
 // Summary returns the result as result.json and load.json hold it.

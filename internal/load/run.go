@@ -22,11 +22,13 @@ type Generator struct {
 	sleeper   func() sleeper
 }
 
-// New validates opts and compiles its requests, reading the files of their
-// {pick:FILE} placeholders. Its errors are one line.
+// New fills the defaults of opts, validates it (Options.Validate) and
+// compiles its requests, reading the files of their {pick:FILE}
+// placeholders. Its errors are one line.
 func New(opts Options) (*Generator, error) {
-	if err := opts.validate(); err != nil {
-		return nil, fmt.Errorf("load options: %w", err)
+	opts.SetDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	g := &Generator{opts: opts, sched: Schedule{Rate: opts.Rate, Ramp: opts.Ramp}}
 	for i, r := range opts.Targets {

@@ -125,7 +125,7 @@ func TestProfile_RepeatGoesOnAfterAFailedWindow(t *testing.T) {
 func TestConfig_ValidateRepeat(t *testing.T) {
 	for _, n := range []int{-1, maxRepeat + 1} {
 		c := Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}, Repeat: n}
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "repeat") {
+		if err := c.prepare(); err == nil || !strings.Contains(strings.ToLower(err.Error()), "repeat") {
 			t.Errorf("repeat %d: error %v", n, err)
 		}
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/sysmem"
@@ -120,6 +121,20 @@ type Progress struct {
 	Errors uint64
 }
 
+// String describes the progress on one line: "window 3s/10s, 1200
+// requests (4 errors)", the requests only under load, the errors only
+// when some failed.
+func (p Progress) String() string {
+	line := fmt.Sprintf("window %s/%s", p.Elapsed.Round(time.Second), p.Total)
+	if p.Requests > 0 {
+		line += fmt.Sprintf(", %d requests", p.Requests)
+		if p.Errors > 0 {
+			line += fmt.Sprintf(" (%d errors)", p.Errors)
+		}
+	}
+	return line
+}
+
 // Defaults of a run.
 const (
 	DefaultDuration = 30 * time.Second
@@ -145,68 +160,23 @@ const (
 	overrunMin   = 500 * time.Millisecond
 )
 
-// Validate checks the configuration and fills defaults.
-func (c *Config) Validate() error {
+// setDefaults fills the defaults of the zero fields, the load's too (on a
+// copy of it).
+func (c *Config) setDefaults() {
 	if c.Duration == 0 {
 		c.Duration = DefaultDuration
-	}
-	if c.Duration < 0 {
-		return fmt.Errorf("duration %s is negative: give a window such as 30s", c.Duration)
-	}
-	if c.Duration < 100*time.Millisecond {
-		return fmt.Errorf("duration %s is too short: give at least 100ms", c.Duration)
-	}
-	if c.Interval < 0 {
-		return fmt.Errorf("interval %s is negative", c.Interval)
-	}
-	if c.Interval > 0 && c.Interval > c.Duration {
-		return fmt.Errorf("interval %s is longer than the %s window", c.Interval, c.Duration)
-	}
-	if c.Interval > 0 && c.Interval < minInterval {
-		return fmt.Errorf("interval %s is too short: a snapshot forces a GC, give at least %s", c.Interval, minInterval)
-	}
-	if c.Interval > 0 && c.Duration/c.Interval >= maxSnapshots {
-		return fmt.Errorf("interval %s makes %d snapshots over the %s window: give at most %d", c.Interval, c.Duration/c.Interval+1, c.Duration, maxSnapshots)
 	}
 	if c.Snapshots == 0 {
 		c.Snapshots = DefaultSnapshots
 	}
-	if c.MaxDuration == 0 {
-		c.MaxDuration = DefaultMaxDurationFactor * c.Duration
-	}
-	if c.UntilConfident && c.MaxDuration < c.Duration {
-		return fmt.Errorf("max duration %s is shorter than the %s window", c.MaxDuration, c.Duration)
-	}
-	if c.Snapshots < 2 {
-		return fmt.Errorf("snapshots must be at least 2 (the window's start and end), not %d", c.Snapshots)
-	}
-	if c.Snapshots > maxSnapshots {
-		return fmt.Errorf("snapshots %d is too many: give at most %d", c.Snapshots, maxSnapshots)
-	}
-	for _, e := range c.Extra {
-		if e != "block" && e != "mutex" {
-			return fmt.Errorf("profile %q cannot be collected over a window: choose block or mutex", e)
-		}
-	}
-	if c.PID < 0 {
-		return fmt.Errorf("pid %d is negative", c.PID)
-	}
-	if err := c.validateTrace(); err != nil {
-		return err
-	}
-	if c.Repeat < 0 || c.Repeat > maxRepeat {
-		return fmt.Errorf("repeat %d: give between 1 and %d windows", c.Repeat, maxRepeat)
+	c.MaxDuration = c.maxDuration()
+	if c.Repeat == 0 {
+		c.Repeat = 1
 	}
 	if c.Load != nil {
-		if _, err := load.New(c.loadOptions(nil)); err != nil {
-			return err
-		}
-	}
-	if c.Warmup < 0 || c.Warmup > maxWarmup {
-		return fmt.Errorf("warm-up %s: give a duration between 0 and %s", c.Warmup, maxWarmup)
-	}
-	if c.Warmup > 0 && c.Load == nil {
-		return errors.New("a warm-up drives the load before the window: give the load too")
+		lo := *c.Load
+		lo.SetDefaults()
+		c.Load = &lo
 	}
 	if c.OutDir == "" {
 		c.OutDir = DefaultOutDir
@@ -216,6 +186,98 @@ func (c *Config) Validate() error {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+}
+
+// Validate reports the first field that cannot make a run, the errors
+// about the fields of Target and Load from within them (option.Within).
+// Profile fills the defaults of zero fields before it validates; Validate
+// takes the configuration as it is, so a zero Duration or Repeat, which a
+// command line gives only when its user typed 0, is an error here (a zero
+// Snapshots or MaxDuration is the default still). It reads no file and
+// contacts nothing: Profile then compiles the load's requests and reaches
+// the target.
+func (c *Config) Validate() error {
+	if err := c.Target.Validate(); err != nil {
+		return option.Within("Target", err)
+	}
+	if c.Duration <= 0 {
+		return option.Errorf("Duration", "{Duration} %s: give a positive window such as 30s", c.Duration)
+	}
+	if c.Repeat < 1 {
+		return option.Errorf("Repeat", "{Repeat} %d: give a number of windows ≥ 1", c.Repeat)
+	}
+	if c.MaxDuration < 0 || c.MaxDuration > 0 && c.MaxDuration < c.Duration {
+		return option.Errorf("MaxDuration", "{MaxDuration} %s: give at least the {Duration} window, %s", c.MaxDuration, c.Duration)
+	}
+	if c.Load != nil {
+		lo := c.loadOptions(nil)
+		if err := lo.Validate(); err != nil {
+			return option.Within("Load", err)
+		}
+	}
+	if c.Duration < 100*time.Millisecond {
+		return option.Errorf("Duration", "duration %s is too short: give at least 100ms", c.Duration)
+	}
+	if err := c.validateSnapshots(); err != nil {
+		return err
+	}
+	for _, e := range c.Extra {
+		if e != "block" && e != "mutex" {
+			return option.Errorf("Extra", "profile %q cannot be collected over a window: choose block or mutex", e)
+		}
+	}
+	if c.PID < 0 {
+		return option.Errorf("PID", "pid %d is negative", c.PID)
+	}
+	if err := c.validateTrace(); err != nil {
+		return err
+	}
+	if c.Repeat > maxRepeat {
+		return option.Errorf("Repeat", "repeat %d: give between 1 and %d windows", c.Repeat, maxRepeat)
+	}
+	if c.Warmup < 0 || c.Warmup > maxWarmup {
+		return option.Errorf("Warmup", "warm-up %s: give a duration between 0 and %s", c.Warmup, maxWarmup)
+	}
+	if c.Warmup > 0 && c.Load == nil {
+		return option.Errorf("Warmup", "a warm-up drives the load before the window: give the load too")
+	}
+	_, err := target.ParseBaseURL(c.Target.BaseURL)
+	return err
+}
+
+// validateSnapshots checks Snapshots and Interval: a zero Snapshots is the
+// default.
+func (c *Config) validateSnapshots() error {
+	switch {
+	case c.Interval < 0:
+		return option.Errorf("Interval", "interval %s is negative", c.Interval)
+	case c.Interval > 0 && c.Interval > c.Duration:
+		return option.Errorf("Interval", "interval %s is longer than the %s window", c.Interval, c.Duration)
+	case c.Interval > 0 && c.Interval < minInterval:
+		return option.Errorf("Interval", "interval %s is too short: a snapshot forces a GC, give at least %s", c.Interval, minInterval)
+	case c.Interval > 0 && c.Duration/c.Interval >= maxSnapshots:
+		return option.Errorf("Interval", "interval %s makes %d snapshots over the %s window: give at most %d", c.Interval, c.Duration/c.Interval+1, c.Duration, maxSnapshots)
+	case c.Snapshots != 0 && c.Snapshots < 2:
+		return option.Errorf("Snapshots", "snapshots must be at least 2 (the window's start and end), not %d", c.Snapshots)
+	case c.Snapshots > maxSnapshots:
+		return option.Errorf("Snapshots", "snapshots %d is too many: give at most %d", c.Snapshots, maxSnapshots)
+	}
+	return nil
+}
+
+// prepare fills the defaults, validates, compiles the load's requests
+// (reading the files of their placeholders) and makes the target's client
+// unless a test gave a fetcher.
+func (c *Config) prepare() error {
+	c.setDefaults()
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.Load != nil {
+		if _, err := load.New(c.loadOptions(nil)); err != nil {
+			return err
+		}
 	}
 	if c.fetcher == nil {
 		client, err := target.New(c.Target)
@@ -255,11 +317,20 @@ func (c *Config) loadOptions(progress func(load.Progress)) load.Options {
 	o.Duration, o.MaxRequests = c.Duration, 0
 	if c.UntilConfident {
 		// The window may stay open: the run stops the load when it ends.
-		o.Duration = c.MaxDuration
+		o.Duration = c.maxDuration()
 	}
 	o.Series = true // for load.json
 	o.Progress = progress
 	return o
+}
+
+// maxDuration is the longest window UntilConfident keeps open:
+// MaxDuration, or DefaultMaxDurationFactor × Duration when it is 0.
+func (c *Config) maxDuration() time.Duration {
+	if c.MaxDuration == 0 {
+		return DefaultMaxDurationFactor * c.Duration
+	}
+	return c.MaxDuration
 }
 
 // DefaultOutDir is where run directories go unless said otherwise.
@@ -291,7 +362,7 @@ var ErrInterrupted = errors.New("interrupted")
 // then says status failed or has no result.json). A run that collected
 // something but not everything comes back with Status partial and no error.
 func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.prepare(); err != nil {
 		return nil, "", err
 	}
 	if cfg.Repeat > 1 {

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
@@ -330,28 +331,88 @@ func TestProfile_BadTargets(t *testing.T) {
 }
 
 func TestConfig_Validate(t *testing.T) {
+	valid := Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}, Duration: time.Second, Repeat: 1}
+	with := func(f func(*Config)) Config { c := valid; f(&c); return c }
+	lo := &load.Options{Targets: []load.Request{{URL: "http://h/"}}, Rate: 1, Timeout: time.Second}
 	tests := []struct {
-		name    string
-		cfg     Config
-		wantErr string
+		name  string
+		cfg   Config
+		field string // "" for no *option.Error
+		want  string // "" for a valid configuration
 	}{
-		{"negative duration", Config{Duration: -time.Second}, "negative"},
-		{"one snapshot", Config{Duration: time.Second, Snapshots: 1}, "at least 2"},
-		{"interval beyond window", Config{Duration: time.Second, Interval: 2 * time.Second}, "longer than"},
-		{"interval too short", Config{Duration: time.Second, Interval: time.Millisecond}, "too short"},
-		{"interval making too many snapshots", Config{Duration: time.Hour, Interval: time.Second}, "at most 1000"},
-		{"too many snapshots", Config{Duration: time.Second, Snapshots: 1001}, "at most 1000"},
-		{"unknown extra profile", Config{Duration: time.Second, Extra: []string{"heap"}}, "block or mutex"},
-		{"bad url", Config{Duration: time.Second, Target: target.Options{BaseURL: "ftp://x"}}, "scheme"},
-		{"negative pid", Config{Duration: time.Second, PID: -3}, "negative"},
-		{"load without a model", Config{Duration: time.Second, Load: &load.Options{Targets: []load.Request{{URL: "http://h/"}}}}, "no load model"},
-		{"load with a bad pick file", Config{Duration: time.Second, Load: &load.Options{Targets: []load.Request{{URL: "http://h/{pick:/nonexistent/ids}"}}, Rate: 1}}, "read values"},
+		{"valid", valid, "", ""},
+		{"zero snapshots and max duration are the defaults", with(func(c *Config) { c.Snapshots, c.MaxDuration = 0, 0 }), "", ""},
+		{"with load", with(func(c *Config) { c.Load, c.Warmup = lo, time.Second }), "", ""},
+		{"negative timeout", with(func(c *Config) { c.Target.Timeout = -1 }), "Target.Timeout", "Target.Timeout -1ns: give a positive duration"},
+		{"zero duration", with(func(c *Config) { c.Duration = 0 }), "Duration", "Duration 0s: give a positive window such as 30s"},
+		{"negative duration", with(func(c *Config) { c.Duration = -time.Second }), "Duration", "Duration -1s: give a positive window"},
+		{"zero repeat", with(func(c *Config) { c.Repeat = 0 }), "Repeat", "Repeat 0: give a number of windows ≥ 1"},
+		{"max duration below the window", with(func(c *Config) { c.MaxDuration = time.Millisecond }), "MaxDuration", "MaxDuration 1ms: give at least the Duration window, 1s"},
+		{"load without a model", with(func(c *Config) { c.Load = &load.Options{Targets: lo.Targets, Timeout: time.Second} }), "Load.Rate", "no load model: give Load.Rate R"},
+		{"load with a zero timeout", with(func(c *Config) { l := *lo; l.Timeout = 0; c.Load = &l }), "Load.Timeout", "Load.Timeout 0s: give a positive duration"},
+		{"too short", with(func(c *Config) { c.Duration = time.Millisecond }), "Duration", "duration 1ms is too short"},
+		{"one snapshot", with(func(c *Config) { c.Snapshots = 1 }), "Snapshots", "at least 2"},
+		{"interval beyond window", with(func(c *Config) { c.Interval = 2 * time.Second }), "Interval", "longer than"},
+		{"interval too short", with(func(c *Config) { c.Interval = time.Millisecond }), "Interval", "too short"},
+		{"interval making too many snapshots", with(func(c *Config) { c.Duration, c.Interval = time.Hour, time.Second }), "Interval", "at most 1000"},
+		{"too many snapshots", with(func(c *Config) { c.Snapshots = 1001 }), "Snapshots", "at most 1000"},
+		{"unknown extra profile", with(func(c *Config) { c.Extra = []string{"heap"} }), "Extra", "block or mutex"},
+		{"negative pid", with(func(c *Config) { c.PID = -3 }), "PID", "pid -3 is negative"},
+		{"too many windows", with(func(c *Config) { c.Repeat = maxRepeat + 1 }), "Repeat", "repeat 1001: give between 1 and 1000 windows"},
+		{"warm-up without load", with(func(c *Config) { c.Warmup = time.Second }), "Warmup", "give the load too"},
+		{"bad url", with(func(c *Config) { c.Target.BaseURL = "ftp://x" }), "", "scheme"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+			var oe *option.Error
+			if isOption := errors.As(err, &oe); isOption != (tt.field != "") || isOption && oe.Field != tt.field {
+				t.Errorf("Validate() = %v, want an *option.Error about %q", err, tt.field)
+			}
+		})
+	}
+}
+
+// TestConfig_prepare checks what Profile does before it runs: the defaults
+// of zero fields filled, then the checks, the load's requests compiled.
+func TestConfig_prepare(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string // "" for none
+	}{
+		{"defaults", Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}}, ""},
+		{"a library's load without a timeout", Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}, Load: &load.Options{Targets: []load.Request{{URL: "http://h/"}}, Rate: 1}}, ""},
+		{"negative duration", Config{Duration: -time.Second}, "positive window"},
+		{"load with a bad pick file", Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}, Duration: time.Second, Load: &load.Options{Targets: []load.Request{{URL: "http://h/{pick:/nonexistent/ids}"}}, Rate: 1}}, "read values"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lo := tt.cfg.Load
+			err := tt.cfg.prepare()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.cfg.Duration != DefaultDuration || tt.cfg.Snapshots != DefaultSnapshots || tt.cfg.Repeat != 1 || tt.cfg.fetcher == nil {
+					t.Errorf("prepared %+v: defaults or fetcher missing", tt.cfg)
+				}
+				if lo != nil && (tt.cfg.Load.Timeout != load.DefaultTimeout || lo.Timeout != 0) {
+					t.Errorf("load timeout %s (the caller's %s), want the default filled on a copy", tt.cfg.Load.Timeout, lo.Timeout)
+				}
+				return
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+				t.Errorf("prepare() = %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
 	}
@@ -629,7 +690,7 @@ func TestProfile_RSSOfARemoteTarget(t *testing.T) {
 func TestWriteRun_FailureIsOneLineAndMarksTheRunFailed(t *testing.T) {
 	srv := serve(t, pprofMux(nil))
 	cfg := Config{Target: target.Options{BaseURL: srv.URL}, Duration: 200 * time.Millisecond, OutDir: t.TempDir()}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.prepare(); err != nil {
 		t.Fatal(err)
 	}
 	c := &collector{cfg: &cfg}
@@ -820,6 +881,22 @@ func TestProfile_LeanKeepsProfilesAndLeavesOutTheDrawings(t *testing.T) {
 		}
 		if back.TopFor("alloc_space") == nil || len(back.Profiles) == 0 {
 			t.Errorf("lean %v: the run lost its profiles or top tables", lean)
+		}
+	}
+}
+
+func TestProgress_String(t *testing.T) {
+	tests := []struct {
+		p    Progress
+		want string
+	}{
+		{Progress{Elapsed: 2400 * time.Millisecond, Total: 10 * time.Second}, "window 2s/10s"},
+		{Progress{Elapsed: 3 * time.Second, Total: 10 * time.Second, Requests: 1200}, "window 3s/10s, 1200 requests"},
+		{Progress{Elapsed: 3 * time.Second, Total: 10 * time.Second, Requests: 1200, Errors: 4}, "window 3s/10s, 1200 requests (4 errors)"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.p, got, tt.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -29,9 +30,9 @@ func (c *Config) validateTrace() error {
 	case c.Trace == 0:
 		return nil
 	case c.Trace < time.Second || c.Trace%time.Second != 0:
-		return fmt.Errorf("trace %s: the pprof endpoint takes whole seconds, at least 1s", c.Trace)
+		return option.Errorf("Trace", "trace %s: the pprof endpoint takes whole seconds, at least 1s", c.Trace)
 	case c.Trace > c.Duration:
-		return fmt.Errorf("trace %s is longer than the %s window", c.Trace, c.Duration)
+		return option.Errorf("Trace", "trace %s is longer than the %s window", c.Trace, c.Duration)
 	}
 	return nil
 }

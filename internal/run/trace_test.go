@@ -101,7 +101,7 @@ func TestConfig_Validate_trace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.trace.String(), func(t *testing.T) {
 			c := Config{Target: target.Options{BaseURL: "http://127.0.0.1:1"}, Duration: 2 * time.Second, Trace: tt.trace}
-			err := c.Validate()
+			err := c.prepare()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}

@@ -64,7 +64,7 @@ func TestConfig_ValidateWarmup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
+			err := tt.cfg.prepare()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
 			}

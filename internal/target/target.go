@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/option"
 )
 
 // DefaultMaxBody is the largest response body a Client accepts unless
@@ -74,8 +75,23 @@ type Client struct {
 	http      *http.Client
 }
 
+// Validate reports a negative Timeout or MaxBody as an *option.Error;
+// zero means the default. New validates, and checks BaseURL too.
+func (o Options) Validate() error {
+	switch {
+	case o.Timeout < 0:
+		return option.Errorf("Timeout", "{Timeout} %s: give a positive duration", o.Timeout)
+	case o.MaxBody < 0:
+		return option.Errorf("MaxBody", "{MaxBody} %d: give a positive size in bytes", o.MaxBody)
+	}
+	return nil
+}
+
 // New validates opts and returns a Client. It does not contact the service.
 func New(opts Options) (*Client, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	base, err := ParseBaseURL(opts.BaseURL)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/option"
 )
 
 func TestParseBaseURL(t *testing.T) {
@@ -81,6 +83,35 @@ func TestNew_errors(t *testing.T) {
 		t.Fatal("New with a gopher URL: got no error")
 	} else {
 		checkErr(t, err, "scheme")
+	}
+}
+
+func TestOptions_Validate(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		field string // "" for valid options
+		want  string
+	}{
+		{"defaults", Options{}, "", ""},
+		{"set", Options{Timeout: time.Second, MaxBody: 1 << 20}, "", ""},
+		{"negative timeout", Options{Timeout: -time.Second}, "Timeout", "Timeout -1s: give a positive duration"},
+		{"negative max body", Options{MaxBody: -1}, "MaxBody", "MaxBody -1: give a positive size in bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.opts.Validate()
+			var oe *option.Error
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.field != "" && (!errors.As(err, &oe) || oe.Field != tt.field || err.Error() != tt.want):
+				t.Errorf("Validate() = %v, want the %s error %q", err, tt.field, tt.want)
+			}
+			if _, err := New(Options{BaseURL: "http://127.0.0.1:1", Timeout: tt.opts.Timeout, MaxBody: tt.opts.MaxBody}); (err != nil) != (tt.field != "") {
+				t.Errorf("New: %v, want it to validate as Validate does", err)
+			}
+		})
 	}
 }
 
