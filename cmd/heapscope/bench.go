@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/report"
 )
@@ -16,38 +14,30 @@ import (
 // benchGateOptions are the comparison, gate and output flags shared by
 // bench compare and bench run.
 type benchGateOptions struct {
-	failOn  []string
-	alpha   float64
-	minRuns int
-	strict  bool
-	ignore  string
-	format  string
-	junit   string
+	bench.Options
+	failOn []string
+	format string
+	junit  string
 }
 
 func (o *benchGateOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.failOn, "fail-on", nil, "gate `[NAME_REGEX:]UNIT>THRESHOLD`, such as 'B/op>+5%' or 'Process.*:allocs/op>+0%'; < for units where lower is worse; repeatable")
-	fs.Float64Var(&o.alpha, "alpha", bench.DefaultAlpha, "significance level: a change counts when p ≤ alpha")
-	fs.IntVar(&o.minRuns, "min-runs", bench.DefaultMinRuns, "runs per side below which a comparison is flagged")
-	fs.BoolVar(&o.strict, "strict", false, "too few runs is an error (exit 2), not a warning")
-	fs.StringVar(&o.ignore, "ignore", "", "configuration keys to compare across, as benchstat's -ignore (e.g. pkg)")
+	fs.Float64Var(&o.Alpha, "alpha", bench.DefaultAlpha, "significance level: a change counts when p ≤ alpha")
+	fs.IntVar(&o.MinRuns, "min-runs", bench.DefaultMinRuns, "runs per side below which a comparison is flagged")
+	fs.BoolVar(&o.Strict, "strict", false, "too few runs is an error (exit 2), not a warning")
+	fs.StringVar(&o.Ignore, "ignore", "", "configuration keys to compare across, as benchstat's -ignore (e.g. pkg)")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
 	fs.StringVar(&o.junit, "junit", "", "also write the result as JUnit XML to `FILE`")
 }
 
-// options turns the flags into bench.Options.
+// options returns the comparison's options, with the gates of --fail-on,
+// and the output format.
 func (o *benchGateOptions) options() (bench.Options, report.Format, error) {
 	format, err := report.ParseFormat(o.format)
 	if err != nil {
 		return bench.Options{}, "", err
 	}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return bench.Options{}, "", fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
-	}
-	if o.minRuns < 1 {
-		return bench.Options{}, "", fmt.Errorf("--min-runs %d: give a number ≥ 1", o.minRuns)
-	}
-	opts := bench.Options{Alpha: o.alpha, MinRuns: o.minRuns, Strict: o.strict, Ignore: o.ignore}
+	opts := o.Options
 	for _, expr := range o.failOn {
 		g, err := bench.ParseGate(expr)
 		if err != nil {
@@ -66,11 +56,7 @@ func (o *benchGateOptions) finish(e *env, rep *bench.Report, format report.Forma
 		return fmt.Errorf("write the comparison: %w", err)
 	}
 	if o.junit != "" {
-		var buf bytes.Buffer
-		if err := report.Write(&buf, report.FormatJUnit, doc); err != nil {
-			return fmt.Errorf("write JUnit XML: %w", err)
-		}
-		if err := atomicfile.WriteBytes(o.junit, buf.Bytes()); err != nil {
+		if err := writeDocument(o.junit, report.FormatJUnit, doc); err != nil {
 			return fmt.Errorf("write JUnit XML: %w", err)
 		}
 	}
@@ -138,18 +124,10 @@ func runBenchCompare(e *env, oldPath, newPath string, o *benchGateOptions) error
 	if err != nil {
 		return err
 	}
-	if oldPath == "-" && newPath == "-" {
-		return errors.New("bench compare: only one of OLD and NEW can be - (stdin)")
+	if err := opts.Validate(); err != nil {
+		return err
 	}
-	oldIn, err := bench.ReadInput(oldPath, e.stdin)
-	if err != nil {
-		return fmt.Errorf("bench compare: %w", err)
-	}
-	newIn, err := bench.ReadInput(newPath, e.stdin)
-	if err != nil {
-		return fmt.Errorf("bench compare: %w", err)
-	}
-	rep, err := bench.Compare(oldIn, newIn, opts)
+	rep, err := bench.CompareFiles(oldPath, newPath, e.stdin, opts)
 	if err != nil {
 		return fmt.Errorf("bench compare: %w", err)
 	}
@@ -158,14 +136,8 @@ func runBenchCompare(e *env, oldPath, newPath string, o *benchGateOptions) error
 
 type benchRunOptions struct {
 	benchGateOptions
-	base          string
-	bench         string
-	benchtime     string
-	count         int
-	dir           string
-	noAttribution bool
-	sites         int
-	out           string
+	run bench.RunOptions
+	out string
 }
 
 func newBenchRunCmd(e *env) *cobra.Command {
@@ -198,46 +170,33 @@ it is a terminal.`,
 	}
 	fs := cmd.Flags()
 	o.addFlags(fs)
-	fs.StringVar(&o.base, "base", "HEAD", "git `ref` to compare the working tree with")
-	fs.StringVar(&o.bench, "bench", ".", "benchmarks to run, as go test -bench `regexp`")
-	fs.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime of every run, such as 2000x or 200ms")
-	fs.IntVar(&o.count, "count", bench.DefaultCount, "runs per side")
-	fs.StringVarP(&o.dir, "dir", "C", ".", "directory to run in, inside the working tree")
-	fs.BoolVar(&o.noAttribution, "no-attribution", false, "skip the profiled reruns of benchmarks whose allocations grew")
-	fs.IntVar(&o.sites, "sites", bench.DefaultSites, "allocation sites per attribution")
+	r := &o.run
+	fs.StringVar(&r.Base, "base", "HEAD", "git `ref` to compare the working tree with")
+	fs.StringVar(&r.Bench, "bench", ".", "benchmarks to run, as go test -bench `regexp`")
+	fs.StringVar(&r.Benchtime, "benchtime", "", "go test -benchtime of every run, such as 2000x or 200ms")
+	fs.IntVar(&r.Count, "count", bench.DefaultCount, "runs per side")
+	fs.StringVarP(&r.Dir, "dir", "C", ".", "directory to run in, inside the working tree")
+	fs.BoolVar(&r.NoAttribution, "no-attribution", false, "skip the profiled reruns of benchmarks whose allocations grew")
+	fs.IntVar(&r.Sites, "sites", bench.DefaultSites, "allocation sites per attribution")
 	fs.StringVar(&o.out, "out", "", "keep the raw outputs (base.txt, new.txt) and the profiles of attributions in `DIR`")
 	return cmd
 }
 
 func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) error {
-	opts, format, err := o.options()
+	compare, format, err := o.options()
 	if err != nil {
 		return err
 	}
-	if o.count < 1 {
-		return fmt.Errorf("--count %d: give a number of runs ≥ 1", o.count)
-	}
-	if o.sites < 1 {
-		return fmt.Errorf("--sites %d: give a number ≥ 1", o.sites)
-	}
-	if o.base == "" {
-		return errors.New("--base: give a git ref, such as HEAD~1 or main")
+	opts := o.run
+	opts.Compare, opts.Packages = compare, pkgs
+	if err := opts.Validate(); err != nil {
+		return err
 	}
 	// Off a terminal too: a benchmark run takes minutes, and a CI log
 	// should show it moving.
 	bar := newStatus(e.stderr, true, 0)
-	res, err := bench.Run(cmd.Context(), bench.RunOptions{
-		Dir:           o.dir,
-		Base:          o.base,
-		Packages:      pkgs,
-		Bench:         o.bench,
-		Benchtime:     o.benchtime,
-		Count:         o.count,
-		Compare:       opts,
-		NoAttribution: o.noAttribution,
-		Sites:         o.sites,
-		Progress:      func(s bench.RunProgress) { bar.Step(s.Done, s.Total, s.Step) },
-	})
+	opts.Progress = func(s bench.RunProgress) { bar.Step(s.Done, s.Total, s.Step) }
+	res, err := bench.Run(cmd.Context(), opts)
 	bar.Finish()
 	if err != nil {
 		return err

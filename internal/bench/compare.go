@@ -14,6 +14,7 @@ import (
 	"golang.org/x/perf/benchproc"
 
 	"github.com/heapscope/heapscope/internal/gate"
+	"github.com/heapscope/heapscope/internal/option"
 )
 
 // Defaults of Options.
@@ -62,7 +63,8 @@ type Options struct {
 	Gates []gate.Gate
 }
 
-func (o Options) withDefaults() (Options, error) {
+// withDefaults returns o with the defaults of its zero fields.
+func (o Options) withDefaults() Options {
 	if o.Alpha == 0 {
 		o.Alpha = DefaultAlpha
 	}
@@ -72,15 +74,24 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MinRuns == 0 {
 		o.MinRuns = DefaultMinRuns
 	}
+	return o
+}
+
+// Validate reports the first option out of range as an *option.Error.
+// Compare fills the defaults of zero fields before it validates; Validate
+// takes the options as they are, so a zero Alpha or MinRuns, which a
+// command line gives only when its user typed 0, is an error here (a zero
+// Confidence, which no flag sets, is the default still).
+func (o Options) Validate() error {
 	switch {
 	case !(o.Alpha > 0 && o.Alpha < 1):
-		return o, fmt.Errorf("alpha %v: give a level between 0 and 1, such as 0.05", o.Alpha)
-	case !(o.Confidence > 0 && o.Confidence < 1):
-		return o, fmt.Errorf("confidence %v: give a level between 0 and 1, such as 0.95", o.Confidence)
+		return option.Errorf("Alpha", "{Alpha} %v: give a level between 0 and 1, such as 0.05", o.Alpha)
+	case o.Confidence != 0 && !(o.Confidence > 0 && o.Confidence < 1):
+		return option.Errorf("Confidence", "{Confidence} %v: give a level between 0 and 1, such as 0.95", o.Confidence)
 	case o.MinRuns < 1:
-		return o, fmt.Errorf("minimum runs %d: give a number ≥ 1", o.MinRuns)
+		return option.Errorf("MinRuns", "{MinRuns} %d: give a number ≥ 1", o.MinRuns)
 	}
-	return o, nil
+	return nil
 }
 
 // Report is the comparison of two inputs: its tables, the gates'
@@ -249,8 +260,8 @@ type tableCells struct {
 // without benchmark results and inputs that share no benchmark; every other
 // problem is in the report's Warnings (or Errors).
 func Compare(old, new Input, o Options) (*Report, error) {
-	o, err := o.withDefaults()
-	if err != nil {
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if old.Label == new.Label {

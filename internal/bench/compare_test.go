@@ -155,7 +155,7 @@ func TestCompare_badInput(t *testing.T) {
 		{name: "mismatched packages", old: leaky, new: string(readBench(t, "optimizedcache.txt")), is: ErrNoCommon,
 			want: []string{"differ in pkg", "--ignore pkg"}},
 		{name: "bad ignore", old: leaky, new: leaky, opts: Options{Ignore: "(("}, want: []string{`ignore "(("`}},
-		{name: "alpha out of range", old: leaky, new: leaky, opts: Options{Alpha: 1.5}, want: []string{"alpha 1.5"}},
+		{name: "alpha out of range", old: leaky, new: leaky, opts: Options{Alpha: 1.5}, want: []string{"Alpha 1.5"}},
 		{name: "gate unit without values", old: leaky, new: leaky, opts: Options{Gates: mustGates(t, "MB/s<-5%")},
 			want: []string{"no benchmark reports B/s", "sec/op, B/op, allocs/op"}},
 		{name: "gate name matches nothing", old: leaky, new: leaky, opts: Options{Gates: mustGates(t, "Parse:B/op>+5%")},

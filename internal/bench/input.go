@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +35,23 @@ func ReadInput(path string, stdin io.Reader) (Input, error) {
 		return Input{}, fmt.Errorf("read %s: larger than %d bytes", label, MaxInput)
 	}
 	return Input{Label: label, R: bytes.NewReader(data)}, nil
+}
+
+// CompareFiles compares the benchmark outputs at oldPath and newPath, one
+// of them "-" for stdin, read as ReadInput reads them, as Compare does.
+func CompareFiles(oldPath, newPath string, stdin io.Reader, o Options) (*Report, error) {
+	if oldPath == "-" && newPath == "-" {
+		return nil, errors.New("only one of OLD and NEW can be - (stdin)")
+	}
+	oldIn, err := ReadInput(oldPath, stdin)
+	if err != nil {
+		return nil, err
+	}
+	newIn, err := ReadInput(newPath, stdin)
+	if err != nil {
+		return nil, err
+	}
+	return Compare(oldIn, newIn, o)
 }
 
 // Save writes the raw outputs of both sides (base.txt, new.txt) and the

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
 
@@ -75,6 +75,26 @@ type RunOptions struct {
 	Progress func(RunProgress)
 }
 
+// Validate reports the first option that cannot run as an
+// *option.Error, those of Compare from within it (option.Within). Run
+// fills the defaults of zero fields before it validates; Validate takes
+// the options as they are, so a zero Count or Sites, which a command line
+// gives only when its user typed 0, is an error here.
+func (o RunOptions) Validate() error {
+	if err := o.Compare.Validate(); err != nil {
+		return option.Within("Compare", err)
+	}
+	switch {
+	case o.Count < 1:
+		return option.Errorf("Count", "{Count} %d: give a number of runs ≥ 1", o.Count)
+	case o.Sites < 1:
+		return option.Errorf("Sites", "{Sites} %d: give a number ≥ 1", o.Sites)
+	case o.Base == "":
+		return option.Errorf("Base", "{Base}: give a git ref, such as HEAD~1 or main")
+	}
+	return nil
+}
+
 // RunProgress is where Run is: Done of Total go test runs finished, and
 // the step under way. Total grows when attribution reruns are added.
 type RunProgress struct {
@@ -106,17 +126,15 @@ type ProfilePair struct {
 // allocs/op to allocation sites with one profiled run per side. A failed
 // attribution is reported in the Attribution, not as an error.
 func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
-	if o.Base == "" {
-		return nil, errors.New("bench run: no base ref to compare with")
-	}
 	if o.Count == 0 {
 		o.Count = DefaultCount
 	}
-	if o.Count < 0 {
-		return nil, fmt.Errorf("bench run: count %d: give a number of runs ≥ 1", o.Count)
-	}
 	if o.Sites == 0 {
 		o.Sites = DefaultSites
+	}
+	o.Compare = o.Compare.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("bench run: %w", err)
 	}
 	if o.Dir == "" {
 		o.Dir = "."

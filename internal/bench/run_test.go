@@ -193,8 +193,8 @@ func TestRun_errors(t *testing.T) {
 		o    RunOptions
 		want string
 	}{
-		{"no base", RunOptions{}, "no base ref"},
-		{"negative count", RunOptions{Base: "HEAD", Count: -1}, "count -1"},
+		{"no base", RunOptions{}, "bench run: Base: give a git ref"},
+		{"negative count", RunOptions{Base: "HEAD", Count: -1}, "bench run: Count -1: give a number of runs ≥ 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Run(t.Context(), c.o)
