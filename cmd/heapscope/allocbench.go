@@ -3,29 +3,23 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/allocbench"
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/report"
 )
 
 type allocbenchOptions struct {
-	goList    string
-	count     int
-	pattern   string
-	format    string
-	out       string
-	alpha     float64
-	minEffect float64
-	liveMiB   int
-	timeout   time.Duration
-	from      string
+	allocbench.RunOptions
+	goList  string
+	pattern string
+	liveMiB int
+	format  string
+	out     string
+	from    string
 }
 
 func newAllocbenchCmd(e *env) *cobra.Command {
@@ -79,14 +73,14 @@ not exist; 3 some runs failed; 130 interrupted.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.goList, "go", "local", "toolchains, comma-separated: local (the installed go) or releases such as go1.23.12,go1.24.3,go1.25.0")
-	fs.IntVar(&o.count, "count", 5, "runs per pattern and toolchain")
+	fs.IntVar(&o.Count, "count", 5, "runs per pattern and toolchain")
 	fs.StringVar(&o.pattern, "pattern", "", "run only the patterns whose name matches this regular expression")
 	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
 	fs.StringVarP(&o.out, "output", "o", "", "also write a chart per pattern across toolchains: .svg or .html (chart and table)")
-	fs.Float64Var(&o.alpha, "alpha", allocbench.DefaultAlpha, "significance level of the Mann-Whitney U test")
-	fs.Float64Var(&o.minEffect, "min-effect", allocbench.DefaultMinEffect, "smallest relative difference of RSS/heap that is flagged, such as 0.25 for 25%")
+	fs.Float64Var(&o.Analysis.Alpha, "alpha", allocbench.DefaultAlpha, "significance level of the Mann-Whitney U test")
+	fs.Float64Var(&o.Analysis.MinEffect, "min-effect", allocbench.DefaultMinEffect, "smallest relative difference of RSS/heap that is flagged, such as 0.25 for 25%")
 	fs.IntVar(&o.liveMiB, "live", allocbench.DefaultLive>>20, "MiB each pattern keeps live")
-	fs.DurationVar(&o.timeout, "timeout", time.Minute, "limit of one child run")
+	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "limit of one child run")
 	fs.StringVar(&o.from, "from", "", "analyse the runs of a saved --format json report instead of running (- for stdin): other thresholds, another format")
 	return cmd
 }
@@ -98,48 +92,42 @@ func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 	if runtime.GOOS != "linux" {
 		return errors.New("allocbench reads /proc: Linux only")
 	}
-	if err := checkAllocbenchOutputs(o); err != nil {
+	format, out, err := o.outputs()
+	if err != nil {
 		return err
 	}
-	toolchains, err := allocbench.ParseToolchains(o.goList)
-	if err != nil {
+	opts := o.RunOptions
+	if opts.Toolchains, err = allocbench.ParseToolchains(o.goList); err != nil {
 		return fmt.Errorf("--go: %w", err)
 	}
-	if o.count < 1 {
-		return fmt.Errorf("--count %d: give a number ≥ 1", o.count)
-	}
-	if o.liveMiB < 8 || o.liveMiB > 4096 {
-		return fmt.Errorf("--live %d: give a number of MiB from 8 to 4096", o.liveMiB)
+	opts.Live = o.liveMiB << 20
+	if err := opts.Validate(); err != nil {
+		return err
 	}
 	re, err := compileFlag("--pattern", o.pattern)
 	if err != nil {
 		return err
 	}
-	patterns, err := allocbench.Filter(allocbench.Matrix(), re)
-	if err != nil {
+	if opts.Patterns, err = allocbench.Filter(allocbench.Matrix(), re); err != nil {
 		return fmt.Errorf("--pattern: %w", err)
 	}
 	prog := newStatus(e.stderr, true, 0)
-	rep, m, runErr := allocbench.Run(cmd.Context(), allocbench.RunOptions{
-		MatrixOptions: allocbench.MatrixOptions{Toolchains: toolchains, Patterns: patterns, Count: o.count,
-			Progress: func(s allocbench.Progress) { prog.Step(s.Done, s.Total, s.Step) }},
-		Live: o.liveMiB << 20, Timeout: o.timeout, Analysis: allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect},
-	})
+	opts.Progress = func(s allocbench.Progress) { prog.Step(s.Done, s.Total, s.Step) }
+	rep, m, runErr := allocbench.Run(cmd.Context(), opts)
 	prog.Finish()
 	if rep == nil {
 		return fmt.Errorf("allocbench: %w", runErr)
 	}
 	if len(m.Toolchains) > 0 {
-		if err := writeAllocbenchOutputs(e, rep, o); err != nil {
+		if err := o.write(e, rep, format, out); err != nil {
 			return err
 		}
 	}
 	if runErr != nil {
 		return fmt.Errorf("allocbench interrupted after %d runs: %w", len(m.Samples), runErr)
 	}
-	if len(m.Failures) > 0 {
-		return &codeError{code: exitPartial, err: fmt.Errorf("allocbench: %d of %d runs failed; the first: %w",
-			len(m.Failures), len(m.Failures)+len(m.Samples), m.Failures[0])}
+	if err := m.Err(); err != nil {
+		return &codeError{code: exitPartial, err: fmt.Errorf("allocbench: %w", err)}
 	}
 	return nil
 }
@@ -151,61 +139,44 @@ func runAllocbenchFrom(cmd *cobra.Command, e *env, o *allocbenchOptions) error {
 			return fmt.Errorf("--%s is about running; --from analyses runs already made", name)
 		}
 	}
-	if err := checkAllocbenchOutputs(o); err != nil {
+	format, out, err := o.outputs()
+	if err != nil {
 		return err
 	}
-	var r io.Reader = e.stdin
-	if o.from != "-" {
-		f, err := os.Open(o.from)
-		if err != nil {
-			return fmt.Errorf("--from: %w", err)
-		}
-		defer f.Close()
-		r = f
+	if err := o.Analysis.Validate(); err != nil {
+		return err
 	}
-	saved, err := allocbench.ReadSaved(r)
+	in, err := e.open(o.from)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	defer in.Close()
+	rep, err := allocbench.AnalyseSaved(in, o.Analysis)
 	if err != nil {
 		return fmt.Errorf("--from %s: %w", o.from, err)
 	}
-	rep, err := allocbench.Analyse(saved.Runs, saved.Patterns, saved.Toolchains, saved.LiveBytes,
-		allocbench.Options{Alpha: o.alpha, MinEffect: o.minEffect})
-	if err != nil {
-		return fmt.Errorf("--from %s: %w", o.from, err)
-	}
-	return writeAllocbenchOutputs(e, rep, o)
+	return o.write(e, rep, format, out)
 }
 
-// checkAllocbenchOutputs checks the output and threshold flags.
-func checkAllocbenchOutputs(o *allocbenchOptions) error {
-	if _, err := report.ParseFormat(o.format); err != nil {
-		return err
+// outputs checks --format and -o.
+func (o *allocbenchOptions) outputs() (format, out report.Format, err error) {
+	if format, err = report.ParseFormat(o.format); err != nil {
+		return "", "", err
 	}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
-	}
-	if !(o.minEffect > 0) {
-		return fmt.Errorf("--min-effect %v: give a relative difference above 0, such as 0.25", o.minEffect)
-	}
-	if o.out != "" {
-		if _, err := report.FormatOf(o.out, report.FormatSVG, report.FormatHTML); err != nil {
-			return fmt.Errorf("-o %s: %w", o.out, err)
-		}
-	}
-	return nil
+	out, err = outputFormat("-o", o.out, report.FormatSVG, report.FormatHTML)
+	return format, out, err
 }
 
-// writeAllocbenchOutputs prints the report and writes the chart of -o.
-func writeAllocbenchOutputs(e *env, rep *allocbench.Report, o *allocbenchOptions) error {
+// write prints the report and writes the chart of -o.
+func (o *allocbenchOptions) write(e *env, rep *allocbench.Report, format, out report.Format) error {
 	doc := report.Allocbench{Report: rep}
-	format, _ := report.ParseFormat(o.format) // checked by checkAllocbenchOutputs
 	if err := report.Write(e.stdout, format, doc); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	if o.out == "" {
 		return nil
 	}
-	out, _ := report.FormatOf(o.out, report.FormatSVG, report.FormatHTML)
-	if err := atomicfile.Write(o.out, func(w io.Writer) error { return report.Write(w, out, doc) }); err != nil {
+	if err := writeDocument(o.out, out, doc); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "wrote %s\n", o.out)

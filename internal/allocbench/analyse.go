@@ -2,10 +2,13 @@ package allocbench
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/heapscope/heapscope/internal/option"
 )
 
 // Sample is one run of one pattern under one toolchain. Sizes are bytes.
@@ -73,6 +76,23 @@ func (o Options) withDefaults() Options {
 		o.Confidence = 0.95
 	}
 	return o
+}
+
+// Validate reports the first threshold out of range as an *option.Error.
+// Analyse fills the defaults of zero fields before it validates; Validate
+// takes the options as they are, so a zero Alpha or MinEffect, which a
+// command line gives only when its user typed 0, is an error here (a zero
+// Confidence, which no flag sets, is the default still).
+func (o Options) Validate() error {
+	switch {
+	case !(o.Alpha > 0 && o.Alpha < 1):
+		return option.Errorf("Alpha", "{Alpha} %v: give a level between 0 and 1, such as 0.05", o.Alpha)
+	case !(o.MinEffect > 0):
+		return option.Errorf("MinEffect", "{MinEffect} %v: give a relative difference above 0, such as 0.25", o.MinEffect)
+	case o.Confidence != 0 && !(o.Confidence > 0 && o.Confidence < 1):
+		return option.Errorf("Confidence", "{Confidence} %v: give a level between 0 and 1, such as 0.95", o.Confidence)
+	}
+	return nil
 }
 
 // Report is the outcome of a matrix run.
@@ -161,12 +181,25 @@ type Flag struct {
 	P float64 `json:"p"`
 }
 
+// AnalyseSaved analyses again the runs of a report saved as JSON
+// (ReadSaved), with opts.
+func AnalyseSaved(r io.Reader, opts Options) (*Report, error) {
+	saved, err := ReadSaved(r)
+	if err != nil {
+		return nil, err
+	}
+	return Analyse(saved.Runs, saved.Patterns, saved.Toolchains, saved.LiveBytes, opts)
+}
+
 // Analyse summarises samples per pattern (in patterns' order) and
 // toolchain (in toolchains' order) and flags differences. Samples of
 // patterns or toolchains not listed are an error; a cell without samples
 // is a warning.
 func Analyse(samples []Sample, patterns []Pattern, toolchains []Toolchain, live int, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	r := &Report{Toolchains: toolchains, Alpha: opts.Alpha, MinEffect: opts.MinEffect, LiveBytes: live, Runs: samples}
 	pi := map[string]int{}
 	for i, p := range patterns {

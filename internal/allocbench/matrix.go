@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/option"
 )
 
 // Progress is where a matrix run stands.
@@ -102,24 +104,59 @@ type RunOptions struct {
 	Analysis Options
 }
 
+// Validate reports the first option that cannot run as an
+// *option.Error, those of Analysis from within it (option.Within). Run
+// fills the defaults of zero fields before it validates; Validate takes
+// the options as they are, so a zero Count or Live, which a command line
+// gives only when its user typed 0, is an error here.
+func (o RunOptions) Validate() error {
+	if err := o.Analysis.Validate(); err != nil {
+		return option.Within("Analysis", err)
+	}
+	switch {
+	case o.Count < 1:
+		return option.Errorf("Count", "{Count} %d: give a number ≥ 1", o.Count)
+	case o.Live < minLive || o.Live > maxLive:
+		return option.Errorf("Live", "{Live} %d: give a number of MiB from %d to %d", o.Live>>20, minLive>>20, maxLive>>20)
+	}
+	return nil
+}
+
+// Bounds of RunOptions.Live.
+const (
+	minLive = 8 << 20
+	maxLive = 4096 << 20
+)
+
+// Err says how many runs failed, and the first failure; nil when none did.
+func (m *MatrixRun) Err() error {
+	if len(m.Failures) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d runs failed; the first: %w", len(m.Failures), len(m.Failures)+len(m.Samples), m.Failures[0])
+}
+
 // Run runs the matrix in a lab of its own, in a temporary directory
 // removed after, and analyses what it collected: every failed run is
 // also a warning of the report. When ctx is cancelled, Run analyses the
 // runs made and returns ctx's error beside the report; any other error
 // (a toolchain that cannot be prepared) comes alone.
 func Run(ctx context.Context, o RunOptions) (*Report, *MatrixRun, error) {
+	o.Count, o.Live, o.Analysis = cmp.Or(o.Count, 1), cmp.Or(o.Live, DefaultLive), o.Analysis.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
 	dir, err := os.MkdirTemp("", "heapscope-allocbench-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	live := cmp.Or(o.Live, DefaultLive)
-	lab := &Lab{Dir: dir, Live: live, Timeout: o.Timeout}
+	lab := &Lab{Dir: dir, Live: o.Live, Timeout: o.Timeout}
 	m, runErr := lab.RunMatrix(ctx, o.MatrixOptions)
 	if runErr != nil && ctx.Err() == nil {
 		return nil, nil, runErr
 	}
-	rep, err := Analyse(m.Samples, o.Patterns, m.Toolchains, live, o.Analysis)
+	rep, err := Analyse(m.Samples, o.Patterns, m.Toolchains, o.Live, o.Analysis)
 	if err != nil {
 		return nil, nil, err
 	}
