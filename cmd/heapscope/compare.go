@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
-	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
@@ -18,11 +15,10 @@ import (
 
 // compareOptions are the flags of compare.
 type compareOptions struct {
+	compare.Options
 	format string
 	out    string
 	failOn []string
-	alpha  float64
-	sites  int
 }
 
 func newCompareCmd(e *env) *cobra.Command {
@@ -77,8 +73,8 @@ Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
 	fs.StringVar(&o.format, "format", "text", "output on stdout: text, markdown or json")
 	fs.StringVarP(&o.out, "output", "o", "", "write the comparison to `FILE` instead: .html, .md, .json or .txt")
 	fs.StringArrayVar(&o.failOn, "fail-on", nil, "gate `[FUNCTION_REGEX:]FIGURE>THRESHOLD`, such as 'bytes_per_request>+5%'; < where lower is worse; repeatable")
-	fs.Float64Var(&o.alpha, "alpha", bench.DefaultAlpha, "significance level with repeated runs: a change counts when p ≤ alpha")
-	fs.IntVar(&o.sites, "sites", compare.DefaultSites, "allocation sites listed as grown and as shrunk")
+	fs.Float64Var(&o.Alpha, "alpha", bench.DefaultAlpha, "significance level with repeated runs: a change counts when p ≤ alpha")
+	fs.IntVar(&o.Sites, "sites", compare.DefaultSites, "allocation sites listed as grown and as shrunk")
 	return cmd
 }
 
@@ -107,19 +103,14 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if err != nil {
 		return err
 	}
-	var out report.Format
-	if o.out != "" {
-		if out, err = report.FormatOf(o.out, report.FormatHTML, report.FormatMarkdown, report.FormatJSON, report.FormatText); err != nil {
-			return fmt.Errorf("-o %s: %w", o.out, err)
-		}
+	out, err := outputFormat("-o", o.out, report.FormatHTML, report.FormatMarkdown, report.FormatJSON, report.FormatText)
+	if err != nil {
+		return err
 	}
-	if o.sites < 1 {
-		return fmt.Errorf("--sites %d: give a number ≥ 1", o.sites)
+	if err := o.Validate(); err != nil {
+		return err
 	}
-	opts := compare.Options{Alpha: o.alpha, Sites: o.sites}
-	if !(o.alpha > 0 && o.alpha < 1) {
-		return fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", o.alpha)
-	}
+	opts := o.Options
 	for _, expr := range o.failOn {
 		g, err := compare.ParseGate(expr)
 		if err != nil {
@@ -141,24 +132,17 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	}
 	doc := report.Comparison{Comparison: c}
 	if out == report.FormatHTML {
-		views, err := compare.Flame(before, after, c.PerUnit)
-		if err != nil {
+		if doc.Flame, err = compare.Flame(before, after, c); err != nil {
 			return err
-		}
-		if views != nil {
-			doc.Flame = &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}
 		}
 	}
 	if o.out == "" {
 		err = report.Write(e.stdout, format, doc)
-	} else {
-		err = atomicfile.Write(o.out, func(w io.Writer) error { return report.Write(w, out, doc) })
+	} else if err = writeDocument(o.out, out, doc); err == nil {
+		fmt.Fprintf(e.stderr, "heapscope: wrote %s\n", o.out)
 	}
 	if err != nil {
 		return err
-	}
-	if o.out != "" {
-		fmt.Fprintf(e.stderr, "heapscope: wrote %s\n", o.out)
 	}
 	if err := c.GateError(); err != nil {
 		return &codeError{code: exitGateFailed, err: err}

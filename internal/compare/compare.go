@@ -12,6 +12,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/gate"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -44,6 +45,20 @@ type Options struct {
 	Sites int
 	// Gates are evaluated against the figures they name.
 	Gates []gate.Gate
+}
+
+// Validate reports the first option out of range as an *option.Error.
+// Compare fills the defaults of zero fields before it validates; Validate
+// takes the options as they are, so a zero Sites or Alpha, which a
+// command line gives only when its user typed 0, is an error here.
+func (o Options) Validate() error {
+	switch {
+	case o.Sites < 1:
+		return option.Errorf("Sites", "{Sites} %d: give a number ≥ 1", o.Sites)
+	case !(o.Alpha > 0 && o.Alpha < 1):
+		return option.Errorf("Alpha", "{Alpha} %v: give a level between 0 and 1, such as 0.05", o.Alpha)
+	}
+	return nil
 }
 
 // DefaultSites is how many sites each list keeps unless told otherwise.
@@ -230,11 +245,11 @@ func Compare(before, after Side, o Options) (*Comparison, error) {
 	if o.Alpha == 0 {
 		o.Alpha = bench.DefaultAlpha
 	}
-	if !(o.Alpha > 0 && o.Alpha < 1) {
-		return nil, fmt.Errorf("compare: alpha %v: give a level between 0 and 1, such as 0.05", o.Alpha)
-	}
 	if o.Sites <= 0 {
 		o.Sites = DefaultSites
+	}
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
 	}
 	for _, s := range []struct {
 		name string

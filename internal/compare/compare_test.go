@@ -9,6 +9,7 @@ import (
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/compare/comparetest"
 	"github.com/heapscope/heapscope/internal/gate"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -229,7 +230,7 @@ func TestCompare_badInput(t *testing.T) {
 		{"empty before", compare.Side{}, one, compare.Options{}, "before side: no runs"},
 		{"empty after", one, compare.Side{}, compare.Options{}, "after side: no runs"},
 		{"nil run", one, compare.Side{Samples: []compare.Sample{{Label: "x"}}}, compare.Options{}, "run 1 (x): no result"},
-		{"bad alpha", one, one, compare.Options{Alpha: 2}, "alpha 2"},
+		{"bad alpha", one, one, compare.Options{Alpha: 2}, "compare: Alpha 2: give a level between 0 and 1"},
 		{"profile without alloc_space", one, compare.Side{Samples: []compare.Sample{{Label: "x", Run: comparetest.Run(comparetest.RunOptions{}), Allocs: noAllocSpace}}}, compare.Options{}, "allocs-delta profile of x"},
 		{"gate on missing figure", one, one, compare.Options{Gates: []gate.Gate{mustGate(t, "bytes_per_request>+5%")}}, "bytes_per_request is missing on both sides"},
 	}
@@ -241,6 +242,32 @@ func TestCompare_badInput(t *testing.T) {
 			}
 			if strings.Contains(tt.name, "empty") && !errors.Is(err, compare.ErrEmptySide) {
 				t.Errorf("error %v does not wrap ErrEmptySide", err)
+			}
+		})
+	}
+}
+
+func TestOptions_Validate(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  compare.Options
+		field string // "" for valid options
+		want  string
+	}{
+		{"valid", compare.Options{Alpha: 0.05, Sites: 1}, "", ""},
+		{"zero sites", compare.Options{Alpha: 0.05}, "Sites", "Sites 0: give a number ≥ 1"},
+		{"zero alpha", compare.Options{Sites: 10}, "Alpha", "Alpha 0: give a level between 0 and 1, such as 0.05"},
+		{"alpha of 1", compare.Options{Alpha: 1, Sites: 10}, "Alpha", "Alpha 1: give a level between 0 and 1, such as 0.05"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.opts.Validate()
+			var oe *option.Error
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.field != "" && (!errors.As(err, &oe) || oe.Field != tt.field || err.Error() != tt.want):
+				t.Errorf("Validate() = %v, want the %s error %q", err, tt.field, tt.want)
 			}
 		})
 	}

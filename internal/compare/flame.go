@@ -13,12 +13,22 @@ import (
 // share of the root, so that the page stays small.
 const FlameMinShare = 0.001
 
-// Flame builds the differential flame graph of the sides' allocations:
-// each side's allocs-delta profiles merged, both divided by the side's
-// requests (or seconds, as perUnit says: the Comparison's PerUnit), the
-// after side's shape coloured by change ("changes"), and the before side's
-// shape ("vanished"). It returns nil views when a side has no profile.
-func Flame(before, after Side, perUnit string) ([]flame.HTMLView, error) {
+// Flame builds the differential flame graph of the sides' allocations
+// for c's HTML page, "allocations per request" (or second, as c's PerUnit
+// says): each side's allocs-delta profiles merged, both divided by the
+// side's requests (or seconds), the after side's shape coloured by change
+// ("changes"), and the before side's shape ("vanished"). It returns nil
+// when a side has no profile.
+func Flame(before, after Side, c *Comparison) (*flame.HTMLWidget, error) {
+	views, err := flameViews(before, after, c.PerUnit)
+	if views == nil || err != nil {
+		return nil, err
+	}
+	return &flame.HTMLWidget{ID: "allocs-diff", Title: "allocations per " + c.PerUnit, Views: views}, nil
+}
+
+// flameViews builds Flame's views, nil when a side has no profile.
+func flameViews(before, after Side, perUnit string) ([]flame.HTMLView, error) {
 	var trees [2]*flame.Tree
 	var scales [2]float64
 	for i, s := range [2]Side{before, after} {

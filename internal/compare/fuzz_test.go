@@ -65,6 +65,6 @@ func FuzzCompare(f *testing.F) {
 			}
 		}
 		// Building the differential flame graph must not panic either.
-		_, _ = compare.Flame(before, after, c.PerUnit)
+		_, _ = compare.Flame(before, after, c)
 	})
 }

@@ -249,10 +249,11 @@ func TestComparison_HTMLEmbedsTheDifferentialFlameGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	views, err := compare.Flame(before, after, c.PerUnit)
-	if err != nil || len(views) != 2 {
-		t.Fatalf("views %v, err %v", views, err)
+	widget, err := compare.Flame(before, after, c)
+	if err != nil || widget == nil || len(widget.Views) != 2 || widget.Title != "allocations per request" {
+		t.Fatalf("flame graph %+v, err %v: want two views of allocations per request", widget, err)
 	}
+	views := widget.Views
 	// Per request: Process's frame holds its median-ish bytes per request
 	// on each side.
 	tree := views[0].Tree
