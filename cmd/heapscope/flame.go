@@ -12,20 +12,14 @@ import (
 )
 
 type flameOptions struct {
-	out       string
-	base      string
-	sample    string
-	focus     string
-	ignore    string
-	minShare  string
-	diffBy    string
-	normalize string
-	requests  int64
-	baseReqs  int64
-	vanished  string
-	title     string
-	module    string
-	icicle    bool
+	flame.DrawOptions
+	out      string
+	base     string
+	focus    string
+	ignore   string
+	minShare string
+	diffBy   string
+	vanished string
 }
 
 func newFlameCmd(e *env) *cobra.Command {
@@ -67,18 +61,18 @@ a "vanished" view on BASE's shape, for stacks that are gone; for SVG,
 	fs := cmd.Flags()
 	fs.StringVarP(&o.out, "output", "o", "", "file to write: .svg, .html or .folded (required)")
 	fs.StringVar(&o.base, "base", "", "base profile: draw a differential flame graph of PROFILE against it")
-	fs.StringVar(&o.sample, "sample", "", "sample type, such as alloc_space, inuse_space, cpu (default: the profile's default)")
+	fs.StringVar(&o.Sample, "sample", "", "sample type, such as alloc_space, inuse_space, cpu (default: the profile's default)")
 	fs.StringVar(&o.focus, "focus", "", "keep only the samples with a function matching this regular expression")
 	fs.StringVar(&o.ignore, "ignore", "", "drop the samples with a function matching this regular expression")
 	fs.StringVar(&o.minShare, "min-share", "", "prune frames below this share of the total, such as 0.1% (default: 0.01% for SVG, 0.001% for HTML, 0 for folded)")
 	fs.StringVar(&o.diffBy, "diff-by", "absolute", "with --base, colour by change of value (absolute) or of share of the total (share)")
-	fs.StringVar(&o.normalize, "normalize", "none", "with --base, divide values by: none, duration (the profiles' own), requests (--requests, --base-requests)")
-	fs.Int64Var(&o.requests, "requests", 0, "requests PROFILE's window served, for --normalize requests")
-	fs.Int64Var(&o.baseReqs, "base-requests", 0, "requests BASE's window served, for --normalize requests")
+	fs.StringVar((*string)(&o.Normalize), "normalize", "none", "with --base, divide values by: none, duration (the profiles' own), requests (--requests, --base-requests)")
+	fs.Int64Var(&o.Requests, "requests", 0, "requests PROFILE's window served, for --normalize requests")
+	fs.Int64Var(&o.BaseRequests, "base-requests", 0, "requests BASE's window served, for --normalize requests")
 	fs.StringVar(&o.vanished, "vanished", "", "with --base and an SVG, also write the vanished view (BASE's shape) to this file")
-	fs.StringVar(&o.title, "title", "", "title of the graph (default: names the profile)")
-	fs.StringVar(&o.module, "module", "", "the application's module path, to colour its dependencies apart")
-	fs.BoolVar(&o.icicle, "icicle", false, "draw the root on top")
+	fs.StringVar(&o.Title, "title", "", "title of the graph (default: names the profile)")
+	fs.StringVar(&o.Module, "module", "", "the application's module path, to colour its dependencies apart")
+	fs.BoolVar(&o.Icicle, "icicle", false, "draw the root on top")
 	return cmd
 }
 
@@ -87,26 +81,17 @@ func runFlame(e *env, path string, o *flameOptions) error {
 	if err != nil {
 		return err
 	}
-	in, err := readFlameInput(e, path, o.sample)
+	in, err := readFlameInput(e, path, o.Sample)
 	if err != nil {
 		return err
 	}
 	var base *flame.Input
 	if o.base != "" {
-		b, err := readFlameInput(e, o.base, o.sample)
+		b, err := readFlameInput(e, o.base, o.Sample)
 		if err != nil {
 			return err
 		}
 		base = &b
-		if o.normalize == "duration" {
-			for _, p := range []flame.Input{in, b} {
-				if p.Stacks.DurationNanos <= 0 {
-					return fmt.Errorf("--normalize duration: %s does not say how long it covers (heap profiles usually do not; delta profiles of a run do): use --normalize requests or none", p.Name)
-				}
-			}
-			opts.Diff.Scale = float64(in.Stacks.DurationNanos) / 1e9
-			opts.Diff.BaseScale = float64(b.Stacks.DurationNanos) / 1e9
-		}
 	}
 	g, err := flame.Draw(in, base, opts)
 	if err != nil {
@@ -130,12 +115,12 @@ func (o *flameOptions) drawOptions() (flame.DrawOptions, error) {
 	if o.out == "" {
 		return flame.DrawOptions{}, errors.New("flame needs -o OUT, a .svg, .html or .folded file")
 	}
-	format, ok := flame.FormatOf(o.out)
-	if !ok {
+	opts := o.DrawOptions
+	var ok bool
+	if opts.Format, ok = flame.FormatOf(o.out); !ok {
 		return flame.DrawOptions{}, fmt.Errorf("-o %s: the extension picks the format; use .svg, .html or .folded", o.out)
 	}
-	opts := flame.DrawOptions{Format: format, Title: o.title, Icicle: o.icicle}
-	opts.Sample, opts.Module, opts.MinShare = o.sample, o.module, format.DefaultMinShare()
+	opts.MinShare = opts.Format.DefaultMinShare()
 	var err error
 	if o.minShare != "" {
 		if opts.MinShare, err = flame.ParseShare(o.minShare); err != nil {
@@ -145,41 +130,20 @@ func (o *flameOptions) drawOptions() (flame.DrawOptions, error) {
 	if opts.Diff.By, err = flame.ParseDiffBy(o.diffBy); err != nil {
 		return flame.DrawOptions{}, fmt.Errorf("--diff-by: %w", err)
 	}
-	if o.base == "" {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"--vanished", o.vanished != ""},
-			{"--normalize", o.normalize != "none"},
-			{"--requests", o.requests != 0},
-			{"--base-requests", o.baseReqs != 0},
-		} {
-			if f.set {
-				return flame.DrawOptions{}, fmt.Errorf("%s needs --base", f.name)
-			}
-		}
+	switch {
+	case o.vanished != "" && o.base == "":
+		return flame.DrawOptions{}, errors.New("--vanished needs --base")
+	case o.vanished != "" && opts.Format != flame.FormatSVG:
+		return flame.DrawOptions{}, fmt.Errorf("--vanished writes an SVG next to an SVG; the %s output has the vanished view built in or has no such view", opts.Format)
 	}
-	if o.vanished != "" && format != flame.FormatSVG {
-		return flame.DrawOptions{}, fmt.Errorf("--vanished writes an SVG next to an SVG; the %s output has the vanished view built in or has no such view", format)
+	if err := opts.Validate(o.base != ""); err != nil {
+		return flame.DrawOptions{}, err
 	}
 	if opts.Focus, err = compileFlag("--focus", o.focus); err != nil {
 		return flame.DrawOptions{}, err
 	}
 	if opts.Ignore, err = compileFlag("--ignore", o.ignore); err != nil {
 		return flame.DrawOptions{}, err
-	}
-	switch o.normalize {
-	case "none":
-	case "duration":
-		opts.Diff.PerUnit = "s" // the scales come from the profiles
-	case "requests":
-		if o.requests <= 0 || o.baseReqs <= 0 {
-			return flame.DrawOptions{}, errors.New("--normalize requests needs --requests N and --base-requests N, both above 0")
-		}
-		opts.Diff.Scale, opts.Diff.BaseScale, opts.Diff.PerUnit = float64(o.requests), float64(o.baseReqs), "request"
-	default:
-		return flame.DrawOptions{}, fmt.Errorf("--normalize %q: want none, duration or requests", o.normalize)
 	}
 	return opts, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
 
@@ -101,6 +102,66 @@ type DrawOptions struct {
 	// Diff tunes a differential graph: what it colours, and what it
 	// divides each profile's values by.
 	Diff DiffOptions
+	// Normalize, when set, sets Diff's scales: a differential graph
+	// divides each profile's values by its own duration (in seconds) or
+	// by the requests its window served, Requests and BaseRequests.
+	Normalize              Normalize
+	Requests, BaseRequests int64
+}
+
+// Normalize is what a differential graph divides each profile's values
+// by: nothing ("" or "none"), the profile's duration, or its requests.
+type Normalize string
+
+// The normalisations.
+const (
+	NormalizeNone     Normalize = "none"
+	NormalizeDuration Normalize = "duration"
+	NormalizeRequests Normalize = "requests"
+)
+
+// Validate reports the first option that does not fit a graph with a base
+// or without one (differential) as an *option.Error; {Base} names Draw's
+// base profile. Draw validates too.
+func (o DrawOptions) Validate(differential bool) error {
+	if !differential {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"Normalize", o.Normalize != "" && o.Normalize != NormalizeNone}, {"Requests", o.Requests != 0}, {"BaseRequests", o.BaseRequests != 0}} {
+			if f.set {
+				return option.Errorf(f.name, "{"+f.name+"} needs {Base}")
+			}
+		}
+	}
+	switch o.Normalize {
+	case "", NormalizeNone, NormalizeDuration:
+	case NormalizeRequests:
+		if o.Requests <= 0 || o.BaseRequests <= 0 {
+			return option.Errorf("Normalize", "{Normalize} requests needs {Requests} N and {BaseRequests} N, both above 0")
+		}
+	default:
+		return option.Errorf("Normalize", "{Normalize} %q: want none, duration or requests", o.Normalize)
+	}
+	return nil
+}
+
+// normalized returns o with Diff's scales and unit set as Normalize says
+// for in against base.
+func (o DrawOptions) normalized(in, base Input) (DrawOptions, error) {
+	switch o.Normalize {
+	case NormalizeDuration:
+		for _, p := range []Input{in, base} {
+			if p.Stacks.DurationNanos <= 0 {
+				return o, option.Errorf("Normalize", "{Normalize} duration: %s does not say how long it covers (heap profiles usually do not; delta profiles of a run do): use {Normalize} requests or none", p.Name)
+			}
+		}
+		o.Diff.Scale, o.Diff.BaseScale = float64(in.Stacks.DurationNanos)/1e9, float64(base.Stacks.DurationNanos)/1e9
+		o.Diff.PerUnit = "s"
+	case NormalizeRequests:
+		o.Diff.Scale, o.Diff.BaseScale, o.Diff.PerUnit = float64(o.Requests), float64(o.BaseRequests), "request"
+	}
+	return o, nil
 }
 
 // Graph is a flame graph ready to write: a profile's tree, or a
@@ -122,6 +183,9 @@ type Graph struct {
 // on base's shape. Folded differential output has two columns of raw
 // values, base then new, as difffolded.pl writes.
 func Draw(in Input, base *Input, o DrawOptions) (*Graph, error) {
+	if err := o.Validate(base != nil); err != nil {
+		return nil, err
+	}
 	o.AllTypes = o.Format == FormatHTML
 	g := &Graph{format: o.Format, title: o.Title, icicle: o.Icicle}
 	if base == nil {
@@ -136,6 +200,10 @@ func Draw(in Input, base *Input, o DrawOptions) (*Graph, error) {
 		return g, nil
 	}
 	if err := sameKind(in, *base); err != nil {
+		return nil, err
+	}
+	o, err := o.normalized(in, *base)
+	if err != nil {
 		return nil, err
 	}
 	if g.title == "" {

@@ -2,11 +2,13 @@ package flame
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 )
 
@@ -188,5 +190,68 @@ func TestDraw(t *testing.T) {
 	if _, err := Draw(after, &cpu, DrawOptions{Format: FormatSVG}); err == nil ||
 		!strings.Contains(err.Error(), "base profile testdata/cpu.pb.gz is of another kind: its sample types are samples/count, cpu/nanoseconds") {
 		t.Errorf("a base of another kind: error %v", err)
+	}
+}
+
+func TestDrawOptions_Validate(t *testing.T) {
+	tests := []struct {
+		name         string
+		opts         DrawOptions
+		differential bool
+		field        string // "" for valid options
+		want         string
+	}{
+		{"plain", DrawOptions{Normalize: NormalizeNone}, false, "", ""},
+		{"differential by requests", DrawOptions{Normalize: NormalizeRequests, Requests: 10, BaseRequests: 5}, true, "", ""},
+		{"differential by duration", DrawOptions{Normalize: NormalizeDuration}, true, "", ""},
+		{"normalize without a base", DrawOptions{Normalize: NormalizeDuration}, false, "Normalize", "Normalize needs Base"},
+		{"requests without a base", DrawOptions{Requests: 3}, false, "Requests", "Requests needs Base"},
+		{"base requests without a base", DrawOptions{BaseRequests: 3}, false, "BaseRequests", "BaseRequests needs Base"},
+		{"requests missing", DrawOptions{Normalize: NormalizeRequests, Requests: 1}, true, "Normalize", "Normalize requests needs Requests N and BaseRequests N, both above 0"},
+		{"unknown normalisation", DrawOptions{Normalize: "bogus"}, true, "Normalize", `Normalize "bogus": want none, duration or requests`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.opts.Validate(tt.differential)
+			var oe *option.Error
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.field != "" && (!errors.As(err, &oe) || oe.Field != tt.field || err.Error() != tt.want):
+				t.Errorf("Validate() = %v, want the %s error %q", err, tt.field, tt.want)
+			}
+		})
+	}
+}
+
+// TestDraw_normalize checks the scales a differential graph divides its
+// profiles' values by.
+func TestDraw_normalize(t *testing.T) {
+	input := func(name string) Input {
+		in, err := NewInput("testdata/"+name, loadStacks(t, name), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	before, after, cpu := input("heap-before.pb.gz"), input("heap-after.pb.gz"), input("cpu.pb.gz")
+	g, err := Draw(after, &before, DrawOptions{Format: FormatSVG, Normalize: NormalizeRequests, Requests: 10, BaseRequests: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.tree.Diff; d.Scale != 10 || d.BaseScale != 5 || d.PerUnit != "request" {
+		t.Errorf("by requests: scales %v and %v per %q, want 10 and 5 per request", d.Scale, d.BaseScale, d.PerUnit)
+	}
+	g, err = Draw(cpu, &cpu, DrawOptions{Format: FormatSVG, Normalize: NormalizeDuration})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, s := g.tree.Diff, float64(cpu.Stacks.DurationNanos)/1e9; d.Scale != s || d.BaseScale != s || d.PerUnit != "s" || s <= 0 {
+		t.Errorf("by duration: scales %v and %v per %q, want the profile's %vs", d.Scale, d.BaseScale, d.PerUnit, s)
+	}
+	_, err = Draw(after, &before, DrawOptions{Format: FormatSVG, Normalize: NormalizeDuration})
+	var oe *option.Error
+	if !errors.As(err, &oe) || oe.Field != "Normalize" || !strings.Contains(err.Error(), "testdata/heap-after.pb.gz does not say how long it covers") {
+		t.Errorf("by the duration of heap profiles: %v, want an error saying they do not have one", err)
 	}
 }
