@@ -2,17 +2,11 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
@@ -20,12 +14,10 @@ import (
 )
 
 type traceOptions struct {
-	duration time.Duration
-	out      string
-	save     string
-	format   string
-
-	targetFlags
+	source run.TraceSource
+	out    string
+	format string
+	target targetFlags
 }
 
 func newTraceCmd(e *env) *cobra.Command {
@@ -58,11 +50,11 @@ shaded, stop-the-world pauses marked beneath.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long to trace TARGET (whole seconds, at least 1s)")
+	fs.DurationVarP(&o.source.Duration, "duration", "d", 5*time.Second, "how long to trace TARGET (whole seconds, at least 1s)")
 	fs.StringVarP(&o.out, "output", "o", "", "also draw the timeline: .svg or .html")
-	fs.StringVar(&o.save, "save", "", "keep the trace captured from TARGET in this file")
+	fs.StringVar(&o.source.Save, "save", "", "keep the trace captured from TARGET in this file")
 	fs.StringVar(&o.format, "format", "text", "output: text or json")
-	o.targetFlags.register(fs, "TARGET", "timeout of the request beyond the trace's own duration", target.DefaultTimeout,
+	o.target.register(fs, "TARGET", "timeout of the request beyond the trace's own duration", target.DefaultTimeout,
 		"largest trace accepted from TARGET, in bytes")
 	return cmd
 }
@@ -72,13 +64,18 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 	if err != nil {
 		return err
 	}
-	var out report.Format
-	if o.out != "" {
-		if out, err = report.FormatOf(o.out, report.FormatSVG, report.FormatHTML); err != nil {
-			return fmt.Errorf("-o %s: %w", o.out, err)
-		}
+	out, err := outputFormat("-o", o.out, report.FormatSVG, report.FormatHTML)
+	if err != nil {
+		return err
 	}
-	data, title, err := traceInput(cmd, e, arg, o)
+	src := o.source
+	src.Arg, src.Stdin, src.Target, src.Headers = arg, e.stdin, o.target.Options, o.target.headers
+	prog := newStatus(e.stderr, false, 0)
+	src.Capturing = func(host string) { fmt.Fprintf(e.stderr, "tracing %s for %ds\n", host, int(src.Duration/time.Second)) }
+	src.Progress = func(p run.Progress) { prog.Show(p.String()) }
+	src.Saved = func(path string) { prog.Finish(); fmt.Fprintf(e.stderr, "saved the trace to %s\n", path) }
+	data, title, err := src.Read(cmd.Context())
+	prog.Finish()
 	if err != nil {
 		return err
 	}
@@ -88,54 +85,10 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 	}
 	doc := report.Trace{Timeline: tl, Title: title}
 	if o.out != "" {
-		if err := atomicfile.Write(o.out, func(w io.Writer) error { return report.Write(w, out, doc) }); err != nil {
+		if err := writeDocument(o.out, out, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.out)
 	}
 	return report.Write(e.stdout, format, doc)
-}
-
-// traceInput reads the trace named by arg: a file, stdin, or a trace
-// captured from a target. It returns the bytes and a name for them.
-func traceInput(cmd *cobra.Command, e *env, arg string, o *traceOptions) ([]byte, string, error) {
-	if arg == "-" {
-		data, err := run.ReadTrace(e.stdin, "stdin")
-		return data, "stdin", err
-	}
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		if o.save != "" {
-			return nil, "", errors.New("--save keeps a trace captured from TARGET; FILE is already saved")
-		}
-		data, err := run.ReadTraceFile(arg)
-		return data, filepath.Base(arg), err
-	}
-	if !strings.Contains(arg, "://") && !strings.Contains(arg, ":") {
-		return nil, "", fmt.Errorf("%s is neither a trace file nor a target URL such as http://127.0.0.1:6060", arg)
-	}
-	if o.duration < time.Second || o.duration%time.Second != 0 {
-		return nil, "", fmt.Errorf("--duration %s: the pprof endpoint takes whole seconds, at least 1s", o.duration)
-	}
-	topts, _, err := o.targetFlags.options(arg)
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := target.New(topts)
-	if err != nil {
-		return nil, "", err
-	}
-	fmt.Fprintf(e.stderr, "tracing %s for %ds\n", c.Host(), int(o.duration/time.Second))
-	prog := newStatus(e.stderr, false, 0)
-	data, err := run.CaptureTrace(cmd.Context(), c, o.duration, func(p run.Progress) { prog.Show(p.String()) })
-	prog.Finish()
-	if err != nil {
-		return nil, "", err
-	}
-	if o.save != "" {
-		if err := atomicfile.WriteBytes(o.save, data); err != nil {
-			return nil, "", err
-		}
-		fmt.Fprintf(e.stderr, "saved the trace to %s\n", o.save)
-	}
-	return data, c.Host(), nil
 }

@@ -56,7 +56,7 @@ func (l *Line) Step(done, total int, what string) {
 }
 
 // Finish clears the terminal's line, or prints the last line when it was
-// held back.
+// held back. Finishing again does nothing until the next Show.
 func (l *Line) Finish() {
 	switch {
 	case l.terminal && l.drawn:
@@ -64,4 +64,5 @@ func (l *Line) Finish() {
 	case !l.terminal && l.pending != "":
 		fmt.Fprintln(l.w, l.pending)
 	}
+	l.drawn, l.pending = false, ""
 }

@@ -65,6 +65,7 @@ func TestLine(t *testing.T) {
 				l.Show(s.line)
 			}
 			l.Finish()
+			l.Finish()
 			if got := b.String(); got != tt.want {
 				t.Errorf("wrote %q, want %q", got, tt.want)
 			}

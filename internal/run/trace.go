@@ -7,13 +7,17 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/target"
 )
 
 // traceFile is where a run keeps the execution trace of Config.Trace.
@@ -110,6 +114,83 @@ func ReadTraceFile(path string) ([]byte, error) {
 	return ReadTrace(f, path)
 }
 
+// wholeSeconds checks the Duration of a trace to capture.
+func wholeSeconds(d time.Duration) error {
+	if d < time.Second || d%time.Second != 0 {
+		return option.Errorf("Duration", "{Duration} %s: the pprof endpoint takes whole seconds, at least 1s", d)
+	}
+	return nil
+}
+
+// TraceSource is where an execution trace comes from: Arg is "-" for
+// Stdin, a saved trace's file, or a service's base URL to capture a trace
+// of Duration from, with the options of Target and the headers of Headers
+// ("Name: value", target.ParseHeaders), kept in the file Save when it is
+// set.
+type TraceSource struct {
+	Arg      string
+	Stdin    io.Reader
+	Target   target.Options
+	Headers  []string
+	Duration time.Duration
+	Save     string
+	// Capturing, when set, is told the service's host when a capture
+	// starts; Progress is the capture's progress, Saved is told when the
+	// trace is kept.
+	Capturing, Saved func(string)
+	Progress         func(Progress)
+}
+
+// Read reads the trace, and returns it with a name for messages and
+// titles: "stdin", the file's base name, or the service's host. Its
+// errors about the source's fields are *option.Error.
+func (s TraceSource) Read(ctx context.Context) ([]byte, string, error) {
+	if s.Arg == "-" {
+		data, err := ReadTrace(s.Stdin, "stdin")
+		return data, "stdin", err
+	}
+	if st, err := os.Stat(s.Arg); err == nil && !st.IsDir() {
+		if s.Save != "" {
+			return nil, "", option.Errorf("Save", "{Save} keeps a trace captured from TARGET; FILE is already saved")
+		}
+		data, err := ReadTraceFile(s.Arg)
+		return data, filepath.Base(s.Arg), err
+	}
+	if !strings.Contains(s.Arg, "://") && !strings.Contains(s.Arg, ":") {
+		return nil, "", fmt.Errorf("%s is neither a trace file nor a target URL such as http://127.0.0.1:6060", s.Arg)
+	}
+	err := wholeSeconds(s.Duration)
+	if err != nil {
+		return nil, "", err
+	}
+	o := s.Target
+	o.BaseURL = s.Arg
+	o.Header, err = target.ParseHeaders(s.Headers)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := target.New(o)
+	if err != nil {
+		return nil, "", option.Within("Target", err)
+	}
+	if s.Capturing != nil {
+		s.Capturing(c.Host())
+	}
+	data, err := CaptureTrace(ctx, c, s.Duration, s.Progress)
+	if err != nil {
+		return nil, "", err
+	}
+	if s.Save != "" {
+		if err := atomicfile.WriteBytes(s.Save, data); err != nil {
+			return nil, "", err
+		}
+		if s.Saved != nil {
+			s.Saved(s.Save)
+		}
+	}
+	return data, c.Host(), nil
+}
+
 // traceProgressEvery is how often CaptureTrace reports its progress.
 const traceProgressEvery = 200 * time.Millisecond
 
@@ -117,8 +198,8 @@ const traceProgressEvery = 200 * time.Millisecond
 // one) from a service. progress, when not nil, is called every 200 ms
 // while the service traces, with the time elapsed.
 func CaptureTrace(ctx context.Context, f Fetcher, d time.Duration, progress func(Progress)) ([]byte, error) {
-	if d < time.Second || d%time.Second != 0 {
-		return nil, fmt.Errorf("trace %s: the pprof endpoint takes whole seconds, at least 1s", d)
+	if err := wholeSeconds(d); err != nil {
+		return nil, err
 	}
 	if progress != nil {
 		start := time.Now()

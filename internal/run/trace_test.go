@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/exectrace"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -164,5 +168,65 @@ func TestCaptureTrace(t *testing.T) {
 		if _, err := CaptureTrace(t.Context(), f, d, nil); err == nil || !strings.Contains(err.Error(), "whole seconds") {
 			t.Errorf("trace of %s: error %v", d, err)
 		}
+	}
+}
+
+func TestTraceSource_Read(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "trace.out")
+	if err := os.WriteFile(file, []byte("saved trace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/pprof/trace" || r.URL.Query().Get("seconds") != "1" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("captured trace"))
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	save := filepath.Join(dir, "kept.out")
+	tests := []struct {
+		name      string
+		src       TraceSource
+		data, who string
+		field     string // of the *option.Error wanted
+		wantErr   string
+	}{
+		{name: "stdin", src: TraceSource{Arg: "-", Stdin: strings.NewReader("piped trace")}, data: "piped trace", who: "stdin"},
+		{name: "file", src: TraceSource{Arg: file}, data: "saved trace", who: "trace.out"},
+		{name: "capture", src: TraceSource{Arg: srv.URL, Duration: time.Second, Save: save}, data: "captured trace", who: host},
+		{name: "file kept again", src: TraceSource{Arg: file, Save: save}, field: "Save", wantErr: "Save keeps a trace captured from TARGET; FILE is already saved"},
+		{name: "neither", src: TraceSource{Arg: filepath.Join(dir, "missing.out")}, wantErr: "is neither a trace file nor a target URL"},
+		{name: "part of a second", src: TraceSource{Arg: srv.URL, Duration: 1500 * time.Millisecond}, field: "Duration", wantErr: "Duration 1.5s: the pprof endpoint takes whole seconds, at least 1s"},
+		{name: "bad target options", src: TraceSource{Arg: srv.URL, Duration: time.Second, Target: target.Options{Timeout: -1}}, field: "Target.Timeout", wantErr: "Target.Timeout -1ns: give a positive duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var said []string
+			tt.src.Capturing = func(h string) { said = append(said, "capturing "+h) }
+			tt.src.Saved = func(p string) { said = append(said, "saved "+p) }
+			data, who, err := tt.src.Read(t.Context())
+			if tt.wantErr != "" {
+				var oe *option.Error
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || errors.As(err, &oe) != (tt.field != "") || oe != nil && oe.Field != tt.field {
+					t.Fatalf("Read() error %v, want %q (an option error about %q)", err, tt.wantErr, tt.field)
+				}
+				return
+			}
+			if err != nil || string(data) != tt.data || who != tt.who {
+				t.Fatalf("Read() = %q, %q, %v; want %q from %q", data, who, err, tt.data, tt.who)
+			}
+			if tt.src.Save == "" {
+				return
+			}
+			if kept, err := os.ReadFile(save); err != nil || string(kept) != tt.data {
+				t.Errorf("kept %q, %v; want the captured trace", kept, err)
+			}
+			if want := []string{"capturing " + host, "saved " + save}; !slices.Equal(said, want) {
+				t.Errorf("told %q, want %q", said, want)
+			}
+		})
 	}
 }
