@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/gcrun"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/report"
@@ -18,8 +14,9 @@ import (
 
 // gctraceOptions are the flags of gctrace.
 type gctraceOptions struct {
-	format string
-	plot   string
+	format     string
+	plot       string
+	plotFormat report.Format
 }
 
 func newGCTraceCmd(e *env) *cobra.Command {
@@ -68,10 +65,8 @@ func runGCTrace(ctx context.Context, e *env, args []string, dash int, o *gctrace
 	if err != nil {
 		return err
 	}
-	if o.plot != "" {
-		if _, err := report.FormatOf(o.plot, report.FormatSVG, report.FormatHTML); err != nil {
-			return fmt.Errorf("--plot %s: %w", o.plot, err)
-		}
+	if o.plotFormat, err = outputFormat("--plot", o.plot, report.FormatSVG, report.FormatHTML); err != nil {
+		return err
 	}
 	if dash >= 0 {
 		if dash > 0 {
@@ -85,20 +80,15 @@ func runGCTrace(ctx context.Context, e *env, args []string, dash int, o *gctrace
 	if len(args) > 1 {
 		return fmt.Errorf("gctrace takes one LOG (got %d arguments); to run a command, put it after --", len(args))
 	}
-	path := "-"
-	if len(args) == 1 {
-		path = args[0]
+	path, name := "-", "stdin"
+	if len(args) == 1 && args[0] != "-" {
+		path, name = args[0], args[0]
 	}
-	var r io.Reader = e.stdin
-	name := "stdin"
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("gctrace: %w", err)
-		}
-		defer f.Close()
-		r, name = f, path
+	r, err := e.open(path)
+	if err != nil {
+		return fmt.Errorf("gctrace: %w", err)
 	}
+	defer r.Close()
 	t, err := gcstats.ParseTrace(r)
 	if err != nil {
 		return fmt.Errorf("gctrace %s: %w", name, err)
@@ -111,12 +101,7 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 	s := gcstats.Summarize(t)
 	doc := report.GCTrace{Summary: &s}
 	if o.plot != "" {
-		plot, _ := report.FormatOf(o.plot, report.FormatSVG, report.FormatHTML) // checked by runGCTrace
-		var buf bytes.Buffer
-		if err := report.Write(&buf, plot, doc); err != nil {
-			return fmt.Errorf("draw %s: %w", o.plot, err)
-		}
-		if err := atomicfile.WriteBytes(o.plot, buf.Bytes()); err != nil {
+		if err := writeDocument(o.plot, o.plotFormat, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.plot)
@@ -129,33 +114,25 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 var gctraceStopDelay = gcrun.DefaultStopDelay
 
 // gctraceCommand runs argv with gctrace on, analysing its stderr as it
-// comes.
+// comes; the command's exit code is heapscope's.
 func gctraceCommand(ctx context.Context, e *env, argv []string, format report.Format, o *gctraceOptions) error {
 	res, err := gcrun.Run(ctx, argv, gcrun.Options{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, StopDelay: gctraceStopDelay})
 	if err != nil {
 		return fmt.Errorf("gctrace: %w", err)
 	}
-	code := res.ExitCode
-	if len(res.Trace.Cycles) == 0 {
-		if ctx.Err() != nil {
-			return &codeError{code: exitInterrupted, err: fmt.Errorf("gctrace: interrupted before %s printed a GC line", argv[0])}
+	if len(res.Trace.Cycles) > 0 {
+		if err := gctraceReport(e, res.Trace, format, o); err != nil {
+			return err
 		}
-		if code != 0 {
-			return &codeError{code: code, err: fmt.Errorf("gctrace: %s exited with status %d before any GC cycle", argv[0], code)}
-		}
-		if res.TestBinaries {
-			return errors.New("gctrace: the test binaries of go test ran no GC cycle (the go command's, the compiler's and the linker's own are left out)")
-		}
-		return fmt.Errorf("gctrace: %s printed %w", argv[0], gcstats.ErrNoCycles)
 	}
-	if err := gctraceReport(e, res.Trace, format, o); err != nil {
-		return err
-	}
+	err = res.Err(argv[0], ctx.Err() != nil)
 	switch {
+	case err == nil:
+		return nil
 	case ctx.Err() != nil:
-		return &codeError{code: exitInterrupted, err: fmt.Errorf("gctrace: interrupted; the report covers %s until then", argv[0])}
-	case code != 0:
-		return &codeError{code: code, err: fmt.Errorf("gctrace: %s exited with status %d", argv[0], code)}
+		return &codeError{code: exitInterrupted, err: fmt.Errorf("gctrace: %w", err)}
+	case res.ExitCode != 0:
+		return &codeError{code: res.ExitCode, err: fmt.Errorf("gctrace: %w", err)}
 	}
-	return nil
+	return fmt.Errorf("gctrace: %w", err)
 }

@@ -49,6 +49,28 @@ type Result struct {
 	TestBinaries bool
 }
 
+// Err says what the caller's last word on the command named name is, nil
+// when it exited 0 after printing GC cycles: interrupted (when
+// interrupted), exited with a status, or printed no GC cycle.
+func (r Result) Err(name string, interrupted bool) error {
+	cycles := len(r.Trace.Cycles) > 0
+	switch {
+	case interrupted && !cycles:
+		return fmt.Errorf("interrupted before %s printed a GC line", name)
+	case interrupted:
+		return fmt.Errorf("interrupted; the report covers %s until then", name)
+	case r.ExitCode != 0 && !cycles:
+		return fmt.Errorf("%s exited with status %d before any GC cycle", name, r.ExitCode)
+	case r.ExitCode != 0:
+		return fmt.Errorf("%s exited with status %d", name, r.ExitCode)
+	case cycles:
+		return nil
+	case r.TestBinaries:
+		return errors.New("the test binaries of go test ran no GC cycle (the go command's, the compiler's and the linker's own are left out)")
+	}
+	return fmt.Errorf("%s printed %w", name, gcstats.ErrNoCycles)
+}
+
 // Run runs argv with gctrace=1 added to its GODEBUG (unless GODEBUG sets
 // gctrace already) until it exits. When ctx is cancelled the command gets
 // an interrupt, then is killed after Options.StopDelay; the cycles seen

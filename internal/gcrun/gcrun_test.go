@@ -2,6 +2,7 @@ package gcrun
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -190,5 +191,34 @@ func TestCollect(t *testing.T) {
 				t.Errorf("the trace was forwarded, not parsed: %s", stderr.String())
 			}
 		})
+	}
+}
+
+func TestResult_Err(t *testing.T) {
+	cycles := gcstats.Trace{Cycles: make([]gcstats.Cycle, 2)}
+	tests := []struct {
+		name        string
+		res         Result
+		interrupted bool
+		want        string // "" for nil
+	}{
+		{"exited 0 after cycles", Result{Trace: cycles}, false, ""},
+		{"interrupted before a cycle", Result{ExitCode: 130}, true, "interrupted before app printed a GC line"},
+		{"interrupted after cycles", Result{Trace: cycles, ExitCode: 130}, true, "interrupted; the report covers app until then"},
+		{"failed before a cycle", Result{ExitCode: 3}, false, "app exited with status 3 before any GC cycle"},
+		{"failed after cycles", Result{Trace: cycles, ExitCode: 3}, false, "app exited with status 3"},
+		{"go test without a cycle", Result{TestBinaries: true}, false, "the test binaries of go test ran no GC cycle (the go command's, the compiler's and the linker's own are left out)"},
+		{"no cycle", Result{}, false, "app printed " + gcstats.ErrNoCycles.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.res.Err("app", tt.interrupted)
+			if got := fmt.Sprint(err); tt.want == "" && err != nil || tt.want != "" && got != tt.want {
+				t.Errorf("Err() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if err := (Result{}).Err("app", false); !errors.Is(err, gcstats.ErrNoCycles) {
+		t.Errorf("no cycle: %v does not wrap gcstats.ErrNoCycles", err)
 	}
 }
