@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -13,11 +12,9 @@ import (
 )
 
 type diagnoseOptions struct {
+	run.Diagnosis
 	format string
 	failOn string
-	config string
-	source string
-	all    bool
 }
 
 func newDiagnoseCmd(e *env) *cobra.Command {
@@ -57,9 +54,9 @@ above is present.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above is present: low, medium or high")
-	fs.StringVar(&o.config, "config", "", "YAML file of thresholds overriding the defaults")
-	fs.StringVar(&o.source, "source", "", "directory of the service's source, to read the lines findings point at")
-	fs.BoolVar(&o.all, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")
+	fs.StringVar(&o.ThresholdsFile, "config", "", "YAML file of thresholds overriding the defaults")
+	fs.StringVar(&o.SourceDir, "source", "", "directory of the service's source, to read the lines findings point at")
+	fs.BoolVar(&o.All, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")
 	return cmd
 }
 
@@ -74,24 +71,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return fmt.Errorf("--fail-on %q: choose low, medium or high", o.failOn)
 		}
 	}
-	var th *diagnose.Thresholds
-	if o.config != "" {
-		data, err := os.ReadFile(o.config)
-		if err != nil {
-			return fmt.Errorf("read --config: %w", err)
-		}
-		t, err := diagnose.ParseThresholds(data)
-		if err != nil {
-			return fmt.Errorf("--config %s: %w", o.config, err)
-		}
-		th = &t
-	}
-	if o.source != "" {
-		if st, err := os.Stat(o.source); err != nil || !st.IsDir() {
-			return fmt.Errorf("--source %s: not a directory", o.source)
-		}
-	}
-	rep, warnings, err := run.DiagnosePaths(ctx, args, run.Diagnosis{Thresholds: th, SourceDir: o.source, All: o.all})
+	rep, warnings, err := run.DiagnosePaths(ctx, args, o.Diagnosis)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 // kebab case.
 var flagNames = map[string]string{
 	"MaxRequests": "requests", "TargetsFile": "targets", "Request": "load", "Extra": "profiles",
+	"ThresholdsFile": "config", "SourceDir": "source",
 }
 
 // flagText is err's message with the options that an *option.Error in it

@@ -16,6 +16,7 @@ import (
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/escape"
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
@@ -103,8 +104,10 @@ func firstUnderLoad(loaded bool, warmupSeconds float64) int {
 
 // Diagnosis says how to diagnose a run directory again.
 type Diagnosis struct {
-	// Thresholds replace the defaults when set.
-	Thresholds *diagnose.Thresholds
+	// Thresholds replace the defaults when set; for DiagnosePaths, so do
+	// those of the YAML file ThresholdsFile (diagnose.ParseThresholds).
+	Thresholds     *diagnose.Thresholds
+	ThresholdsFile string
 	// SourceDir is the service's source (a Go module), when the paths in
 	// the profiles are not readable as they are.
 	SourceDir string
@@ -283,15 +286,39 @@ func (s *SourceFiles) candidates(file string) []string {
 	return out
 }
 
+// readThresholds sets Thresholds from ThresholdsFile, when set.
+func (d *Diagnosis) readThresholds() error {
+	if d.ThresholdsFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(d.ThresholdsFile)
+	if err != nil {
+		return option.Errorf("ThresholdsFile", "read {ThresholdsFile}: %w", err)
+	}
+	t, err := diagnose.ParseThresholds(data)
+	if err != nil {
+		return option.Errorf("ThresholdsFile", "{ThresholdsFile} %s: %w", d.ThresholdsFile, err)
+	}
+	d.Thresholds = &t
+	return nil
+}
+
 // DiagnosePaths diagnoses what heapscope diagnose is given: one run
 // directory (diagnosed again, as DiagnoseDir does), or profile files
-// (BareProfiles). With opts.SourceDir, source lines are read from there
+// (BareProfiles), with the thresholds of opts.ThresholdsFile when set.
+// With opts.SourceDir, a directory, source lines are read from there
 // and the findings get the compiler's escape analysis of the module's
 // packages that hold them; an analysis that fails leaves the findings
 // without it and comes back as a warning.
 func DiagnosePaths(ctx context.Context, paths []string, opts Diagnosis) (diagnose.Report, []error, error) {
 	if len(paths) == 0 {
 		return diagnose.Report{}, nil, errors.New("diagnose: no run directory or profile")
+	}
+	if err := opts.readThresholds(); err != nil {
+		return diagnose.Report{}, nil, err
+	}
+	if st, err := os.Stat(opts.SourceDir); opts.SourceDir != "" && (err != nil || !st.IsDir()) {
+		return diagnose.Report{}, nil, option.Errorf("SourceDir", "{SourceDir} %s: not a directory", opts.SourceDir)
 	}
 	var rep diagnose.Report
 	if st, err := os.Stat(paths[0]); err == nil && st.IsDir() {

@@ -22,6 +22,13 @@ func TestDiagnosePaths(t *testing.T) {
 	}
 	f.Close()
 	notModule := t.TempDir()
+	thresholds, goodThresholds := filepath.Join(dir, "thresholds.yml"), filepath.Join(dir, "good.yml")
+	if err := os.WriteFile(thresholds, []byte("leak:\n  min_r2: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goodThresholds, []byte("leak:\n  min_r2: 0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name     string
@@ -36,6 +43,10 @@ func TestDiagnosePaths(t *testing.T) {
 		{name: "directory and profiles", paths: []string{dir, heap}, wantErr: "diagnose takes one RUN_DIR, or profiles: " + dir + " is a directory"},
 		{name: "directory that is not a run", paths: []string{dir}, wantErr: "is not a (finished) heapscope run"},
 		{name: "nothing", wantErr: "no run directory or profile"},
+		{name: "thresholds", paths: []string{heap}, opts: Diagnosis{ThresholdsFile: goodThresholds}},
+		{name: "missing thresholds", paths: []string{heap}, opts: Diagnosis{ThresholdsFile: filepath.Join(dir, "none.yml")}, wantErr: "read ThresholdsFile: open "},
+		{name: "bad thresholds", paths: []string{heap}, opts: Diagnosis{ThresholdsFile: thresholds}, wantErr: "ThresholdsFile " + thresholds + ": check thresholds: leak.min_r2 2"},
+		{name: "source not a directory", paths: []string{heap}, opts: Diagnosis{SourceDir: heap}, wantErr: "SourceDir " + heap + ": not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
