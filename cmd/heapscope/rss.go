@@ -10,15 +10,13 @@ import (
 
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/rss"
-	"github.com/heapscope/heapscope/internal/sysmem"
-	"github.com/heapscope/heapscope/internal/target"
 )
 
 // rssOptions are the flags of rss.
 type rssOptions struct {
 	format string
-	target string
-	targetFlags
+	url    string
+	target targetFlags
 	// noDiscover: without a target, do not look for pprof on the ports.
 	noDiscover bool
 	// proc reads /proc; sysmem.Proc{} when nil (tests replace it).
@@ -60,8 +58,8 @@ Linux only. Reading another user's process needs its rights (or root).`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.format, "format", "text", "output: text or json")
-	fs.StringVar(&o.target, "target", "", "base URL of the process's pprof, for the runtime's MemStats (e.g. http://127.0.0.1:6060)")
-	o.targetFlags.register(fs, "--target", "timeout of the request to --target", 10*time.Second, "")
+	fs.StringVar(&o.url, "target", "", "base URL of the process's pprof, for the runtime's MemStats (e.g. http://127.0.0.1:6060)")
+	o.target.register(fs, "--target", "timeout of the request to --target", 10*time.Second, "")
 	fs.BoolVar(&o.noDiscover, "no-discover", false, "without --target, do not look for pprof on the process's listening ports")
 	return cmd
 }
@@ -78,26 +76,15 @@ func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
 	if err := rssSupported(); err != nil {
 		return err
 	}
-	topts, header, err := o.targetFlags.options(o.target)
+	topts, _, err := o.target.options(o.url)
 	if err != nil {
 		return err
 	}
-	var look rss.Lookup
-	switch {
-	case o.target != "":
-		c, err := target.New(topts)
-		if err != nil {
-			return err
-		}
-		look.Given, look.GivenURL = c.MemStats, c.PprofURL()
-	case !o.noDiscover:
-		look.Find = target.Local{PprofPath: o.PprofPath, Header: header}.FindMemStats
+	look, err := rss.NewLookup(topts, !o.noDiscover)
+	if err != nil {
+		return err
 	}
-	proc := o.proc
-	if proc == nil {
-		proc = sysmem.Proc{}
-	}
-	in, err := rss.Gather(ctx, proc, look, pid)
+	in, err := rss.Gather(ctx, o.proc, look, pid)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/target"
 )
 
 // Proc is what Gather reads of a process; sysmem.Proc reads it from /proc.
@@ -34,6 +35,23 @@ type Lookup struct {
 	Find func(ctx context.Context, ports []int) (*gcstats.MemStats, string, error)
 }
 
+// NewLookup looks the MemStats up at the pprof of opts when its BaseURL is
+// set (a pprof the user names); else, when discover is true, on the
+// process's listening ports with the pprof path and headers of opts.
+func NewLookup(opts target.Options, discover bool) (Lookup, error) {
+	switch {
+	case opts.BaseURL != "":
+		c, err := target.New(opts)
+		if err != nil {
+			return Lookup{}, err
+		}
+		return Lookup{Given: c.MemStats, GivenURL: c.PprofURL()}, nil
+	case discover:
+		return Lookup{Find: target.Local{PprofPath: opts.PprofPath, Header: opts.Header}.FindMemStats}, nil
+	}
+	return Lookup{}, nil
+}
+
 // noRuntimeHint ends every reason the runtime's figures are unknown: how
 // to give them.
 const noRuntimeHint = "give --target URL, the process's pprof"
@@ -42,8 +60,11 @@ const noRuntimeHint = "give --target URL, the process's pprof"
 // first, when they can be had, then the mappings right after, so that the
 // two views are close in time; then status and cgroup, whose failure is
 // only a warning. Only a failing Given and an unreadable smaps are
-// errors.
+// errors. A nil proc reads /proc (sysmem.Proc).
 func Gather(ctx context.Context, proc Proc, look Lookup, pid int) (Input, error) {
+	if proc == nil {
+		proc = sysmem.Proc{}
+	}
 	in := Input{PID: pid}
 	if err := look.memStats(ctx, proc, pid, &in); err != nil {
 		return in, err

@@ -12,6 +12,7 @@ import (
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/rss"
 	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/target"
 )
 
 // fakeProc is a process read from recorded smaps, with errors where a
@@ -177,6 +178,40 @@ func TestGather_errors(t *testing.T) {
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
+			}
+		})
+	}
+}
+
+func TestNewLookup(t *testing.T) {
+	tests := []struct {
+		name              string
+		opts              target.Options
+		discover          bool
+		given, find       bool
+		givenURL, wantErr string
+	}{
+		{name: "named pprof", opts: target.Options{BaseURL: "http://127.0.0.1:6060", PprofPath: "/admin/pprof"}, discover: true, given: true, givenURL: "http://127.0.0.1:6060/admin/pprof/"},
+		{name: "discovered", discover: true, find: true},
+		{name: "neither", discover: false},
+		{name: "bad URL", opts: target.Options{BaseURL: "ftp://x"}, wantErr: "scheme must be http or https"},
+		{name: "bad timeout", opts: target.Options{BaseURL: "http://h", Timeout: -1}, wantErr: "Timeout -1ns: give a positive duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			look, err := rss.NewLookup(tt.opts, tt.discover)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (look.Given != nil) != tt.given || (look.Find != nil) != tt.find || look.GivenURL != tt.givenURL {
+				t.Errorf("lookup given %v (%q), find %v; want given %v (%q), find %v",
+					look.Given != nil, look.GivenURL, look.Find != nil, tt.given, tt.givenURL, tt.find)
 			}
 		})
 	}
