@@ -73,7 +73,7 @@ func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("rss: PID %q is not a process id (a positive number)", pidArg)
 	}
-	if err := rssSupported(); err != nil {
+	if err := rss.Supported(); err != nil {
 		return err
 	}
 	topts, _, err := o.target.options(o.url)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/sysmem"
@@ -33,6 +34,15 @@ type Lookup struct {
 	// the pprof that served them (target.Local.FindMemStats); nil not to
 	// look. Used only without Given.
 	Find func(ctx context.Context, ports []int) (*gcstats.MemStats, string, error)
+}
+
+// Supported reports whether Gather can read processes here: it reads
+// /proc, which only Linux has.
+func Supported() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("rss reads /proc/PID/smaps: Linux only (this is %s)", runtime.GOOS)
+	}
+	return nil
 }
 
 // NewLookup looks the MemStats up at the pprof of opts when its BaseURL is

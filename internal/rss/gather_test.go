@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -214,5 +215,11 @@ func TestNewLookup(t *testing.T) {
 					look.Given != nil, look.GivenURL, look.Find != nil, tt.given, tt.givenURL, tt.find)
 			}
 		})
+	}
+}
+
+func TestSupported(t *testing.T) {
+	if err := rss.Supported(); (err == nil) != (runtime.GOOS == "linux") || err != nil && !strings.Contains(err.Error(), "Linux only") {
+		t.Errorf("Supported() = %v on %s", err, runtime.GOOS)
 	}
 }
