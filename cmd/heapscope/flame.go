@@ -9,6 +9,8 @@ import (
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/flame"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 type flameOptions struct {
@@ -150,7 +152,7 @@ func (o *flameOptions) drawOptions() (flame.DrawOptions, error) {
 
 // readFlameInput reads a profile and checks that it can be drawn.
 func readFlameInput(e *env, path, sample string) (flame.Input, error) {
-	s, err := readStacks(e, path)
+	s, err := rundir.ReadStacks(path, e.stdin, pprofx.ReadOptions{})
 	if err != nil {
 		return flame.Input{}, err
 	}

@@ -50,7 +50,7 @@ func runTop(e *env, path string, o *topOptions) error {
 	if o.n < 0 {
 		return fmt.Errorf("-n %d: give a number of sites ≥ 0", o.n)
 	}
-	s, err := readStacks(e, path)
+	s, err := rundir.ReadStacks(path, e.stdin, pprofx.ReadOptions{})
 	if err != nil {
 		return err
 	}
@@ -59,18 +59,4 @@ func runTop(e *env, path string, o *topOptions) error {
 		return fmt.Errorf("top of %s: %w", path, err)
 	}
 	return report.Write(e.stdout, format, report.Top{Table: run.TopTable(tab, path, "")})
-}
-
-// readStacks streams the profile at path (a file, or stdin for "-")
-// through the aggregating decoder: the decoded profile is never held in
-// memory.
-func readStacks(e *env, path string) (*pprofx.Stacks, error) {
-	if path != "-" {
-		return rundir.ReadStacksFile(path, pprofx.ReadOptions{})
-	}
-	s, err := pprofx.ReadStacks(e.stdin, pprofx.ReadOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("read profile %s: %w", path, err)
-	}
-	return s, nil
 }

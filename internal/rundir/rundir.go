@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -136,6 +137,19 @@ func readStored(dir string, res *result.Run) (Stored, []string, error) {
 		break
 	}
 	return s, nil, nil
+}
+
+// ReadStacks reads the profile at path by stack, as ReadStacksFile does,
+// or from stdin for "-": the decoded profile is never held in memory.
+func ReadStacks(path string, stdin io.Reader, opts pprofx.ReadOptions) (*pprofx.Stacks, error) {
+	if path != "-" {
+		return ReadStacksFile(path, opts)
+	}
+	s, err := pprofx.ReadStacks(stdin, opts)
+	if err != nil {
+		return nil, fmt.Errorf("read profile %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // ReadStacksFile reads a profile file by stack (pprofx.ReadStacks), with

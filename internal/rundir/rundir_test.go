@@ -139,6 +139,38 @@ func TestReadStacksFile_directory(t *testing.T) {
 	}
 }
 
+func TestReadStacks(t *testing.T) {
+	data := allocsProfile(t)
+	file := filepath.Join(t.TempDir(), "allocs.pb.gz")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		stdin      string
+		wantErr    string
+	}{
+		{name: "file", path: file},
+		{name: "stdin", path: "-", stdin: string(data)},
+		{name: "empty stdin", path: "-", wantErr: "read profile -: not a pprof profile"},
+		{name: "missing file", path: file + ".missing", wantErr: "read profile: open "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ReadStacks(tt.path, strings.NewReader(tt.stdin), pprofx.ReadOptions{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || s.Len() != 1 {
+				t.Fatalf("ReadStacks = %v stacks, %v; want the profile's one", s, err)
+			}
+		})
+	}
+}
+
 func gzipped(t *testing.T, s string) []byte {
 	t.Helper()
 	var b bytes.Buffer
