@@ -38,14 +38,8 @@ func (o *benchGateOptions) options() (bench.Options, report.Format, error) {
 		return bench.Options{}, "", err
 	}
 	opts := o.Options
-	for _, expr := range o.failOn {
-		g, err := bench.ParseGate(expr)
-		if err != nil {
-			return bench.Options{}, "", fmt.Errorf("--fail-on: %w", err)
-		}
-		opts.Gates = append(opts.Gates, g)
-	}
-	return opts, format, nil
+	opts.Gates, err = parseGates(o.failOn, bench.ParseGate)
+	return opts, format, err
 }
 
 // finish writes the report and turns it into the command's outcome: exit 2

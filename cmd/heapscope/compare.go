@@ -111,30 +111,13 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 		return err
 	}
 	opts := o.Options
-	for _, expr := range o.failOn {
-		g, err := compare.ParseGate(expr)
-		if err != nil {
-			return fmt.Errorf("--fail-on: %w", err)
-		}
-		opts.Gates = append(opts.Gates, g)
-	}
-	before, err := readSide(e, beforeDirs)
-	if err != nil {
+	if opts.Gates, err = parseGates(o.failOn, compare.ParseGate); err != nil {
 		return err
 	}
-	after, err := readSide(e, afterDirs)
+	warn := func(w string) { fmt.Fprintf(e.stderr, "heapscope: warning: %s\n", w) }
+	doc, err := run.CompareDirs(beforeDirs, afterDirs, opts, out == report.FormatHTML, warn)
 	if err != nil {
 		return err
-	}
-	c, err := compare.Compare(before, after, opts)
-	if err != nil {
-		return err
-	}
-	doc := report.Comparison{Comparison: c}
-	if out == report.FormatHTML {
-		if doc.Flame, err = compare.Flame(before, after, c); err != nil {
-			return err
-		}
 	}
 	if o.out == "" {
 		err = report.Write(e.stdout, format, doc)
@@ -144,17 +127,8 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if err != nil {
 		return err
 	}
-	if err := c.GateError(); err != nil {
+	if err := doc.Comparison.GateError(); err != nil {
 		return &codeError{code: exitGateFailed, err: err}
 	}
 	return nil
-}
-
-// readSide reads the run directories of one side, saying what they lack.
-func readSide(e *env, dirs []string) (compare.Side, error) {
-	side, warnings, err := run.ReadSide(dirs)
-	for _, w := range warnings {
-		fmt.Fprintf(e.stderr, "heapscope: warning: %s\n", w)
-	}
-	return side, err
 }
