@@ -145,9 +145,6 @@ which no request succeeded exits 3, after its report.`,
 	return cmd
 }
 
-// loadProgressEvery is how often progress is drawn.
-const loadProgressEvery = 500 * time.Millisecond
-
 func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *loadOptions) error {
 	format, err := report.ParseFormat(o.format)
 	if err != nil {
@@ -173,7 +170,7 @@ func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *load
 		return err
 	}
 	pr := newStatus(e.stderr, o.progress, time.Second)
-	opts.Progress, opts.ProgressInterval = func(p load.Progress) { pr.Show(p.String()) }, loadProgressEvery
+	opts.Progress = func(p load.Progress) { pr.Show(p.String()) } // every load.DefaultProgressInterval
 	res, err := load.Run(ctx, opts)
 	pr.Finish()
 	if err != nil {
