@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,43 +39,20 @@ var flagNames = map[string]string{
 }
 
 // flagText is err's message with the options that an *option.Error in it
-// names by field path named by their flags on cmd: a field path's last
-// elements in kebab case, the longest that is a flag ("Load.Timeout" is
-// --load-timeout where there is one, else --timeout), or as flagNames says.
+// names by field path named by their flags on cmd (option.Names), or by
+// their paths when they have none.
 func flagText(cmd *cobra.Command, err error) string {
-	msg := err.Error()
 	var oe *option.Error
 	if cmd == nil || !errors.As(err, &oe) {
-		return msg
+		return err.Error()
 	}
-	return strings.Replace(msg, oe.Error(), oe.Text(func(path string) string {
-		parts := strings.Split(path, ".")
-		for i := range parts {
-			name, ok := flagNames[strings.Join(parts[i:], ".")]
-			if !ok {
-				name = kebab(strings.Join(parts[i:], ""))
-			}
-			if cmd.Flags().Lookup(name) != nil {
-				return "--" + name
-			}
+	name := option.Names(func(n string) bool { return cmd.Flags().Lookup(n) != nil }, flagNames)
+	return strings.Replace(err.Error(), oe.Error(), oe.Text(func(path string) string {
+		if n := name(path); n != path {
+			return "--" + n
 		}
 		return path
 	}), 1)
-}
-
-// kebab turns a Go name into a flag's: MaxInFlight is max-in-flight, PID
-// is pid.
-func kebab(name string) string {
-	var b strings.Builder
-	rs := []rune(name)
-	for i, r := range rs {
-		lowerNext := i+1 < len(rs) && unicode.IsLower(rs[i+1])
-		if i > 0 && unicode.IsUpper(r) && (!unicode.IsUpper(rs[i-1]) || lowerNext) {
-			b.WriteByte('-')
-		}
-		b.WriteRune(unicode.ToLower(r))
-	}
-	return b.String()
 }
 
 // parseGates parses the expressions of --fail-on with parse.

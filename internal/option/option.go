@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Error is an invalid option.
@@ -83,4 +84,40 @@ func (e *Error) err(name func(string) string) error {
 	}
 	b.WriteString(rest)
 	return fmt.Errorf(b.String(), e.args...)
+}
+
+// Names returns the namer for Text of a caller whose option names are
+// kebab case: a field path is named by its last elements in kebab case,
+// the longest that known accepts ("Load.Timeout" is load-timeout where
+// that is known, else timeout), or as renamed says of them ({"MaxRequests":
+// "requests"}); by the path itself when known accepts none.
+func Names(known func(name string) bool, renamed map[string]string) func(field string) string {
+	return func(path string) string {
+		parts := strings.Split(path, ".")
+		for i := range parts {
+			name, ok := renamed[strings.Join(parts[i:], ".")]
+			if !ok {
+				name = Kebab(strings.Join(parts[i:], ""))
+			}
+			if known(name) {
+				return name
+			}
+		}
+		return path
+	}
+}
+
+// Kebab spells a Go name in kebab case: MaxInFlight is max-in-flight, PID
+// is pid, CACertFile is ca-cert-file.
+func Kebab(name string) string {
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		lowerNext := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if i > 0 && unicode.IsUpper(r) && (!unicode.IsUpper(rs[i-1]) || lowerNext) {
+			b.WriteByte('-')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }

@@ -106,6 +106,35 @@ func TestWithin_otherErrors(t *testing.T) {
 	}
 }
 
+func TestKebab(t *testing.T) {
+	for name, want := range map[string]string{
+		"Rate": "rate", "MaxInFlight": "max-in-flight", "PID": "pid", "CACertFile": "ca-cert-file",
+		"LoadTimeout": "load-timeout", "BaseRequests": "base-requests", "HTTP2": "http2", "": "",
+	} {
+		if got := Kebab(name); got != want {
+			t.Errorf("Kebab(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	flags := map[string]bool{"rate": true, "timeout": true, "load-timeout": true, "requests": true}
+	name := Names(func(n string) bool { return flags[n] }, map[string]string{"MaxRequests": "requests"})
+	for path, want := range map[string]string{
+		"Rate":             "rate",
+		"Load.Rate":        "rate",
+		"Load.Timeout":     "load-timeout",
+		"Target.Timeout":   "timeout",
+		"MaxRequests":      "requests",
+		"Load.MaxRequests": "requests",
+		"Load.Ramp":        "Load.Ramp",
+	} {
+		if got := name(path); got != want {
+			t.Errorf("name(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
 func ExampleError_Text() {
 	err := Within("Load", Errorf("Rate", "{Rate} %g: give a positive rate, or {Connections} N for the closed model", -1.0))
 	fmt.Println(err)
