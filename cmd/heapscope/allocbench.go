@@ -27,46 +27,7 @@ func newAllocbenchCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "allocbench",
 		Short: "Run allocation patterns under several Go toolchains: RSS against the runtime's accounting",
-		Long: `allocbench runs a matrix of allocation patterns, each in a child process of
-its own, under every Go toolchain of --go, and compares the resident size of
-the Go heap with what the runtime says it allocated. It is the lab that
-finds allocator regressions such as golang/go#72991 (Go 1.24.0 to 1.24.5
-zeroed large pointer-holding allocations even when fresh from the OS,
-making untouched memory resident).
-
-Patterns are named SIZE-POINTERS-CONTAINER-LIFETIME-WRITES:
-  SIZE        small (16 KiB objects) or large (4 MiB objects)
-  POINTERS    ptr (elements hold pointers) or noptr
-  CONTAINER   slice, chan (a buffered channel) or map (pre-sized)
-  LIFETIME    retained, or transient (the live set replaced 4 times, a GC
-              between)
-  WRITES      full, or sparse (only the first sixteenth written, as a
-              channel buffer or a preallocated slice often is)
-
-Each toolchain (local, or a release such as go1.24.3) builds a small
-embedded program in a module whose go line is 1.21; the go command fetches
-releases through GOTOOLCHAIN from the module proxy. The child allocates
-with the GC off, prints runtime.MemStats and waits while heapscope reads
-its VmRSS and the Rss of its Go heap mappings from /proc/PID/smaps.
-
-Per pattern and toolchain: medians over --count runs of HeapAlloc,
-HeapInuse, HeapSys, HeapReleased, Sys, VmRSS, the heap mappings' Rss, and
-RSS/heap (heap Rss per HeapAlloc byte) with its 95% confidence interval. A
-pattern is flagged when two toolchains' RSS/heap differ both significantly
-(Mann-Whitney U test, p ≤ --alpha) and by at least --min-effect.
-
-Linux only. Exit codes: 0 success; 2 usage error or a toolchain that does
-not exist; 3 some runs failed; 130 interrupted.`,
-		Example: `  # the regression of Go 1.24.0–1.24.5, against the release before and the fix
-  heapscope allocbench --go go1.23.12,go1.24.3,go1.25.0 -o allocbench.html
-
-  # the large pointer-holding patterns only, three runs each, as JSON
-  heapscope allocbench --go local,go1.24.3 --pattern '^large-ptr' --count 3 --format json
-
-  # keep the runs, then table them for a README without running again
-  heapscope allocbench --go go1.24.3,go1.24.6 --format json > runs.json
-  heapscope allocbench --from runs.json --format markdown -o chart.svg`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAllocbench(cmd, e, o)
 		},
@@ -82,7 +43,7 @@ not exist; 3 some runs failed; 130 interrupted.`,
 	fs.IntVar(&o.liveMiB, "live", allocbench.DefaultLive>>20, "MiB each pattern keeps live")
 	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "limit of one child run")
 	fs.StringVar(&o.from, "from", "", "analyse the runs of a saved --format json report instead of running (- for stdin): other thresholds, another format")
-	return cmd
+	return withHelp(cmd, "allocbench")
 }
 
 func runAllocbench(cmd *cobra.Command, e *env, o *allocbenchOptions) error {

@@ -67,15 +67,9 @@ func newBenchCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Compare go test -bench results and gate CI on regressions",
-		Long: `bench compares the output of go test -bench -benchmem between two versions
-of some code with benchstat's statistics (medians, confidence intervals, a
-Mann-Whitney U test), and gates on regressions: --fail-on fails (exit 1)
-only when a change is both significant and beyond its threshold.
-
-Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
 	}
 	cmd.AddCommand(newBenchCompareCmd(e), newBenchRunCmd(e))
-	return cmd
+	return withHelp(cmd, "bench")
 }
 
 func newBenchCompareCmd(e *env) *cobra.Command {
@@ -83,34 +77,13 @@ func newBenchCompareCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare OLD NEW",
 		Short: "Compare two go test -bench outputs, with gates",
-		Long: `compare reads two outputs of go test -bench -benchmem (files, or - for
-stdin) and prints, per configuration and unit, the median of each side with
-its confidence interval and the change with its p-value, as benchstat does;
-"~" marks a change that is not significant.
-
---fail-on '[NAME_REGEX:]UNIT>THRESHOLD' (repeatable) fails the command (exit
-1) when a change is significant and beyond the threshold. THRESHOLD is a
-relative change (+5%) or an absolute one in the unit (50 with ns/op); use <
-for units where lower is worse ('B/s<-5%'). A change beyond the threshold
-that is not significant is a warning: more runs would decide. Fewer than
---min-runs runs per side is a warning, or an error with --strict.`,
-		Example: `  go test -run '^$' -bench . -benchmem -count 10 ./... > old.txt
-  # change the code, then
-  go test -run '^$' -bench . -benchmem -count 10 ./... > new.txt
-  heapscope bench compare old.txt new.txt --fail-on 'B/op>+5%' --fail-on 'sec/op>+10%'
-
-  # the same benchmark in two packages, as Markdown for a pull request
-  heapscope bench compare --ignore pkg leaky.txt optimized.txt --format markdown
-
-  # JUnit XML for the CI's test view
-  heapscope bench compare old.txt new.txt --fail-on 'Process.*:allocs/op>+0%' --junit bench.xml`,
-		Args: exactArgs(2, "OLD and NEW, two go test -bench outputs (- for stdin)"),
+		Args:  exactArgs(2, "OLD and NEW, two go test -bench outputs (- for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBenchCompare(e, args[0], args[1], o)
 		},
 	}
 	o.addFlags(cmd.Flags())
-	return cmd
+	return withHelp(cmd, "bench_compare")
 }
 
 func runBenchCompare(e *env, oldPath, newPath string, o *benchGateOptions) error {
@@ -139,25 +112,6 @@ func newBenchRunCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [packages]",
 		Short: "Benchmark the working tree against a git ref, with gates and attribution",
-		Long: `run benchmarks the working tree against the git ref --base, checked out in
-a temporary git worktree: it runs go test -run '^$' -bench REGEXP -benchmem
--count 1 --count times on each side, alternating which side goes first so
-that machine noise falls on both, then compares and gates as bench compare
-does.
-
-For every benchmark whose B/op or allocs/op grew significantly, it reruns
-the benchmark once per side with -memprofile (every allocation recorded,
-the same iteration count on both sides) and prints the allocation sites
-that account for the change, per op, by file:line.
-
-Packages default to the current directory's. Progress goes to stderr when
-it is a terminal.`,
-		Example: `  # what did the last commit do to the examples' Worker benchmarks?
-  heapscope bench run ./examples/leakycache ./examples/optimizedcache \
-      --bench Worker_Process --base HEAD~1 --fail-on 'B/op>+5%'
-
-  # uncommitted changes against HEAD, ten runs per side, Markdown output
-  heapscope bench run ./internal/pprofx --bench Top --format markdown`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBenchRun(cmd, e, args, o)
 		},
@@ -173,7 +127,7 @@ it is a terminal.`,
 	fs.BoolVar(&r.NoAttribution, "no-attribution", false, "skip the profiled reruns of benchmarks whose allocations grew")
 	fs.IntVar(&r.Sites, "sites", bench.DefaultSites, "allocation sites per attribution")
 	fs.StringVar(&o.out, "out", "", "keep the raw outputs (base.txt, new.txt) and the profiles of attributions in `DIR`")
-	return cmd
+	return withHelp(cmd, "bench_run")
 }
 
 func runBenchRun(cmd *cobra.Command, e *env, pkgs []string, o *benchRunOptions) error {

@@ -26,41 +26,6 @@ func newCompareCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B | compare RUN_A... -- RUN_B...",
 		Short: "Compare profiling runs before and after a change, with gates",
-		Long: `compare puts run directories of heapscope profile side by side: the
-headline figures (heap in use, allocation rate, Sys, RSS, GC cycles, pauses
-and CPU, bytes and objects per request, throughput, latency) with absolute
-and relative deltas; notes where the runs differ in more than the code
-(window, load, target, Go or dependency versions, GOGC and friends); the
-allocation sites that grew and shrank most, per request (per second
-without load); and the findings that appeared or disappeared.
-
-With several runs a side (RUN_A... -- RUN_B..., or runs recorded with
-profile --repeat N, whose windows count as runs), every figure and every
-site gets a Mann-Whitney U test, as benchstat's, and only changes outside
-noise are marked: "*" in text, bold in Markdown, coloured in HTML.
-
---fail-on 'FIGURE>THRESHOLD' (repeatable) fails the command (exit 1) when a
-figure, by its JSON name, changes beyond the threshold, and, with repeated
-runs, significantly. 'FUNCTION_REGEX:bytes_per_request>+0%' gates the
-allocation sites of matching functions. Figures: ` + strings.Join(result.FigureNames(), ", ") + `.
-
--o FILE writes the comparison to FILE, its format from the extension:
-.html (one page with the differential flame graph of the allocations),
-.md, .json or .txt.
-
-Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
-		Example: `  # before and after a fix
-  heapscope compare heapscope-runs/svc-20260301T120000Z heapscope-runs/svc-20260301T121500Z
-
-  # four runs a side (the fewest that can reach p < 0.05), a Markdown table
-  # for the pull request, and a gate; flags go before the runs
-  heapscope compare --format markdown --fail-on 'bytes_per_request>+5%' a1 a2 a3 a4 -- b1 b2 b3 b4
-
-  # runs of profile --repeat 6, a one-file page with the differential flame graph
-  heapscope compare before-run after-run -o compare.html
-
-  # CI: fail when Process allocates more per request, or the GC pauses grow past 2 ms
-  heapscope compare base head --fail-on 'Process:bytes_per_request>+0%' --fail-on 'gc_pause_p99_seconds>0.002'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			before, after, err := splitSides(args, cmd.ArgsLenAtDash())
 			if err != nil {
@@ -75,7 +40,7 @@ Exit codes: 0 success; 1 a gate failed; 2 usage or input error.`,
 	fs.StringArrayVar(&o.failOn, "fail-on", nil, "gate `[FUNCTION_REGEX:]FIGURE>THRESHOLD`, such as 'bytes_per_request>+5%'; < where lower is worse; repeatable")
 	fs.Float64Var(&o.Alpha, "alpha", bench.DefaultAlpha, "significance level with repeated runs: a change counts when p ≤ alpha")
 	fs.IntVar(&o.Sites, "sites", compare.DefaultSites, "allocation sites listed as grown and as shrunk")
-	return cmd
+	return withHelp(cmd, "compare", "{{figures}}", strings.Join(result.FigureNames(), ", "))
 }
 
 // splitSides cuts the arguments at "--", or takes two.

@@ -19,19 +19,7 @@ func newDemoCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Profile a bundled example service under load",
-		Long: `demo starts one of heapscope's bundled example services on 127.0.0.1 as a
-child process, warms it up with two seconds of load (--warmup), profiles it
-under the same load across many distinct keys, and prints the summary. It
-needs no network and no arguments.
-
-Examples: ` + strings.Join(examples.Names(), ", ") + `. leaky is a cache that
-never evicts; optimized its bounded LRU twin; kv-naive a key/value store
-behind one mutex that builds a map and a JSON encoder per response; kv-tuned
-its sharded, allocation-free twin.`,
-		Example: `  heapscope demo
-  heapscope demo --example kv-naive --duration 10s
-  heapscope demo --example optimized --format markdown`,
-		Args: exactArgs(0, "no arguments"),
+		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDemo(cmd.Context(), e, cmd.Flags(), example, o)
 		},
@@ -46,7 +34,7 @@ its sharded, allocation-free twin.`,
 	fs.StringVar(&o.load.source.Request, "load", "", "request to drive instead of the example's own, as 'METHOD /path' with {seq}, {rand:N} and {pick:FILE} placeholders")
 	fs.Lookup("rate").DefValue = "500"
 	o.load.Rate = 500
-	return cmd
+	return withHelp(cmd, "demo", "{{examples}}", strings.Join(examples.Names(), ", "))
 }
 
 func runDemo(ctx context.Context, e *env, fs *pflag.FlagSet, example string, o *profileOptions) error {

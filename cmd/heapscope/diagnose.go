@@ -22,25 +22,6 @@ func newDiagnoseCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diagnose RUN_DIR | PROFILE...",
 		Short: "Name the lines that leak, allocate or contend, with evidence and a fix",
-		Long: `diagnose turns a run directory (written by heapscope profile) or a set of
-pprof files into findings: a problem at a function and file:line, the numbers
-behind it, a fix and a confidence. Every profile run already carries them;
-diagnose recomputes them, with other thresholds or the service's source.
-
-Bare profiles may be any mix of heap, allocs, goroutine, CPU, block and mutex
-profiles; heap and goroutine profiles are ordered by their own timestamps,
-and three or more of one process enable the leak checks. docs/findings.md
-lists every finding.
-
---config FILE overrides thresholds (YAML, see docs/findings.md); --source DIR
-(a Go module) reads source lines from DIR when the profiles' paths are not
-readable as they are, and adds the compiler's escape analysis (go build
--gcflags=-m=2) of the module's packages that the findings point at. --fail-on SEVERITY exits 1 when a finding of that severity or
-above is present.`,
-		Example: `  heapscope diagnose heapscope-runs/127.0.0.1_6060-20261122T101500Z
-  heapscope diagnose heap-1.pb.gz heap-2.pb.gz heap-3.pb.gz --format markdown
-  heapscope diagnose RUN_DIR --fail-on high --config thresholds.yml
-  heapscope diagnose RUN_DIR --source ~/src/myservice --format json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("diagnose takes RUN_DIR or one or more PROFILE files; see heapscope diagnose --help")
@@ -57,7 +38,7 @@ above is present.`,
 	fs.StringVar(&o.ThresholdsFile, "config", "", "YAML file of thresholds overriding the defaults")
 	fs.StringVar(&o.SourceDir, "source", "", "directory of the service's source, to read the lines findings point at")
 	fs.BoolVar(&o.All, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")
-	return cmd
+	return withHelp(cmd, "diagnose")
 }
 
 func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions) error {

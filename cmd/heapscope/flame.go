@@ -29,33 +29,7 @@ func newFlameCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "flame PROFILE -o OUT",
 		Short: "Draw a flame graph of a pprof profile: SVG, HTML or folded",
-		Long: `flame draws a flame graph of any pprof profile, PROFILE a file (gzipped or
-not) or - for stdin. The format follows OUT's extension:
-
-  .svg     a self-contained SVG: click a frame to zoom, search box, tooltips
-           with the full name, file:line, value and share; opens from disk
-  .html    one page, drawn on a canvas: zoom, search, tooltips, reset,
-           flame/icicle toggle, and a switch between the profile's sample types
-  .folded  "frame;frame;frame value" lines for flamegraph.pl, speedscope, …
-
-Frames are coloured by whose code they run: the application's, its
-dependencies' (with --module), the standard library's or the runtime's.
-
-With --base, the graph is differential: the shape of PROFILE, coloured by
-change against BASE (red grew, blue shrank, deeper for larger changes), with
-before, after and change in the tooltips. --diff-by share colours by change
-of share of the total instead of value; --normalize divides each profile's
-values by its duration or by the requests it served. The HTML page also has
-a "vanished" view on BASE's shape, for stacks that are gone; for SVG,
---vanished FILE writes that view to a second file. Folded output with
---base has two columns, base then new, as difffolded.pl writes.`,
-		Example: `  heapscope flame heapscope-runs/…/profiles/allocs-delta.pb.gz -o allocs.svg
-  heapscope flame heap.pb.gz --sample inuse_space --focus 'myapp/' -o heap.html
-  heapscope flame cpu.pb.gz --min-share 0.5% -o cpu.folded
-  heapscope flame after.pb.gz --base before.pb.gz -o diff.svg --vanished vanished.svg
-  heapscope flame after.pb.gz --base before.pb.gz --normalize requests \
-      --requests 12000 --base-requests 9500 -o diff.html`,
-		Args: exactArgs(1, "PROFILE, a pprof file or -"),
+		Args:  exactArgs(1, "PROFILE, a pprof file or -"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFlame(e, args[0], o)
 		},
@@ -75,7 +49,7 @@ a "vanished" view on BASE's shape, for stacks that are gone; for SVG,
 	fs.StringVar(&o.Title, "title", "", "title of the graph (default: names the profile)")
 	fs.StringVar(&o.Module, "module", "", "the application's module path, to colour its dependencies apart")
 	fs.BoolVar(&o.Icicle, "icicle", false, "draw the root on top")
-	return cmd
+	return withHelp(cmd, "flame")
 }
 
 func runFlame(e *env, path string, o *flameOptions) error {

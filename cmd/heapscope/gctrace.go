@@ -24,32 +24,7 @@ func newGCTraceCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gctrace [LOG|-] | gctrace [flags] -- COMMAND [ARGS...]",
 		Short: "GC figures from GODEBUG=gctrace=1 output, or of a command run with it",
-		Long: `gctrace reads the lines a Go program prints on stderr under
-GODEBUG=gctrace=1 (and scavtrace=1), of any Go release from 1.19 on, its
-own output mixed in, and reports: the GC count and cycles per second, the
-stop-the-world pauses (sweep termination + mark termination, wall clock)
-and GC CPU time per cycle as percentiles, the runtime's GC CPU share, and
-the heap at each cycle's start and end, its live part and goal, over time.
---plot draws that heap over time with a mark per GC as SVG, or as an HTML
-page (the SVG inline, no external requests) when OUT ends in .html.
-
-LOG is a file, or - (the default) for stdin.
-
-With -- COMMAND, gctrace runs the command with gctrace=1 appended to its
-GODEBUG, passes its stdin and stdout through, reads its stderr as it comes
-(forwarding every line that is not the runtime's GC trace to stderr), and
-reports when the command exits. If the command fails, the report is still
-printed and heapscope exits with the command's exit code (128+N when a
-signal N ended it), so it can wrap a test run in CI.
-
-Exit codes: 0 success; 2 unreadable input or a log without GC lines; the
-command's own code when it failed; 130 interrupted.`,
-		Example: `  GODEBUG=gctrace=1 ./myservice 2> gc.log; heapscope gctrace gc.log
-  heapscope gctrace gc.log --format json
-  heapscope gctrace gc.log --plot heap.html
-  heapscope gctrace --plot heap.svg -- go test -run TestBig ./pkg/...
-  GODEBUG=gctrace=1 ./batchjob 2>&1 >/dev/null | heapscope gctrace -`,
-		Args: cobra.ArbitraryArgs,
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGCTrace(cmd.Context(), e, args, cmd.ArgsLenAtDash(), o)
 		},
@@ -57,7 +32,7 @@ command's own code when it failed; 130 interrupted.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.format, "format", "text", "output: text or json")
 	fs.StringVar(&o.plot, "plot", "", "also draw the heap over time into OUT.svg or OUT.html")
-	return cmd
+	return withHelp(cmd, "gctrace")
 }
 
 func runGCTrace(ctx context.Context, e *env, args []string, dash int, o *gctraceOptions) error {

@@ -79,44 +79,6 @@ func newLoadCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "load [URL]",
 		Short: "Drive HTTP load and report latency, like wrk or vegeta",
-		Long: `load sends HTTP requests to URL and reports what came back: requests, the
-achieved rate, throughput, success ratio, status codes, errors by kind, and
-latency percentiles from a high-dynamic-range histogram.
-
-Two models:
-  --rate R         open model: R requests per second, each at its intended
-                   time whatever the service does. Latency counts from the
-                   intended time, so a stalled service shows in it (no
-                   coordinated omission), and the report says when the
-                   generator itself fell behind its schedule (lag, dropped).
-                   --ramp D grows the rate from 0 over D; --max-in-flight N
-                   bounds outstanding requests so a stalled service cannot
-                   exhaust memory.
-  --connections N  closed model: N connections sending back to back, for the
-                   most throughput, as wrk does.
-
-The URL (and the URLs of --targets) may hold {seq} (0, 1, 2, …), {rand:N}
-(an integer below N) and {pick:FILE} (a line of FILE) in its path and query,
-so that requests hit distinct keys.
-
-HTTP/1.1 by default; https URLs speak HTTP/2 when the server offers it;
---http2 forces HTTP/2 (h2c for http URLs), --http1 forces HTTP/1.1.
-
-Progress goes to stderr when it is a terminal (--progress forces it).
-Ctrl-C stops at once and prints the results so far (exit code 130). A run in
-which no request succeeded exits 3, after its report.`,
-		Example: `  # open model: 500 requests/s for 30s across 100000 distinct ids
-  heapscope load 'http://127.0.0.1:8080/process?id=user-{rand:100000}' --rate 500 --duration 30s
-
-  # closed model: 64 connections back to back for 10s, as wrk -c 64
-  heapscope load http://127.0.0.1:8080/ --connections 64
-
-  # POST a JSON body with a header, 10000 requests, results as JSON
-  heapscope load http://127.0.0.1:8080/items -X POST -H 'Content-Type: application/json' \
-      --body-file item.json --rate 1000 --requests 10000 --format json
-
-  # requests from a vegeta targets file, over a 10s ramp to 2000/s
-  heapscope load http://127.0.0.1:8080 --targets targets.txt --rate 2000 --ramp 10s --duration 1m`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 || len(args) == 0 && o.source.TargetsFile == "" {
 				return fmt.Errorf("load takes URL (or --targets FILE) (got %d arguments); see heapscope load --help", len(args))
@@ -142,7 +104,7 @@ which no request succeeded exits 3, after its report.`,
 	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
 	fs.StringVar(&o.caCert, "cacert", "", "PEM file of CA certificates to trust for https")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's TLS certificate")
-	return cmd
+	return withHelp(cmd, "load")
 }
 
 func runLoad(ctx context.Context, e *env, fs *pflag.FlagSet, url string, o *loadOptions) error {

@@ -96,14 +96,8 @@ func (e *codeError) Unwrap() error { return e.err }
 
 func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "heapscope",
-		Short: "Find where a Go service's memory goes",
-		Long: `heapscope profiles a running Go service: it drives load, collects pprof
-profiles, MemStats, GC figures and RSS over one window, and reports the
-heaviest allocation sites, heap growth, GC cost and per-request figures.
-
-Exit codes: 0 success; 1 a gate failed; 2 usage or input error; 3 a run
-finished partially; 130 interrupted.`,
+		Use:           "heapscope",
+		Short:         "Find where a Go service's memory goes",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -127,5 +121,5 @@ finished partially; 130 interrupted.`,
 		newHistoryCmd(e),
 		newStoreCmd(e),
 	)
-	return root
+	return withHelp(root, "heapscope")
 }

@@ -51,36 +51,7 @@ func newProfileCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profile TARGET",
 		Short: "Profile a running Go service over one window",
-		Long: `profile collects, over one window, everything needed to see where a Go
-service's memory goes: heap profiles with a forced GC at the start and end
-(their difference is the window's allocation profile), heap snapshots for
-growth, a CPU profile, goroutines, MemStats and GC pauses, and RSS when the
-process is on this machine. It can drive load during the window.
-
-TARGET is the service's base URL; pprof is looked for under /debug/pprof/.
-The run directory (result.json, report.md, the raw profiles) is written under
---out.`,
-		Example: `  # a service with net/http/pprof mounted, under load of many distinct ids
-  heapscope profile http://127.0.0.1:6060 --duration 30s \
-      --load 'GET /process?id=user-{rand:100000}' --rate 500
-
-  # the same under the closed model: 16 connections back to back
-  heapscope profile http://127.0.0.1:6060 --load 'GET /process?id={seq}' --connections 16
-
-  # requests from a vegeta targets file (paths are on TARGET)
-  heapscope profile http://127.0.0.1:6060 --targets targets.txt --rate 1000
-
-  # pprof under another path, behind authentication, over https
-  heapscope profile https://svc.internal:8443 --pprof-path /admin/pprof/ \
-      -H 'Authorization: Bearer TOKEN' --cacert ca.pem
-
-  # six 10 s windows in one run directory, for heapscope compare's statistics
-  heapscope profile http://127.0.0.1:6060 --duration 10s --repeat 6 \
-      --load 'GET /process?id=user-{rand:100000}' --rate 500
-
-  # the same summary as JSON, with block and mutex profiles
-  heapscope profile http://localhost:6060 --profiles block,mutex --format json`,
-		Args: exactArgs(1, "TARGET, the service's base URL"),
+		Args:  exactArgs(1, "TARGET, the service's base URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProfile(cmd.Context(), e, cmd.Flags(), args[0], o)
 		},
@@ -91,7 +62,7 @@ The run directory (result.json, report.md, the raw profiles) is written under
 	o.target.register(fs, "TARGET", "timeout of each request to pprof, beyond a profile's own duration", target.DefaultTimeout,
 		"largest response accepted from pprof, in bytes")
 	fs.IntVar(&o.cfg.PID, "pid", 0, "process id of the target, when it cannot be found from its port")
-	return cmd
+	return withHelp(cmd, "profile")
 }
 
 // config turns the options into a run configuration for the base URL,

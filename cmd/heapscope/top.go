@@ -23,13 +23,7 @@ func newTopCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "top PROFILE",
 		Short: "Print the heaviest sites of a pprof profile",
-		Long: `top prints the heaviest source lines of any pprof profile (heap, allocs,
-CPU, goroutine, block, mutex), flat and cumulative, with their shares, the
-function and file:line. PROFILE is a file, gzipped or not, or - for stdin.`,
-		Example: `  heapscope top heapscope-runs/127.0.0.1_6060-20261122T101500Z/profiles/allocs-delta.pb.gz
-  heapscope top heap.pb.gz --sample inuse_space -n 5 --format markdown
-  curl -s localhost:6060/debug/pprof/profile?seconds=5 | heapscope top --cum -`,
-		Args: exactArgs(1, "PROFILE, a pprof file or -"),
+		Args:  exactArgs(1, "PROFILE, a pprof file or -"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTop(e, args[0], o)
 		},
@@ -39,7 +33,7 @@ function and file:line. PROFILE is a file, gzipped or not, or - for stdin.`,
 	fs.IntVarP(&o.n, "n", "n", 20, "number of sites; 0 for all")
 	fs.BoolVar(&o.cum, "cum", false, "sort by cumulative value instead of flat")
 	fs.StringVar(&o.format, "format", "text", "output: text, json or markdown")
-	return cmd
+	return withHelp(cmd, "top")
 }
 
 func runTop(e *env, path string, o *topOptions) error {

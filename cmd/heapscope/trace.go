@@ -25,26 +25,7 @@ func newTraceCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace TARGET|FILE",
 		Short: "GC timeline from an execution trace: cycles, pauses, heap and goal",
-		Long: `trace derives the GC timeline of a Go program from an execution trace:
-each GC cycle's start and length, its two stop-the-world pauses (sweep
-termination, mark termination), its mark phase, the heap (HeapAlloc) and
-heap goal over time, other stop-the-world pauses (ReadMemStats, goroutine
-profiles, …), time spent in mark assists, and the share of wall time during
-which a GC cycle was under way and during which the world was stopped.
-
-TARGET is a service's base URL: heapscope captures a trace of --duration
-from its /debug/pprof/trace?seconds=N (tracing costs the service a few
-percent of CPU while it runs). FILE is a saved trace (from runtime/trace,
-go test -trace, or the pprof endpoint), or - for stdin. Traces of Go 1.11
-and later are read; Go 1.22 and later carry the heap figures.
-
--o OUT.svg or OUT.html draws the chart: heap and goal over time, GC cycles
-shaded, stop-the-world pauses marked beneath.`,
-		Example: `  heapscope trace http://127.0.0.1:6060 --duration 5s -o gc.svg
-  heapscope trace http://127.0.0.1:6060 --save trace.out --format json
-  heapscope trace trace.out -o gc.html
-  go test -run TestX -trace trace.out ./pkg && heapscope trace trace.out`,
-		Args: exactArgs(1, "TARGET, a service's base URL, or FILE, a saved trace (- for stdin)"),
+		Args:  exactArgs(1, "TARGET, a service's base URL, or FILE, a saved trace (- for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrace(cmd, e, args[0], o)
 		},
@@ -56,7 +37,7 @@ shaded, stop-the-world pauses marked beneath.`,
 	fs.StringVar(&o.format, "format", "text", "output: text or json")
 	o.target.register(fs, "TARGET", "timeout of the request beyond the trace's own duration", target.DefaultTimeout,
 		"largest trace accepted from TARGET, in bytes")
-	return cmd
+	return withHelp(cmd, "trace")
 }
 
 func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {

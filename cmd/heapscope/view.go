@@ -26,23 +26,7 @@ func newViewCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "view RUN_DIR|PROFILE",
 		Short: "Browse a run or a profile: its report, flame graphs and pprof's web UI",
-		Long: `view serves a local web UI, on 127.0.0.1 only, for a run directory or a
-single profile, and prints its address:
-
-  - the run's report.html, flame graphs and files;
-  - for every profile of the run (or PROFILE), pprof's own web UI — flame
-    graph, top, source, peek, graph, disassembly — mounted in heapscope's
-    server through pprof's driver, so a finding's site is two clicks from
-    pprof's source and peek views; and heapscope's own interactive flame
-    graph of it, with every sample type.
-
-pprof's graph view needs Graphviz (dot) and its disassembly objdump, as with
-go tool pprof. heapscope hands pprof the profile itself, so pprof saves no
-copy under ~/pprof. Ctrl-C stops the server.`,
-		Example: `  heapscope view heapscope-runs/127.0.0.1_6060-20261122T101500Z
-  heapscope view heapscope-runs/127.0.0.1_6060-20261122T101500Z --open
-  heapscope view profiles/allocs-delta.pb.gz --addr 127.0.0.1:8080`,
-		Args: exactArgs(1, "RUN_DIR or PROFILE"),
+		Args:  exactArgs(1, "RUN_DIR or PROFILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runView(cmd.Context(), e, args[0], o)
 		},
@@ -50,7 +34,7 @@ copy under ~/pprof. Ctrl-C stops the server.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.addr, "addr", defaultViewAddr, "address to listen on: 127.0.0.1:PORT (port 0 picks a free one)")
 	fs.BoolVar(&o.open, "open", false, "open the address in a browser (xdg-open or open)")
-	return cmd
+	return withHelp(cmd, "view")
 }
 
 func runView(ctx context.Context, e *env, path string, o *viewOptions) error {
