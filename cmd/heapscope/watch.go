@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,21 +34,6 @@ func newWatchCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch [URL…]",
 		Short: "Profile services on a schedule and on triggers, into a store",
-		Long: `watch profiles each target on a schedule (a 30 s window every 15 min by
-default, each target at its own stable offset) and when a trigger fires
-(memory>=80% of the container's limit, goroutines>=10000, …): a trigger
-captures a bundle — heap, allocations and CPU over a short window, the
-goroutine dump, smaps_rollup and memory.stat — compared with the target's
-last healthy run, and posts it to the webhook. Everything goes into the
-store under --data: run directories and an index, read by history.
-
-Targets come from the URLs, with the flags' settings, or from --config
-(the settings of every group, static targets, file_sd discovery; see
-docs/watch-config.md). watch runs until SIGTERM or Ctrl-C; --once captures
-every target once and exits (the CronJob form).`,
-		Example: `  heapscope watch http://127.0.0.1:6060 --data /var/lib/heapscope --trigger 'memory>=80%'
-  heapscope watch --config heapscope.yaml --data /var/lib/heapscope --listen 127.0.0.1:7071
-  heapscope watch --config heapscope.yaml --data /var/lib/heapscope --once`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runWatch(cmd.Context(), e, cmd, args, o)
 		},
@@ -64,7 +50,7 @@ every target once and exits (the CronJob form).`,
 	fs.StringVar(&o.webhook, "webhook", "", "POST each bundle's summary as JSON to `URL`")
 	fs.IntVar(&o.pid, "pid", 0, "the target's process, when it cannot be found from its port (one URL only)")
 	fs.IntVar(&o.concurrency, "concurrency", config.DefaultConcurrency, "captures at once, across all targets")
-	return cmd
+	return withHelp(cmd, "watch")
 }
 
 func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o *watchOptions) error {
@@ -94,7 +80,7 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		}
 		return nil
 	}
-	if addr := firstNonEmpty(o.listen, cfg.Listen); addr != "" {
+	if addr := cmp.Or(o.listen, cfg.Listen); addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("--listen %s: %w", addr, err)
@@ -165,15 +151,6 @@ func newLogger(e *env, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: choose text or json", format)
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 type historyOptions struct {
 	data, target, format, severity string
 	since                          time.Duration
@@ -185,14 +162,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the runs, trigger bundles and findings in a watch store",
-		Long: `history lists what watch stored under --data, newest first: scheduled runs,
-trigger bundles (the expression, the value that crossed it, the time from
-the crossing to the complete bundle, and whether it preceded an OOM kill)
-and findings. --format json prints {"runs": […], "bundles": […],
-"findings": […]}, each item with its target, time and path.`,
-		Example: `  heapscope history --data /var/lib/heapscope --since 24h
-  heapscope history --data /var/lib/heapscope --target http://127.0.0.1:6060/debug/pprof/ --format json`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := report.ParseFormat(o.format)
 			if err != nil {
@@ -225,7 +195,7 @@ and findings. --format json prints {"runs": […], "bundles": […],
 	fs.IntVar(&o.limit, "limit", 100, "at most this many items of each kind; 0 for all")
 	fs.StringVar(&o.severity, "min-severity", "low", "list findings of this severity and above: info, low, medium or high")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
-	return cmd
+	return withHelp(cmd, "history")
 }
 
 // openStore opens an existing store: reading never creates one.
@@ -243,11 +213,7 @@ func newStoreCmd(e *env) *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Check that the index and the run directories agree",
-		Long: `store check finds indexed captures whose directory is missing or
-incomplete, complete directories the index does not list, and leftovers
-of captures that were cut short. --repair indexes the complete ones and
-removes the leftovers. Exit code 1 when a problem remains.`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := openStore(data)
 			if err != nil {
@@ -268,6 +234,6 @@ removes the leftovers. Exit code 1 when a problem remains.`,
 	}
 	check.Flags().StringVar(&data, "data", "", "store `DIR` (required)")
 	check.Flags().BoolVar(&repair, "repair", false, "index complete directories and remove leftovers")
-	cmd.AddCommand(check)
+	cmd.AddCommand(withHelp(check, "store_check"))
 	return cmd
 }
