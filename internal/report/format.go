@@ -1,7 +1,8 @@
 // Package report renders for people everything heapscope shows: runs
 // (the terminal summary, report.md, report.html), findings, comparisons,
 // top tables, load results, gctrace summaries and plots, execution-trace
-// GC timelines, benchmark comparisons and the allocator lab's report.
+// GC timelines, benchmark comparisons, the allocator lab's report and
+// heapscope's own version.
 // Each is a Document, and Write writes a Document in one of its formats
 // (text, Markdown, HTML, SVG, JSON, JUnit XML) to an io.Writer, so the
 // command line and an HTTP handler render alike. Charts are drawn by
@@ -48,8 +49,8 @@ func (f Format) ext() string {
 }
 
 // Document is something report renders: Run, Findings, Comparison, Top,
-// Load, GCTrace, Trace, Bench or Allocbench, each a small struct around
-// the values it shows. Only this package implements it.
+// Load, GCTrace, Trace, Bench, Allocbench or Version, each a small struct
+// around the values it shows. Only this package implements it.
 type Document interface {
 	// Formats lists the formats the document renders in.
 	Formats() []Format
