@@ -107,8 +107,16 @@ type Config struct {
 	fetcher Fetcher
 	now     func() time.Time
 	proc    sysmem.Proc
-	// maxDecompressed caps a profile's decompressed size.
-	maxDecompressed int64
+	// limits bound what parsing each fetched profile may cost: its
+	// decompressed size and the memory of its decoded form, both checked
+	// on a streaming pass before the profile is held whole
+	// (pprofx.ParseWithin); the defaults when zero. MaxDecoded bounds
+	// the profiles a window holds decoded, its heap and goroutine
+	// snapshots, all together.
+	limits pprofx.Limits
+	// pprofURL is the target's pprof URL without user information, for
+	// errors.
+	pprofURL string
 }
 
 // Progress is the state of a run during its window.
@@ -211,9 +219,6 @@ func (c *Config) Validate() error {
 	if c.OutDir == "" {
 		c.OutDir = DefaultOutDir
 	}
-	if c.maxDecompressed <= 0 {
-		c.maxDecompressed = pprofx.DefaultMaxDecompressed
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -223,6 +228,7 @@ func (c *Config) Validate() error {
 			return err
 		}
 		c.fetcher = client
+		c.pprofURL = client.PprofURL()
 	}
 	return nil
 }
