@@ -54,7 +54,7 @@ const (
 
 // costBuffer is the read buffer of decodeCost: messages up to this size
 // are looked into, larger ones charged by the byte.
-const costBuffer = 256 << 10
+const costBuffer = 64 << 10
 
 // decodeCost reads a protobuf profile from r to its end and returns what
 // profile.Parse would allocate to decode it. A *formatError says the
