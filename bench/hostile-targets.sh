@@ -11,7 +11,8 @@
 #
 # (its other endpoints are the real net/http/pprof of its process), and
 # `heapscope profile` runs a 1 s window against each with a 5 s timeout;
-# then `heapscope diagnose` reads the first two as files. Each command
+# then `heapscope diagnose` reads the first two as files, and a run
+# directory whose CPU profile is the bomb. Each command
 # runs once, measured by bench/cmd/runstat (wall time, peak RSS). The
 # target: every capture's (profile's) peak RSS at most twice the
 # decoded-size limit of 256 MiB (pprofx.DefaultMaxDecoded), the garbage
@@ -77,19 +78,31 @@ said() {
 
 diagnose_file() {
 	local line
-	line=$("$work/runstat" -- "$(bin "$1")" diagnose "$work/$2.pb.gz" 2>"$work/stderr") || true
+	line=$("$work/runstat" -- "$(bin "$1")" diagnose "$work/$2" 2>"$work/stderr") || true
 	echo "$line|$(said)"
 }
 
+# A run directory of a target whose heap profile is sound (one sample
+# repeated over 1 MiB), its CPU profile then replaced by the bomb.
+coproc SERVER { "$work/hostile" -mode samples -size $((1 << 20)); }
+read -r url <&"${SERVER[0]}"
+"$work/heapscope" profile "$url" --duration 1s --out "$work/rundir" >/dev/null 2>&1 || true
+exec {SERVER[1]}>&-
+wait "$SERVER_PID" 2>/dev/null || true
+rundir=$(find "$work/rundir" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+cp "$work/bomb.pb.gz" "$rundir/profiles/cpu.pb.gz"
+
 printf '%-24s %-5s %8s %9s  %s\n' case tree "wall s" "RSS MiB" "what heapscope said"
 worst=0
-for c in "profile bomb" "profile samples" "profile endless" "profile silent" "diagnose bomb" "diagnose samples"; do
+for c in "profile bomb" "profile samples" "profile endless" "profile silent" "diagnose bomb.pb.gz" "diagnose samples.pb.gz" "diagnose rundir"; do
 	read -r cmd mode <<<"$c"
 	for tree in "${trees[@]}"; do
 		if [[ $cmd == profile ]]; then
 			size=0
 			[[ $mode == samples ]] && size=$((15 << 20))
 			out=$(profile_against "$tree" "$mode" "$size")
+		elif [[ $mode == rundir ]]; then
+			out=$(diagnose_file "$tree" "${rundir#"$work"/}")
 		else
 			out=$(diagnose_file "$tree" "$mode")
 		fi

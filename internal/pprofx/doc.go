@@ -19,8 +19,9 @@
 // *TooLargeError before decoding. Served as a heap profile to heapscope
 // profile (bench/hostile-targets.sh), a gzip bomb that took 1 GB of RSS on
 // its way to being refused now takes 27 MB, and one sample repeated over
-// 15 MiB of protobuf, which took 1.9 GB, 340 MB (the run keeps the first
-// snapshot and refuses the others, over its limit together).
+// 15 MiB of protobuf, which took 1.9 GB, 340 to 450 MB (the run keeps the
+// first snapshot and refuses the others, over its limit together); in a
+// run directory, the bomb took diagnose 1 GB, now 23 MB.
 //
 // ReadStacks is a streaming decoder beside profile.Parse: it reads the
 // protobuf field by field, with profile.Parse's wire-type and validity
