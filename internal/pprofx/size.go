@@ -2,7 +2,6 @@ package pprofx
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 )
@@ -14,11 +13,11 @@ import (
 // values and, when it has labels, three maps; per location, line,
 // function, mapping and string a struct of its own. That is 10 to 25
 // times the protobuf's size on real profiles, and more on made-up ones:
-// a gzip of 100 KiB holds a valid heap profile of 20 MiB, one sample
-// repeated, that decodes to 200 MiB. decodeCost walks the protobuf once,
-// as a stream, holding nothing but a buffer, and adds up what
-// profile.Parse would allocate for it, so that Parse refuses a profile
-// over its budget before it holds any of it.
+// 50 KB of gzip hold a valid heap profile of 20 MiB, one sample
+// repeated, that profile.Parse allocates 270 MB for. decodeCost walks the
+// protobuf once, as a stream, holding nothing but a buffer, and adds up
+// what profile.Parse would allocate for it, so that ParseWithin refuses
+// a profile over its limit before it holds any of it.
 
 // Bytes profile.Parse allocates per element of a profile (pprof at the
 // version in go.mod, 64-bit): the structs, the pointers to them in the
@@ -331,11 +330,4 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// looksLikeDocument reports whether data starts as a web page or JSON
-// document does, which no profile format does.
-func looksLikeDocument(data []byte) bool {
-	t := bytes.TrimLeft(head(data), " \t\r\n\ufeff")
-	return len(t) > 0 && (t[0] == '<' || t[0] == '{' || t[0] == '[')
 }
