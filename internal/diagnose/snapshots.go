@@ -246,7 +246,9 @@ func stacksOf(p Profile) (*pprofx.Stacks, error) {
 		return nil, fmt.Errorf("read profile: %w", err)
 	}
 	defer r.Close()
-	s, err := pprofx.ReadStacks(r, pprofx.ReadOptions{Unmerged: true})
+	// Within what Parse would decode: the first and last snapshots
+	// become profiles (UseHeap).
+	s, err := pprofx.ReadStacks(r, pprofx.ReadOptions{Unmerged: true, MaxDecoded: pprofx.DefaultMaxDecoded})
 	if err != nil {
 		return nil, fmt.Errorf("read profile %s: %w", p.Name, err)
 	}

@@ -1,11 +1,27 @@
 // Package pprofx holds profile helpers on top of
-// github.com/google/pprof/profile: parsing with a decompressed-size limit
-// (Parse), sample type lookup (Types, SampleIndex), the allocations of a
+// github.com/google/pprof/profile: parsing within limits (Parse,
+// ParseWithin), sample type lookup (Types, SampleIndex), the allocations of a
 // window from two heap profiles (AllocDelta), a profile aggregated by stack
 // (Stacks, from ReadStacks or StacksOf), and top sites by source line
 // (Top, Stacks.Top).
 //
 // Everything here is pure: profiles and bytes in, values out.
+//
+// Parsing a profile from an untrusted source costs little however hostile
+// it is. profile.Parse holds the decompressed bytes and then the decoded
+// profile, 10 to 25 times their size, and a valid profile that repeats
+// one sample compresses hundreds of times: 50 KB of gzip can ask for
+// gigabytes. ParseWithin first streams the input, decompressing it if
+// need be, through an estimate of what profile.Parse will allocate for
+// it (decodeCost, tested against runtime.MemStats on real and made-up
+// profiles), holding nothing but a read buffer; beyond
+// Limits.MaxDecompressed or Limits.MaxDecoded it returns a
+// *TooLargeError before decoding. Served as a heap profile to heapscope
+// profile (bench/hostile-targets.sh), a gzip bomb that took 1 GB of RSS on
+// its way to being refused now takes 27 MB, and one sample repeated over
+// 15 MiB of protobuf, which took 1.9 GB, 340 to 450 MB (the run keeps the
+// first snapshot and refuses the others, over its limit together); in a
+// run directory, the bomb took diagnose 1 GB, now 23 MB.
 //
 // ReadStacks is a streaming decoder beside profile.Parse: it reads the
 // protobuf field by field, with profile.Parse's wire-type and validity
@@ -18,8 +34,11 @@
 // times that, and it reads it in about 2 s on a 2-core machine, with gzip
 // decompression in a goroutine of its own. Its results are tested equal to
 // StacksOf of profile.Parse's profile on every test profile, and
-// FuzzReadStacks checks that both accept the same inputs. heapscope top and
-// heapscope flame read profiles through it.
+// FuzzReadStacks checks that both accept the same inputs (but for
+// profiles over Parse's decoded limit: merged by stack they may be cheap).
+// heapscope top and heapscope flame read profiles through it; diagnose
+// reads a series unmerged, within the decoded limit of Parse
+// (ReadOptions.MaxDecoded), as it turns some snapshots into profiles.
 //
 // Top aggregates samples itself: pprof's graph and report packages are
 // internal to its module. It does one pass over the stacks with

@@ -17,88 +17,162 @@ import (
 // below what a gzip bomb expands to.
 const DefaultMaxDecompressed int64 = 256 << 20
 
+// DefaultMaxDecoded is the memory Parse lets a decoded profile take
+// unless told otherwise: 256 MiB, what profile.Parse allocates for about
+// 10 MB of heap profile protobuf with deep stacks (3 MB of gzip), more
+// than services' heap profiles at the default sampling rate come near,
+// and far below what it makes of a profile that repeats one sample up to
+// the decompressed limit.
+const DefaultMaxDecoded int64 = 256 << 20
+
+// Limits bound what parsing one profile may cost.
+type Limits struct {
+	// MaxDecompressed caps the profile's size after gzip decompression;
+	// a value ≤ 0 means DefaultMaxDecompressed.
+	MaxDecompressed int64
+	// MaxDecoded caps the memory of the decoded profile, as estimated by
+	// a pass over the protobuf before it is decoded; a value ≤ 0 means
+	// DefaultMaxDecoded.
+	MaxDecoded int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxDecompressed <= 0 {
+		l.MaxDecompressed = DefaultMaxDecompressed
+	}
+	if l.MaxDecoded <= 0 {
+		l.MaxDecoded = DefaultMaxDecoded
+	}
+	return l
+}
+
 // ErrNotProfile is wrapped by the errors of Parse for input that does not
 // decode as a profile: empty, HTML, JSON, text, or bytes that are not a
 // valid pprof protobuf.
 var ErrNotProfile = errors.New("not a pprof profile")
 
-// TooLargeError is the error of Parse for gzip input that decompresses to
-// more than Limit bytes.
+// TooLargeError is the error of Parse and ReadStacks for input over one
+// of their limits: gzip input that decompresses to more than Limit
+// bytes, or, when Decoded is set, a profile that would take more than
+// Limit bytes of memory to decode (about Estimate, when known).
 type TooLargeError struct {
-	Limit int64
+	Limit    int64
+	Decoded  bool
+	Estimate int64
 }
 
 // Error implements error.
 func (e *TooLargeError) Error() string {
+	switch {
+	case e.Decoded && e.Estimate > 0:
+		return fmt.Sprintf("profile would take about %d bytes of memory to decode, more than the limit of %d", e.Estimate, e.Limit)
+	case e.Decoded:
+		return fmt.Sprintf("profile would take more than %d bytes of memory to decode", e.Limit)
+	}
 	return fmt.Sprintf("profile decompresses to more than %d bytes", e.Limit)
 }
 
-// Parse decodes a pprof profile, gzip-compressed or not. Compressed input
-// is decompressed here through a limit of maxDecompressed bytes (a value
-// ≤ 0 means DefaultMaxDecompressed); beyond it Parse returns a
-// *TooLargeError. Input that is not a profile gives an error wrapping
-// ErrNotProfile with a short reason; gzip input cut short gives an error
-// saying the stream is truncated; a profile whose values add up beyond
-// an int64 gives ErrOverflow. The legacy text formats that
-// profile.ParseData understands are accepted as well.
-//
-// Parse does not recover from panics: FuzzParse has not found an input
-// that makes profile.ParseData panic.
+// Parse decodes a pprof profile, gzip-compressed or not, within the
+// Limits of a decompressed size of maxDecompressed bytes (a value ≤ 0
+// means DefaultMaxDecompressed) and of DefaultMaxDecoded bytes of
+// memory for the decoded profile. See ParseWithin.
 func Parse(data []byte, maxDecompressed int64) (*profile.Profile, error) {
-	if maxDecompressed <= 0 {
-		maxDecompressed = DefaultMaxDecompressed
-	}
+	p, _, err := ParseWithin(data, Limits{MaxDecompressed: maxDecompressed})
+	return p, err
+}
+
+// ParseWithin decodes a pprof profile, gzip-compressed or not, within
+// lim. Before anything is decoded, one pass streams the profile,
+// decompressing it if need be, through an estimate of what decoding it
+// will take, holding nothing of it: beyond either limit ParseWithin
+// returns a *TooLargeError, having held no more than the input and a
+// read buffer. Compressed input is then decompressed into a buffer of
+// its exact size. With the profile, ParseWithin returns the estimate
+// its limit was checked against, decoded: about what decoding took.
+//
+// Input that is not a profile gives an error wrapping ErrNotProfile
+// with a short reason; gzip input cut short gives an error saying the
+// stream is truncated; a profile whose values add up beyond an int64
+// gives ErrOverflow. The legacy text formats that profile.ParseData
+// understands are accepted as well, estimated at 32 bytes of memory a
+// byte.
+//
+// ParseWithin does not recover from panics: FuzzParse has not found an
+// input that makes profile.ParseData panic.
+func ParseWithin(data []byte, lim Limits) (p *profile.Profile, decoded int64, err error) {
+	lim = lim.withDefaults()
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+		return nil, 0, fmt.Errorf("%w: empty input", ErrNotProfile)
 	}
 	if isGzip(data) {
-		raw, err := gunzip(data, maxDecompressed)
+		data, decoded, err = gunzip(data, lim)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if isGzip(raw) {
-			// profile.ParseData would decompress this layer without a limit.
-			return nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
-		}
-		if len(raw) == 0 {
-			return nil, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
-		}
-		data = raw
+	} else if _, decoded, _ = sizeOf(bytes.NewReader(data), len(data)); decoded > lim.MaxDecoded {
+		return nil, 0, &TooLargeError{Limit: lim.MaxDecoded, Decoded: true, Estimate: decoded}
 	}
-	p, err := profile.ParseData(data)
+	p, err = profile.ParseData(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotProfile, reason(data, err))
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotProfile, reason(data, err))
 	}
 	if err := checkMagnitudes(p); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return p, nil
+	return p, decoded, nil
 }
 
 func isGzip(data []byte) bool {
 	return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b
 }
 
-// gunzip decompresses data, reading at most limit+1 bytes of output so a
-// bomb is detected without being expanded.
-func gunzip(data []byte, limit int64) ([]byte, error) {
+// gunzip decompresses data within lim in two passes: the first streams
+// it through sizeOf, holding nothing but buffers, so that a gzip bomb or
+// a profile too costly to decode is refused without being expanded; the
+// second decompresses it into a buffer of the size the first found. It
+// returns the decompressed bytes and the decoding cost.
+func gunzip(data []byte, lim Limits) ([]byte, int64, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
+		return nil, 0, fmt.Errorf("decompress profile: %w", gzipErr(err))
+	}
+	h := &headReader{r: &limitedReader{r: zr, left: lim.MaxDecompressed, limit: lim.MaxDecompressed, gzipped: true}}
+	size, cost, err := sizeOf(h, 0)
+	zr.Close()
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case isGzip(h.head):
+		// profile.ParseData would decompress this layer without a limit.
+		return nil, 0, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
+	case size == 0:
+		return nil, 0, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
+	case cost > lim.MaxDecoded:
+		return nil, 0, &TooLargeError{Limit: lim.MaxDecoded, Decoded: true, Estimate: cost}
+	}
+	if err := zr.Reset(bytes.NewReader(data)); err != nil {
+		return nil, 0, fmt.Errorf("decompress profile: %w", gzipErr(err))
 	}
 	defer zr.Close()
-	// Profiles compress several-fold: start with a buffer that usually
-	// fits, without committing much memory to a would-be bomb.
-	size := min(int64(len(data))*8, limit+1, 64<<20)
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	n, err := buf.ReadFrom(io.LimitReader(zr, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
+	raw := make([]byte, size)
+	if _, err := io.ReadFull(zr, raw); err != nil {
+		return nil, 0, fmt.Errorf("decompress profile: %w", gzipErr(err))
 	}
-	if n > limit {
-		return nil, &TooLargeError{Limit: limit}
+	return raw, cost, nil
+}
+
+// headReader keeps the first two bytes read through it.
+type headReader struct {
+	r    io.Reader
+	head []byte
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if len(h.head) < 2 {
+		h.head = append(h.head, p[:min(n, 2-len(h.head))]...)
 	}
-	return buf.Bytes(), nil
+	return n, err
 }
 
 // truncatedGzipError says the gzip stream ended early; it wraps the

@@ -110,6 +110,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff})
 	f.Add([]byte("heap profile: 1: 16 [1: 16] @ heap/1048576\n1: 16 [1: 16] @ 0x1 0x2\n"))
 	f.Add([]byte("<html></html>"))
+	f.Add(handEncoded())
 	// The legacy text formats profile.ParseData falls back to.
 	var legacy bytes.Buffer
 	if err := pprof.Lookup("heap").WriteTo(&legacy, 1); err != nil {
@@ -121,7 +122,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("goroutine profile: total 2\n1 @ 0x1 0x2\n#\t0x1\tmain.f+0x1\tmain.go:3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 1 << 20
-		p, err := Parse(data, limit)
+		p, decoded, err := ParseWithin(data, Limits{MaxDecompressed: limit})
 		if err != nil {
 			if p != nil {
 				t.Fatal("profile and error both returned")
@@ -130,6 +131,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if err := p.CheckValid(); err != nil {
 			t.Fatalf("Parse returned an invalid profile: %v", err)
+		}
+		// The estimate saw every sample profile.Parse decoded: its pass
+		// over the input follows the decoding, or charges more.
+		if min := int64(len(p.Sample)) * costSample; decoded < min {
+			t.Fatalf("estimate %d for %d samples, want at least %d", decoded, len(p.Sample), min)
 		}
 	})
 }

@@ -24,6 +24,12 @@ type ReadOptions struct {
 	// stacks itself (a series of snapshots matched across profiles).
 	// Totals are the same; Len counts samples.
 	Unmerged bool
+	// MaxDecoded, when above 0, caps what profile.Parse would take to
+	// decode the profile, estimated sample by sample as Parse estimates
+	// it (Limits.MaxDecoded): for a caller that turns the stacks into a
+	// profile (Stacks.Profile), which costs as much, as unmerged stacks
+	// do. Beyond it ReadStacks returns a *TooLargeError.
+	MaxDecoded int64
 }
 
 // ReadStacks decodes a pprof profile from r, gzipped or not, and
@@ -87,6 +93,7 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 
 	d := newStreamDecoder(br)
 	d.unmerged = opts.Unmerged
+	d.maxCost = opts.MaxDecoded
 	// Once a sample has decoded, the input is a protobuf profile: no
 	// legacy format would need the prefix handed to Parse.
 	d.isProtobuf = rec.stop
@@ -103,14 +110,21 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNotProfile, format.err)
 	}
 	// Not a protobuf profile as far as the decoder got: let Parse decide,
-	// with the legacy formats it knows, on the whole input.
-	rest, err := io.ReadAll(io.LimitReader(lim, DefaultMaxDecompressed+1))
+	// with the legacy formats it knows, on the whole input, when it is
+	// small enough for Parse to decode it (costLegacy a byte). Beyond,
+	// the rest is only counted, so junk costs no memory.
+	maxLegacy := DefaultMaxDecoded / costLegacy
+	rest, err := io.ReadAll(io.LimitReader(lim, maxLegacy+1-int64(len(rec.buf))))
 	if err != nil {
 		return nil, err
 	}
 	data := append(rec.buf, rest...)
-	if int64(len(data)) > DefaultMaxDecompressed {
-		return nil, &TooLargeError{Limit: DefaultMaxDecompressed}
+	if size := int64(len(data)); size > maxLegacy {
+		n, err := io.Copy(io.Discard, lim)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &TooLargeError{Limit: DefaultMaxDecoded, Decoded: true, Estimate: (size + n) * costLegacy}
 	}
 	p, err := Parse(data, DefaultMaxDecompressed)
 	if err != nil {
@@ -324,6 +338,11 @@ type functionDef struct {
 type streamDecoder struct {
 	// unmerged is ReadOptions.Unmerged.
 	unmerged bool
+	// cost adds up what profile.Parse would take for what was decoded
+	// so far (see decodeCost), up to maxCost when maxCost > 0; labels
+	// counts the labels of the sample being decoded.
+	cost, maxCost int64
+	labels        int64
 	// isProtobuf, when set, is called once the first sample has decoded.
 	isProtobuf func()
 	r          *bufio.Reader
@@ -459,6 +478,9 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 		if err := need(2); err != nil {
 			return err
 		}
+		if err := d.charge(costString + int64(len(payload))); err != nil {
+			return err
+		}
 		d.strs = append(d.strs, string(payload))
 		if d.strs[0] != "" {
 			return formatErr("string_table[0] must be ''")
@@ -519,7 +541,7 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 }
 
 func (d *streamDecoder) sample(p []byte) error {
-	d.stack, d.vals = d.stack[:0], d.vals[:0]
+	d.stack, d.vals, d.labels = d.stack[:0], d.vals[:0], 0
 	for len(p) > 0 {
 		// Fast path: the packed location ids that make up most of a
 		// profile (field 1, wire type 2).
@@ -582,6 +604,15 @@ func (d *streamDecoder) sample(p []byte) error {
 		}
 	}
 	d.samples++
+	if d.maxCost > 0 {
+		cost := costSample + int64(len(d.stack))*costLocRef + int64(len(d.vals))*costValue
+		if d.labels > 0 {
+			cost += costLabelMaps + d.labels*costLabel
+		}
+		if err := d.charge(cost); err != nil {
+			return err
+		}
+	}
 	if d.nt < 0 {
 		d.nt = len(d.vals)
 		d.agg = newAggregator(d.nt, 1024)
@@ -597,6 +628,18 @@ func (d *streamDecoder) sample(p []byte) error {
 	}
 	if d.samples == 1 && d.isProtobuf != nil {
 		d.isProtobuf()
+	}
+	return nil
+}
+
+// charge adds cost to what decoding would take, failing beyond maxCost.
+func (d *streamDecoder) charge(cost int64) error {
+	if d.maxCost <= 0 {
+		return nil
+	}
+	d.cost += cost
+	if d.cost > d.maxCost {
+		return &TooLargeError{Limit: d.maxCost, Decoded: true}
 	}
 	return nil
 }
@@ -672,6 +715,10 @@ func (d *streamDecoder) label(p []byte) error {
 			}
 		}
 	}
+	d.labels++
+	if unit != 0 {
+		d.labels++ // see labelCount
+	}
 	d.ref(key)
 	if str != 0 {
 		d.ref(str)
@@ -706,6 +753,9 @@ func (d *streamDecoder) mapping(p []byte) error {
 	}
 	d.ref(file)
 	d.ref(buildID)
+	if err := d.charge(costMapping); err != nil {
+		return err
+	}
 	if id == 0 {
 		return formatErr("malformed profile: found mapping with reserved ID=0")
 	}
@@ -750,6 +800,9 @@ func (d *streamDecoder) location(p []byte) error {
 		}
 	}
 	l.end = int32(len(d.lines))
+	if err := d.charge(costLocation + int64(l.end-l.start)*costLine); err != nil {
+		return err
+	}
 	if l.id == 0 {
 		return formatErr("malformed profile: found location with reserved id=0")
 	}
@@ -816,6 +869,9 @@ func (d *streamDecoder) function(p []byte) error {
 	d.ref(fn.name)
 	d.ref(fn.systemName)
 	d.ref(fn.filename)
+	if err := d.charge(costFunction); err != nil {
+		return err
+	}
 	if fn.id == 0 {
 		return formatErr("malformed profile: found function with reserved ID=0")
 	}

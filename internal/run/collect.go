@@ -36,8 +36,12 @@ type collector struct {
 	// timedRunning counts the timed profiles (CPU, block, mutex) being
 	// fetched: while one is, the target holds its buffers.
 	timedRunning atomic.Int32
-	cfg          *Config
-	fails        failures
+	// held is the memory the profiles kept decoded take, as estimated
+	// before each was decoded: what is left of the window's budget
+	// (Config.limits) bounds the next.
+	held  atomic.Int64
+	cfg   *Config
+	fails failures
 
 	warnMu   sync.Mutex
 	warnings []string
@@ -165,16 +169,17 @@ func (c *collector) start(ctx context.Context) error {
 // forced GC left.
 func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapshot, error) {
 	at := c.cfg.now()
-	raw, err := c.cfg.fetcher.Profile(ctx, "heap", url.Values{"gc": {"1"}})
+	query := url.Values{"gc": {"1"}}
+	raw, err := c.cfg.fetcher.Profile(ctx, "heap", query)
 	if err != nil {
 		return snapshot{}, err
 	}
-	p, err := c.parse(raw)
+	p, err := c.parseFetched("heap", query, raw, true)
 	if err != nil {
-		return snapshot{}, fmt.Errorf("read heap profile: %w", err)
+		return snapshot{}, err
 	}
 	if _, err := pprofx.SampleIndex(p, "inuse_space"); err != nil {
-		return snapshot{}, fmt.Errorf("read heap profile: not a heap profile: %w", err)
+		return snapshot{}, fmt.Errorf("read heap profile from %s: not a heap profile: %w", c.profileURL("heap", query), err)
 	}
 	app, dropped := pprofx.WithoutProfiler(p)
 	si, _ := pprofx.SampleIndex(p, "alloc_space")
@@ -193,10 +198,11 @@ func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapsho
 // one whose failure makes a run partial.
 func (c *collector) addGoroutines(ctx context.Context, snap *snapshot) {
 	at := c.cfg.now()
-	raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", url.Values{"debug": {"0"}})
+	query := url.Values{"debug": {"0"}}
+	raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", query)
 	var p *profile.Profile
 	if err == nil {
-		p, err = c.parse(raw)
+		p, err = c.parseFetched("goroutine", query, raw, true)
 	}
 	if err != nil {
 		if !c.goroutineFailed {
@@ -208,9 +214,47 @@ func (c *collector) addGoroutines(ctx context.Context, snap *snapshot) {
 	snap.goroutines = &goroutineSnapshot{at: at, raw: raw, profile: p}
 }
 
-// parse decodes a fetched profile within the size limit.
+// parse decodes a profile within the run's limits: a gzip bomb, or a
+// profile that would take too much memory to decode, is refused on a
+// streaming pass before anything holds it whole.
 func (c *collector) parse(raw []byte) (*profile.Profile, error) {
-	return pprofx.Parse(raw, c.cfg.maxDecompressed)
+	p, _, err := pprofx.ParseWithin(raw, c.cfg.limits)
+	return p, err
+}
+
+// parseFetched decodes a profile just fetched from endpoint name with
+// query within what is left of the window's memory budget, and counts
+// it against the budget when the window keeps it. So a target that
+// serves profiles costly to decode, each within the limit, costs the
+// window no more than the limit: its later snapshots fail instead. The
+// errors say which profile, from where.
+func (c *collector) parseFetched(name string, query url.Values, raw []byte, keep bool) (*profile.Profile, error) {
+	lim := c.cfg.limits
+	budget := cmp.Or(lim.MaxDecoded, pprofx.DefaultMaxDecoded)
+	held := c.held.Load()
+	lim.MaxDecoded = max(budget-held, 1)
+	p, decoded, err := pprofx.ParseWithin(raw, lim)
+	var tl *pprofx.TooLargeError
+	if errors.As(err, &tl) && tl.Decoded && held > 0 {
+		err = fmt.Errorf("%w left of the %d bytes the window's profiles may take", err, budget)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s profile from %s: %w", kindOf(name), c.profileURL(name, query), err)
+	}
+	if keep {
+		c.held.Add(decoded)
+	}
+	return p, nil
+}
+
+// profileURL is the URL of a profile for errors, without user
+// information.
+func (c *collector) profileURL(name string, query url.Values) string {
+	u := c.cfg.pprofURL + name
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u
 }
 
 func (c *collector) memStats(ctx context.Context) (gcstats.MemStats, time.Time, error) {
@@ -307,10 +351,11 @@ func (c *collector) window(ctx context.Context) {
 		}
 		c.timedRunning.Add(1)
 		timedWG.Go(func() {
-			raw, err := c.cfg.fetcher.Profile(wctx, name, url.Values{"seconds": {strconv.Itoa(seconds)}})
+			query := url.Values{"seconds": {strconv.Itoa(seconds)}}
+			raw, err := c.cfg.fetcher.Profile(wctx, name, query)
 			c.timedRunning.Add(-1)
 			if err == nil {
-				_, err = c.parse(raw)
+				_, err = c.parseFetched(name, query, raw, false)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -550,7 +595,7 @@ func (c *collector) finish(ctx context.Context) {
 	}
 	if raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", nil); err != nil {
 		c.fails.add("goroutine profile", err)
-	} else if _, err := c.parse(raw); err != nil {
+	} else if _, err := c.parseFetched("goroutine", nil, raw, false); err != nil {
 		c.fails.add("goroutine profile", err)
 	} else {
 		c.goroutine = raw

@@ -28,8 +28,9 @@ func BareProfiles(paths []string) (diagnose.Input, error) {
 	heap := diagnose.NewHeapSeries(len(paths))
 	others := make([]bool, len(paths))
 	err := eachParallel(len(paths), func(i int) error {
-		// Unmerged: the heap series merges stacks itself.
-		s, err := rundir.ReadStacksFile(paths[i], pprofx.ReadOptions{Unmerged: true})
+		// Unmerged: the heap series merges stacks itself. Within what
+		// Parse would decode: the series turns some into profiles.
+		s, err := rundir.ReadStacksFile(paths[i], pprofx.ReadOptions{Unmerged: true, MaxDecoded: pprofx.DefaultMaxDecoded})
 		if err != nil {
 			return err
 		}

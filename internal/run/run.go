@@ -108,8 +108,16 @@ type Config struct {
 	fetcher Fetcher
 	now     func() time.Time
 	proc    sysmem.Proc
-	// maxDecompressed caps a profile's decompressed size.
-	maxDecompressed int64
+	// limits bound what parsing each fetched profile may cost: its
+	// decompressed size and the memory of its decoded form, both checked
+	// on a streaming pass before the profile is held whole
+	// (pprofx.ParseWithin); the defaults when zero. MaxDecoded bounds
+	// the profiles a window holds decoded, its heap and goroutine
+	// snapshots, all together.
+	limits pprofx.Limits
+	// pprofURL is the target's pprof URL without user information, for
+	// errors.
+	pprofURL string
 }
 
 // Progress is the state of a run during its window.
@@ -180,9 +188,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.OutDir == "" {
 		c.OutDir = DefaultOutDir
-	}
-	if c.maxDecompressed <= 0 {
-		c.maxDecompressed = pprofx.DefaultMaxDecompressed
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -285,6 +290,7 @@ func (c *Config) prepare() error {
 			return err
 		}
 		c.fetcher = client
+		c.pprofURL = client.PprofURL()
 	}
 	return nil
 }

@@ -274,12 +274,12 @@ func TestProfile_BadTargets(t *testing.T) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(b) })
 	}
 	tests := []struct {
-		name            string
-		handler         http.Handler // nil: nothing listens
-		maxBody         int64
-		maxDecompressed int64
-		wantErr         string
-		check           func(error) bool
+		name    string
+		handler http.Handler // nil: nothing listens
+		maxBody int64
+		limits  pprofx.Limits
+		wantErr string
+		check   func(error) bool
 	}{
 		{name: "unreachable", wantErr: "cannot reach", check: func(err error) bool {
 			var ue *target.UnreachableError
@@ -288,7 +288,7 @@ func TestProfile_BadTargets(t *testing.T) {
 		{name: "no pprof", handler: http.NotFoundHandler(), wantErr: "404", check: func(err error) bool { return errors.Is(err, target.ErrNotFound) }},
 		{name: "html page", handler: body([]byte("<html><body>hello</body></html>")), wantErr: "not a pprof profile", check: func(err error) bool { return errors.Is(err, pprofx.ErrNotProfile) }},
 		{name: "truncated profile", handler: body(realHeap[:len(realHeap)/2]), wantErr: "heap profile"},
-		{name: "gzip bomb", handler: body(gzipOf(make([]byte, 8<<20))), maxDecompressed: 1 << 20, wantErr: "decompresses to more than", check: func(err error) bool {
+		{name: "gzip bomb", handler: body(gzipOf(make([]byte, 8<<20))), limits: pprofx.Limits{MaxDecompressed: 1 << 20}, wantErr: "decompresses to more than", check: func(err error) bool {
 			var tl *pprofx.TooLargeError
 			return errors.As(err, &tl)
 		}},
@@ -305,10 +305,10 @@ func TestProfile_BadTargets(t *testing.T) {
 			}
 			out := t.TempDir()
 			_, _, err := Profile(t.Context(), Config{
-				Target:          target.Options{BaseURL: url, MaxBody: tt.maxBody},
-				Duration:        time.Second,
-				OutDir:          out,
-				maxDecompressed: tt.maxDecompressed,
+				Target:   target.Options{BaseURL: url, MaxBody: tt.maxBody},
+				Duration: time.Second,
+				OutDir:   out,
+				limits:   tt.limits,
 			})
 			if err == nil {
 				t.Fatal("Profile succeeded against a bad target")

@@ -1,0 +1,268 @@
+package run
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+	rpprof "runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/target"
+)
+
+// hostileCap is the limit the hostile targets' tests set, small so that
+// each test is quick; what a run allocates against one is compared with
+// it.
+const hostileCap = 8 << 20
+
+// allocatedBy returns the bytes the process allocated while f ran: what
+// f's heap grew by at its peak is no more.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func gzipped(t testing.TB, chunks ...[]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if _, err := zw.Write(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// gzipBomb is a gzip of n zero bytes: a thousandth of n.
+func gzipBomb(t testing.TB, n int) []byte {
+	t.Helper()
+	return gzipped(t, make([]byte, n))
+}
+
+// repeatedSample is a valid heap profile of about n bytes of protobuf:
+// this process' heap profile with its first sample repeated, which
+// gzip shrinks hundreds of times and profile.Parse expands ten.
+func repeatedSample(t testing.TB, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := rpprof.Lookup("heap").WriteTo(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sample) == 0 {
+		t.Fatal("the heap profile of the test has no sample")
+	}
+	var head bytes.Buffer
+	if err := p.WriteUncompressed(&head); err != nil {
+		t.Fatal(err)
+	}
+	packed := func(field byte, vs []uint64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, v)
+		}
+		return append(binary.AppendUvarint([]byte{field<<3 | 2}, uint64(len(b))), b...)
+	}
+	var ids, vals []uint64
+	for _, l := range p.Sample[0].Location {
+		ids = append(ids, l.ID)
+	}
+	for _, v := range p.Sample[0].Value {
+		vals = append(vals, uint64(v))
+	}
+	msg := append(packed(1, ids), packed(2, vals)...)
+	one := append(binary.AppendUvarint([]byte{2<<3 | 2}, uint64(len(msg))), msg...)
+	body := head.Bytes()
+	for len(body) < n {
+		body = append(body, one...)
+	}
+	return gzipped(t, body)
+}
+
+// hostileHeap serves net/http/pprof, its heap profile (but for the
+// MemStats of debug=1) replaced by h.
+func hostileHeap(h http.HandlerFunc) http.Handler {
+	return pprofMux(map[string]http.HandlerFunc{
+		"/debug/pprof/heap": func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("debug") != "" {
+				pprof.Index(w, r)
+				return
+			}
+			h(w, r)
+		},
+	})
+}
+
+func TestProfile_HostileTargetsCostLittle(t *testing.T) {
+	bomb := gzipBomb(t, 8*hostileCap)
+	structure := repeatedSample(t, hostileCap/2)
+	endless := func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte{0x1f, 0x8b, 8, 0}, 8<<10)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	silent := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	tests := []struct {
+		name    string
+		heap    http.HandlerFunc
+		wantErr string
+		kind    func(error) bool
+	}{
+		{
+			name: "gzip bomb", heap: func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) },
+			wantErr: "read heap profile from http://127.0.0.1:", kind: func(err error) bool {
+				var tl *pprofx.TooLargeError
+				return errors.As(err, &tl) && !tl.Decoded && tl.Limit == hostileCap &&
+					strings.HasSuffix(err.Error(), "/debug/pprof/heap?gc=1: profile decompresses to more than 8388608 bytes")
+			},
+		},
+		{
+			name: "one sample repeated", heap: func(w http.ResponseWriter, r *http.Request) { w.Write(structure) },
+			wantErr: "profile would take about", kind: func(err error) bool {
+				var tl *pprofx.TooLargeError
+				return errors.As(err, &tl) && tl.Decoded && tl.Estimate > 5*hostileCap
+			},
+		},
+		{
+			name: "endless body", heap: endless, wantErr: "is larger than the limit of 8388608 bytes", kind: func(err error) bool {
+				var bt *target.BodyTooLargeError
+				return errors.As(err, &bt)
+			},
+		},
+		{
+			name: "never answers", heap: silent, wantErr: "no answer within 500ms",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, hostileHeap(tt.heap))
+			var err error
+			start := time.Now()
+			allocated := allocatedBy(func() {
+				_, _, err = Profile(t.Context(), Config{
+					Target:   target.Options{BaseURL: srv.URL, Timeout: 500 * time.Millisecond, MaxBody: hostileCap},
+					Duration: time.Second,
+					OutDir:   t.TempDir(),
+					limits:   pprofx.Limits{MaxDecompressed: hostileCap, MaxDecoded: hostileCap},
+				})
+			})
+			took := time.Since(start)
+			t.Logf("gave up after %s, having allocated %d bytes: %v", took.Round(time.Millisecond), allocated, err)
+			if err == nil {
+				t.Fatal("Profile succeeded against a hostile target")
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line containing %q", err, tt.wantErr)
+			}
+			if tt.kind != nil && !tt.kind(err) {
+				t.Errorf("error %q is not of the expected kind", err)
+			}
+			if took > 5*time.Second {
+				t.Errorf("the run took %s to give up", took)
+			}
+			// What the capture held at its peak is less than what it
+			// allocated in all: twice the limit, and room for the run's
+			// own small allocations.
+			if limit := uint64(2*hostileCap + 4<<20); allocated > limit {
+				t.Errorf("the run allocated %d bytes, more than %d", allocated, limit)
+			}
+		})
+	}
+}
+
+func TestProfile_HostileProfileInTheWindowMakesItPartial(t *testing.T) {
+	bomb := gzipBomb(t, 8*hostileCap)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) })
+	srv := serve(t, mux)
+	start := time.Now()
+	res, _, err := Profile(t.Context(), Config{
+		Target:   target.Options{BaseURL: srv.URL, Timeout: 500 * time.Millisecond},
+		Duration: time.Second, CPU: true, OutDir: t.TempDir(),
+		limits: pprofx.Limits{MaxDecompressed: hostileCap},
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the run took %s", took)
+	}
+	if res.Status != result.StatusPartial || len(res.Failures) != 1 {
+		t.Fatalf("status %s, failures %+v: want partial, for the CPU profile", res.Status, res.Failures)
+	}
+	f := res.Failures[0]
+	if f.Step != "cpu profile" || !strings.Contains(f.Error, "read cpu profile from "+srv.URL+"/debug/pprof/profile?seconds=1: profile decompresses to more than") {
+		t.Errorf("failure %+v: want the CPU profile, what and where", f)
+	}
+	if res.TopFor("alloc_space") == nil {
+		t.Error("the rest of the run was not kept: no alloc_space table")
+	}
+}
+
+func TestProfile_WindowHoldsProfilesWithinTheLimit(t *testing.T) {
+	// Each snapshot fits the limit, two do not: the window keeps the first
+	// and refuses the rest, rather than hold them all.
+	structure := repeatedSample(t, 1<<20)
+	_, decoded, err := pprofx.ParseWithin(structure, pprofx.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := decoded * 3 / 2
+	srv := serve(t, hostileHeap(func(w http.ResponseWriter, r *http.Request) { w.Write(structure) }))
+	var res *result.Run
+	allocated := allocatedBy(func() {
+		res, _, err = Profile(t.Context(), Config{
+			Target:   target.Options{BaseURL: srv.URL},
+			Duration: 300 * time.Millisecond, Snapshots: 4, OutDir: t.TempDir(),
+			limits: pprofx.Limits{MaxDecoded: limit},
+		})
+	})
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	if res.Status != result.StatusPartial {
+		t.Fatalf("status %s, want partial", res.Status)
+	}
+	var refused int
+	for _, f := range res.Failures {
+		if strings.HasPrefix(f.Step, "heap snapshot at ") && strings.Contains(f.Error, fmt.Sprintf("left of the %d bytes the window's profiles may take", limit)) {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Errorf("failures %+v: want heap snapshots refused for the window's limit", res.Failures)
+	}
+	// The run decodes, diffs and draws what it kept a few times over; the
+	// four snapshots alone would take 2.7 times the limit.
+	if most := uint64(8 * limit); allocated > most {
+		t.Errorf("the run allocated %d bytes, more than %d", allocated, most)
+	}
+}
