@@ -13,8 +13,8 @@ import (
 
 type diagnoseOptions struct {
 	run.Diagnosis
-	format string
-	failOn string
+	format, failOn      string
+	data, target, since string
 }
 
 func newDiagnoseCmd(e *env) *cobra.Command {
@@ -23,7 +23,10 @@ func newDiagnoseCmd(e *env) *cobra.Command {
 		Use:   "diagnose RUN_DIR | PROFILE...",
 		Short: "Name the lines that leak, allocate or contend, with evidence and a fix",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			switch {
+			case o.data != "" && (len(args) > 0 || o.target == ""):
+				return fmt.Errorf("diagnose --data DIR takes --target (the URL history lists) and no RUN_DIR or PROFILE")
+			case o.data == "" && len(args) == 0:
 				return fmt.Errorf("diagnose takes RUN_DIR or one or more PROFILE files; see heapscope diagnose --help")
 			}
 			return nil
@@ -37,6 +40,9 @@ func newDiagnoseCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above is present: low, medium or high")
 	fs.StringVar(&o.ThresholdsFile, "config", "", "YAML file of thresholds overriding the defaults")
 	fs.StringVar(&o.SourceDir, "source", "", "directory of the service's source, to read the lines findings point at")
+	fs.StringVar(&o.data, "data", "", "diagnose a watched target's stored runs in the store `DIR` together (with --target)")
+	fs.StringVar(&o.target, "target", "", "with --data: the target, its URL as history lists it")
+	fs.StringVar(&o.since, "since", "7d", "with --data: the runs of the last `DURATION`")
 	fs.BoolVar(&o.All, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")
 	return withHelp(cmd, "diagnose")
 }
@@ -52,7 +58,7 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 			return fmt.Errorf("--fail-on %q: choose low, medium or high", o.failOn)
 		}
 	}
-	rep, warnings, err := run.DiagnosePaths(ctx, args, o.Diagnosis)
+	rep, warnings, err := diagnoseInput(ctx, args, o)
 	if err != nil {
 		return err
 	}
@@ -67,4 +73,21 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 		return &codeError{code: exitGateFailed, err: fmt.Errorf("%d finding(s) of severity %s or above", n, gate)}
 	}
 	return nil
+}
+
+// diagnoseInput diagnoses the paths given, or the target's stored runs.
+func diagnoseInput(ctx context.Context, paths []string, o *diagnoseOptions) (diagnose.Report, []error, error) {
+	if o.data == "" {
+		return run.DiagnosePaths(ctx, paths, o.Diagnosis)
+	}
+	since, err := sinceFlag(o.since)
+	if err != nil {
+		return diagnose.Report{}, nil, err
+	}
+	st, err := openStore(o.data)
+	if err != nil {
+		return diagnose.Report{}, nil, err
+	}
+	defer st.Close()
+	return run.DiagnoseStored(ctx, st, o.target, since, o.Diagnosis)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -57,11 +56,13 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 	if o.data == "" {
 		return errors.New("--data DIR is required: where watch keeps its captures")
 	}
-	cfg, err := watchConfig(cmd, urls, o)
+	cfg, err := config.FromCommandLine(config.CommandLine{File: o.config, URLs: urls, Every: o.every, Window: o.window,
+		Triggers: o.triggers, Webhook: o.webhook, PID: o.pid, Concurrency: o.concurrency,
+		Given: cmd.Flags().Changed, CheckTrigger: trigger.Check})
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(e, o.logFormat)
+	log, err := watch.NewLogger(e.stderr, o.logFormat)
 	if err != nil {
 		return err
 	}
@@ -97,64 +98,9 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 	return nil
 }
 
-// watchConfig reads --config, or makes the configuration of the URLs and
-// the flags; the flags that set a target's settings belong to one form.
-func watchConfig(cmd *cobra.Command, urls []string, o *watchOptions) (*config.Config, error) {
-	if o.config != "" {
-		if len(urls) > 0 {
-			return nil, errors.New("give the targets in --config or as URLs, not both")
-		}
-		for _, name := range []string{"every", "window", "trigger", "webhook", "pid", "concurrency"} {
-			if cmd.Flags().Changed(name) {
-				return nil, fmt.Errorf("--%s goes with URLs; with --config set it in the file", name)
-			}
-		}
-		return config.Load(o.config, config.Options{CheckTrigger: trigger.Check})
-	}
-	if len(urls) == 0 {
-		return nil, errors.New("watch needs targets: URLs, or --config FILE")
-	}
-	if o.pid != 0 && len(urls) != 1 {
-		return nil, fmt.Errorf("--pid names one process: give one URL, not %d", len(urls))
-	}
-	s := config.Default().Defaults
-	s.Every, s.Window = o.every, o.window
-	for _, expr := range o.triggers {
-		if err := trigger.Check(expr); err != nil {
-			return nil, fmt.Errorf("--trigger: %w", err)
-		}
-		s.Triggers = append(s.Triggers, config.Trigger{Expr: expr, Pos: "--trigger"})
-	}
-	cfg, err := config.ForURLs(urls, s)
-	if err != nil {
-		return nil, err
-	}
-	if o.webhook != "" {
-		cfg.Webhook = &config.Webhook{URL: o.webhook}
-	}
-	if cmd.Flags().Changed("concurrency") {
-		cfg.Concurrency = o.concurrency
-	}
-	if o.pid != 0 {
-		cfg.Groups[0].Static[0].PID = o.pid
-	}
-	return cfg, nil
-}
-
-func newLogger(e *env, format string) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(e.stderr, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(e.stderr, nil)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: choose text or json", format)
-}
-
 type historyOptions struct {
-	data, target, format, severity string
-	since                          time.Duration
-	limit                          int
+	data, target, format, severity, since string
+	limit                                 int
 }
 
 func newHistoryCmd(e *env) *cobra.Command {
@@ -178,8 +124,8 @@ func newHistoryCmd(e *env) *cobra.Command {
 				return fmt.Errorf("--min-severity: %w", err)
 			}
 			q := store.Query{Target: o.target, Limit: o.limit, Severities: min.AndAbove()}
-			if o.since > 0 {
-				q.Since = time.Now().Add(-o.since)
+			if q.Since, err = sinceFlag(o.since); err != nil {
+				return err
 			}
 			h, err := st.History(q)
 			if err != nil {
@@ -191,11 +137,24 @@ func newHistoryCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.data, "data", "", "store `DIR` (required)")
 	fs.StringVar(&o.target, "target", "", "only this target (its URL as history lists it)")
-	fs.DurationVar(&o.since, "since", 0, "only the last `DURATION`, such as 24h")
+	fs.StringVar(&o.since, "since", "", "only the last `DURATION`, such as 24h or 7d")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many items of each kind; 0 for all")
 	fs.StringVar(&o.severity, "min-severity", "low", "list findings of this severity and above: info, low, medium or high")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
 	return withHelp(cmd, "history")
+}
+
+// sinceFlag reads --since, a duration back from now such as 24h or 7d;
+// the zero time when empty.
+func sinceFlag(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since: %w", err)
+	}
+	return time.Now().Add(-d), nil
 }
 
 // openStore opens an existing store: reading never creates one.

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -279,6 +280,18 @@ func (w *Watcher) setHealth(wt *watched, f func(*Health)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f(&wt.health)
+}
+
+// NewLogger returns the logger of watch's lines on w: "text" (slog's
+// key=value lines) or "json" (one object a line, for a log pipeline).
+func NewLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: choose text or json", format)
 }
 
 // retain applies the retention policy every hour, and at start.
