@@ -83,6 +83,10 @@ func TestWatch_onceThenHistory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, r.Path, "result.json")); err != nil {
 		t.Errorf("history's path does not lead to the run: %v", err)
 	}
+	diag := heapscope(t, "diagnose", "--data", data, "--target", svc.URL, "--since", "1d")
+	if diag.code != exitOK || !strings.Contains(diag.stdout, "heap after GC over 1 stored run (") {
+		t.Errorf("diagnose --data: exit %d: %s%s", diag.code, diag.stdout, diag.stderr)
+	}
 	if check := heapscope(t, "store", "check", "--data", data); check.code != exitOK || !strings.Contains(check.stdout, "0 problems") {
 		t.Errorf("store check: exit %d: %s%s", check.code, check.stdout, check.stderr)
 	}

@@ -69,7 +69,11 @@ func DiagnoseStored(ctx context.Context, st *store.Store, target string, since t
 		rep.Findings = append(rep.Findings, f)
 		diagnose.Sort(rep.Findings)
 	} else {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("heap after GC over %d stored runs (%s): no steady growth", len(series), spanOf(pts)))
+		runs := "runs"
+		if len(series) == 1 {
+			runs = "run"
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("heap after GC over %d stored %s (%s): no steady growth", len(series), runs, spanOf(pts)))
 	}
 	return rep, warnings, nil
 }
