@@ -1,8 +1,12 @@
 package watch
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"syscall"
@@ -88,4 +92,41 @@ func deadTarget(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return "http://" + addr
+}
+
+// bombTarget serves a gzip bomb as its heap profile: a few hundred KiB
+// that inflate to size bytes of zeros; its other routes are not found.
+func bombTarget(t *testing.T, size int) string {
+	t.Helper()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zeros := make([]byte, 1<<20)
+	for range size >> 20 {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/pprof/heap" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(gz.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// endlessTarget answers its heap profile with a body that never ends.
+func endlessTarget(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 64<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -71,18 +72,32 @@ func TestOnce_storesEachLiveTargetAndNamesTheOthers(t *testing.T) {
 	}
 }
 
-func TestRun_keepsEachTargetsSlotsBesideASilentOne(t *testing.T) {
+// TestRun_keepsEachTargetsSlotsBesideHostileOnes watches a real service
+// beside three hostile targets — one that never answers, one whose heap
+// profile is a gzip bomb (300 MiB of zeros), one whose body never ends —
+// and checks that the service is captured at each of its slots, that the
+// hostile ones fail with their reasons, and that the watcher's heap stays
+// bounded meanwhile.
+func TestRun_keepsEachTargetsSlotsBesideHostileOnes(t *testing.T) {
 	leaky := startExample(t, "leaky")
 	silent := silentTarget(t)
+	hostile := []string{silent, bombTarget(t, 300<<20), endlessTarget(t)}
 	every := 2 * time.Second
-	w, st := newWatcher(t, []string{leaky.URL, silent}, config.Settings{
+	w, st := newWatcher(t, append([]string{leaky.URL}, hostile...), config.Settings{
 		Every: every, Window: 300 * time.Millisecond, Timeout: time.Second, Poll: time.Second,
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Second)
 	defer cancel()
+	peak := make(chan uint64, 1)
+	go func() { peak <- peakHeap(ctx) }()
 	start := time.Now()
 	if err := w.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	// Twice the decoded-size limit (the collector's headroom over what
+	// is live), and the test's own 100 MiB.
+	if p := <-peak; p > 2*256<<20+100<<20 {
+		t.Errorf("the watcher's heap peaked at %d MiB beside a gzip bomb and an endless body", p>>20)
 	}
 	h, err := st.History(store.Query{Limit: 0})
 	if err != nil {
@@ -111,16 +126,34 @@ func TestRun_keepsEachTargetsSlotsBesideASilentOne(t *testing.T) {
 			t.Errorf("run at %s is off its slot: offset %s, want %s", at, off, Offset(h.Runs[0].Target, every))
 		}
 	}
-	var silentHealth *Health
 	for _, hh := range w.Health() {
-		if strings.Contains(hh.Target, strings.TrimPrefix(silent, "http://")) {
-			silentHealth = &hh
+		if strings.Contains(hh.Target, strings.TrimPrefix(leaky.URL, "http://")) {
+			continue
 		}
-	}
-	if silentHealth == nil || silentHealth.ConsecutiveFailures < 2 || silentHealth.LastError == "" {
-		t.Errorf("silent target's health %+v: want failures counted with the last error", silentHealth)
+		if hh.ConsecutiveFailures < 2 || hh.LastError == "" {
+			t.Errorf("hostile target's health %+v: want failures counted with the last error", hh)
+		}
+		t.Logf("%s: %s", hh.Target, hh.LastError)
 	}
 	if r, err := st.Check(false); err != nil || !r.OK() {
 		t.Errorf("store check after Run: %v %v", r, err)
+	}
+}
+
+// peakHeap samples the heap this process holds every 50 ms until ctx ends
+// and returns the most seen.
+func peakHeap(ctx context.Context) uint64 {
+	var peak uint64
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapInuse)
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-tick.C:
+		}
 	}
 }
