@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,6 +67,9 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 	log, err := watch.NewLogger(e.stderr, o.logFormat)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(watch.DefaultMemoryLimit)
 	}
 	st, err := store.Open(o.data)
 	if err != nil {

@@ -29,17 +29,19 @@ func metricsHandler() http.Handler {
 
 func TestClient_Metrics(t *testing.T) {
 	tests := []struct {
-		name    string
-		handler http.Handler
-		path    string
+		name        string
+		handler     http.Handler
+		path        string
+		metricsPath string
 	}{
 		{name: "root", handler: metricsHandler()},
 		{name: "base URL with path prefix", handler: http.StripPrefix("/svc", metricsHandler()), path: "/svc"},
+		{name: "a path of its own", handler: http.StripPrefix("/admin", metricsHandler()), metricsPath: "/admin/metrics"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, tc.handler)
-			c := newClient(t, Options{BaseURL: srv.URL + tc.path, Timeout: 5 * time.Second})
+			c := newClient(t, Options{BaseURL: srv.URL + tc.path, MetricsPath: tc.metricsPath, Timeout: 5 * time.Second})
 			body, err := c.Metrics(t.Context())
 			if err != nil {
 				t.Fatalf("Metrics: %v", err)

@@ -11,6 +11,7 @@ package target
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -49,6 +50,9 @@ type Options struct {
 	// PprofPath is the path under BaseURL where pprof is served;
 	// DefaultPprofPath when empty.
 	PprofPath string
+	// MetricsPath is where Prometheus metrics are served under BaseURL;
+	// /metrics when empty.
+	MetricsPath string
 	// Header is added to every request (authentication, for instance).
 	Header http.Header
 	// CACertFile names a PEM file of CA certificates trusted for https.
@@ -67,12 +71,13 @@ type Options struct {
 
 // Client fetches profiles, MemStats and metrics from one service.
 type Client struct {
-	base      *url.URL
-	pprofPath string
-	header    http.Header
-	timeout   time.Duration
-	maxBody   int64
-	http      *http.Client
+	base        *url.URL
+	pprofPath   string
+	metricsPath string
+	header      http.Header
+	timeout     time.Duration
+	maxBody     int64
+	http        *http.Client
 }
 
 // Validate reports a negative Timeout or MaxBody as an *option.Error;
@@ -97,11 +102,12 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		base:      base,
-		pprofPath: opts.PprofPath,
-		header:    opts.Header.Clone(),
-		timeout:   opts.Timeout,
-		maxBody:   opts.MaxBody,
+		base:        base,
+		pprofPath:   opts.PprofPath,
+		metricsPath: opts.MetricsPath,
+		header:      opts.Header.Clone(),
+		timeout:     opts.Timeout,
+		maxBody:     opts.MaxBody,
 	}
 	if c.pprofPath == "" {
 		c.pprofPath = DefaultPprofPath
@@ -272,7 +278,7 @@ func (c *Client) PprofURL() string { return withoutUser(c.ProfileURL("", nil)) }
 // Metrics fetches the service's Prometheus text exposition from /metrics.
 func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	u := *c.base
-	u.Path = c.base.Path + "/metrics"
+	u.Path = c.base.Path + cmp.Or(c.metricsPath, "/metrics")
 	body, err := c.get(ctx, u.String(), c.timeout)
 	if err != nil {
 		var se *StatusError

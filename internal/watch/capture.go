@@ -97,20 +97,27 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 			p.Abandon()
 		}
 	}()
+	pid := t.PID
+	w.mu.Lock()
+	if wt.sampler != nil {
+		pid = wt.sampler.pid()
+	}
+	w.mu.Unlock()
 	window := s.Window
 	if o.firing != nil {
 		window = w.opts.BundleWindow
 	}
 	cfg := run.Config{
 		Target: target.Options{
-			BaseURL:   t.URL.String(),
-			PprofPath: s.PprofPath,
-			Timeout:   s.Timeout,
-			MaxBody:   s.MaxBody,
+			BaseURL:     t.URL.String(),
+			PprofPath:   s.PprofPath,
+			MetricsPath: s.MetricsPath,
+			Timeout:     s.Timeout,
+			MaxBody:     s.MaxBody,
 		},
 		Duration: window,
 		CPU:      slices.Contains(s.Profiles, "cpu"),
-		PID:      t.PID,
+		PID:      pid,
 		OutDir:   p.Dir(),
 		Name:     "capture",
 		Lean:     true,

@@ -3,6 +3,7 @@ package watch
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"time"
 
@@ -77,10 +78,17 @@ func newMetrics() *metrics {
 }
 
 // Handler serves watch's /metrics, /healthz (200 while the watcher runs;
-// the body lists each target's health as JSON) and nothing else.
+// the body lists each target's health as JSON) and its own pprof under
+// /debug/pprof/.
 func (w *Watcher) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(w.metrics.registry, promhttp.HandlerOpts{}))
+	// watch's own profiles: a watcher is a Go service like the ones it
+	// watches.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Header().Set("X-Content-Type-Options", "nosniff")

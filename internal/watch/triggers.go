@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/humanize"
@@ -25,7 +26,10 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 		w.log.Error("triggers", "target", t.Key, "err", err)
 		return
 	}
-	src := w.newSampler(t)
+	src := w.newSampler(t, rules)
+	w.mu.Lock()
+	wt.sampler = src
+	w.mu.Unlock()
 	if len(rules) == 0 && !src.local() {
 		return
 	}
@@ -195,52 +199,75 @@ func memoryThreshold(rules []trigger.Rule, smp trigger.Sample) uint64 {
 }
 
 // sampler reads a target's figures: /proc and its cgroup when the target
-// runs on this machine, /metrics otherwise (and for what /proc lacks).
+// runs on this machine, /metrics otherwise (and, when rules need them, for
+// what /proc lacks). The process found on the target's port is kept until
+// it can no longer be read: finding it scans every socket of the machine,
+// which a fleet of targets polled every few seconds cannot afford.
 type sampler struct {
-	key    string
-	pid    int
-	port   int
+	key         string
+	given       int // the configured PID
+	port        int
+	needMetrics bool
+	client      *target.Client
+	limit       uint64
+
+	found  atomic.Int64 // the PID found on the port; 0 when unknown
 	cgroup *sysmem.Cgroup
-	client *target.Client
-	limit  uint64
+	cgPID  int // whose cgroup cgroup is
 }
 
-func (w *Watcher) newSampler(t config.Target) *sampler {
-	s := &sampler{key: t.Key, pid: t.PID, limit: uint64(max(0, t.Settings.MemoryLimit))}
+func (w *Watcher) newSampler(t config.Target, rules []trigger.Rule) *sampler {
+	s := &sampler{key: t.Key, given: t.PID, limit: uint64(max(0, t.Settings.MemoryLimit)), needMetrics: len(rules) > 0}
 	if port, ok := target.LoopbackPort(t.URL); ok {
 		s.port = port
 	}
 	c, err := target.New(target.Options{BaseURL: t.URL.String(), PprofPath: t.Settings.PprofPath,
-		Timeout: t.Settings.Poll, MaxBody: 4 << 20})
+		MetricsPath: t.Settings.MetricsPath, Timeout: t.Settings.Poll, MaxBody: 4 << 20})
 	if err == nil {
 		s.client = c
 	}
 	return s
 }
 
-func (s *sampler) local() bool { return s.pid > 0 || s.port > 0 }
+func (s *sampler) local() bool { return s.given > 0 || s.port > 0 }
+
+// pid is the target's process as last seen: the configured one, or the
+// one found on its port; 0 when unknown.
+func (s *sampler) pid() int {
+	if s.given > 0 {
+		return s.given
+	}
+	return int(s.found.Load())
+}
 
 // sample reads the figures once. A local process that has gone is looked
-// for again on its port: the restart shows as a new start time.
+// for again on its port at the next sample: the restart shows as a new
+// PID and start time.
 func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 	if s.local() {
-		pid := s.pid
+		pid := s.pid()
 		if pid == 0 {
 			p, err := (sysmem.Proc{}).ListeningPID(s.port)
 			if err != nil {
 				return trigger.Sample{}, err
 			}
 			pid = p
+			s.found.Store(int64(p))
 		}
 		smp, err := trigger.Local{PID: pid}.Sample(ctx)
 		if err == nil {
-			if cg, cerr := (sysmem.Proc{}).Cgroup(pid); cerr == nil {
-				s.cgroup = &cg
+			if s.cgPID != pid {
+				if cg, cerr := (sysmem.Proc{}).Cgroup(pid); cerr == nil {
+					s.cgroup, s.cgPID = &cg, pid
+				}
 			}
-			s.fillFromMetrics(ctx, &smp)
+			if s.needMetrics {
+				s.fillFromMetrics(ctx, &smp)
+			}
 			return smp, nil
 		}
-		if s.pid > 0 {
+		s.found.Store(0)
+		if s.given > 0 {
 			return trigger.Sample{}, err
 		}
 	}

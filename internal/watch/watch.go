@@ -48,6 +48,13 @@ type Options struct {
 // DefaultBundleWindow is a trigger bundle's window.
 const DefaultBundleWindow = 5 * time.Second
 
+// DefaultMemoryLimit is the soft memory limit heapscope watch sets itself
+// when GOMEMLIMIT does not: the garbage collector works harder as the
+// heap nears it rather than let captures in flight double it (GOGC's
+// headroom), so a watcher of hundreds of targets stays within a small
+// container's memory.
+const DefaultMemoryLimit = 256 << 20
+
 // Watcher runs the captures of a configuration into a store.
 type Watcher struct {
 	opts    Options
@@ -68,6 +75,9 @@ type watched struct {
 	// fresh passes a scheduled run's MemStats, read after a forced GC,
 	// to the triggers: the heap after GC they project.
 	fresh chan trigger.Sample
+	// sampler is the triggers' (guarded by Watcher.mu); a capture takes
+	// the PID it found, rather than looking for it again.
+	sampler *sampler
 	// Guarded by Watcher.mu:
 	health       Health
 	lastLongTerm time.Time // when the long-term diagnosis last stored a finding
