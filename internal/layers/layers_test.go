@@ -23,7 +23,7 @@ var layer = map[string]int{
 	"internal/pprofx": 0, "internal/gate": 0, "internal/layers": 0,
 	"internal/atomicfile": 0, "internal/option": 0, "internal/progress": 0,
 	// 0 also: helpers for tests, imported by tests alone.
-	"internal/cgrouptest": 0,
+	"internal/cgrouptest": 0, "internal/clock": 0,
 	// 0 also: build tools, run by make, not by heapscope.
 	"internal/tools": 0,
 	// 1: the result.json types, over the data they carry.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/clock"
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/exectrace"
 	"github.com/heapscope/heapscope/internal/gcstats"
@@ -571,18 +572,7 @@ func (c *collector) placement() diagnose.Placement {
 
 // waitUntil sleeps until t and reports false when ctx ends first.
 func (c *collector) waitUntil(ctx context.Context, t time.Time) bool {
-	d := t.Sub(c.cfg.now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
+	return clock.SleepUntil(ctx, t, c.cfg.now)
 }
 
 // finish collects what belongs to the window's end: goroutines and memory

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/clock"
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/store"
@@ -232,7 +233,7 @@ func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 	for {
 		slot := NextSlot(w.opts.now(), every, offset)
 		w.setHealth(wt, func(h *Health) { h.NextSlot = slot })
-		if !sleepUntil(ctx, slot, w.opts.now) {
+		if !clock.SleepUntil(ctx, slot, w.opts.now) {
 			return
 		}
 		if _, res, err := w.capture(ctx, wt, scheduled(slot)); err == nil {
@@ -270,22 +271,6 @@ func (w *Watcher) freshMeasurement(wt *watched, res *result.Run) {
 	}
 }
 
-// sleepUntil waits until t and reports whether ctx is still live.
-func sleepUntil(ctx context.Context, t time.Time, now func() time.Time) bool {
-	d := t.Sub(now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
-}
-
 func (w *Watcher) setHealth(wt *watched, f func(*Health)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -317,7 +302,7 @@ func (w *Watcher) retain(ctx context.Context) {
 			}
 		}
 		w.updateStoreSize()
-		if !sleepUntil(ctx, w.opts.now().Add(time.Hour), w.opts.now) {
+		if !clock.SleepUntil(ctx, w.opts.now().Add(time.Hour), w.opts.now) {
 			return
 		}
 	}
