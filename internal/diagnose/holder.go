@@ -101,6 +101,16 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 			w = holder{p: p, what: what, how: how, sure: sure * weakHolder}
 		}
 	}
+	if best < 0 && weak < 0 {
+		// No sample of the heap caught the service's container at all:
+		// its line may still be the one container of the service's code
+		// that allocated over the window.
+		if p, what, how, sure, ok := d.allocatingContainer(inPlaces); ok {
+			places = append(places, p)
+			weak = len(places) - 1
+			w = holder{p: p, what: what, how: how, sure: sure * weakHolder * weakHolder}
+		}
+	}
 	if best < 0 && weak >= 0 && d.keptByOne(places, weak, hs) {
 		// No sample caught the container's own storage, but the rest of
 		// the growth is what a container keeps, and this is the one
@@ -121,6 +131,27 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 		h.held = append(h.held, p)
 	}
 	return h, len(h.held) > 0
+}
+
+// allocatingContainer returns the one line of the service's own code
+// (dependencies left out) that inserts into a map or appends to a slice
+// among the window's allocation sites, outside the growing places: a
+// holder candidate when no heap sample caught one. Two or more such lines,
+// or none, give nothing.
+func (d *diagnosis) allocatingContainer(inPlaces map[site]bool) (p place, what, how string, sure float64, ok bool) {
+	found := 0
+	for _, a := range d.appSites() {
+		if inPlaces[a.at] || inDependency(a.at.file) {
+			continue
+		}
+		w, h, s, isContainer := d.containerAt(a.at)
+		if !isContainer {
+			continue
+		}
+		found++
+		p, what, how, sure = place{s: &series{at: a.at}}, w, h, s
+	}
+	return p, what, how, sure, found == 1
 }
 
 // resetAppend matches an append to a slice cut to length zero.
@@ -221,9 +252,12 @@ func (d *diagnosis) holderFinding(h holder, sev Severity, growsBy string, ev map
 	if h.storage <= 0 {
 		storage = "the only growing container of your code"
 	}
-	title := fmt.Sprintf("%s that only grows holds the leak (%s): at %s %s; ≈ %s ± %s there (%s at %s), %s; kept with it: %s",
-		h.what, h.how, p.s.at.where(), growsBy, humanize.Bytes(p.growth), humanize.Bytes(p.plusMin), samplesWord(p.n), humanize.Bytes(float64(period)),
-		storage, strings.Join(parts, ", "))
+	there := fmt.Sprintf("≈ %s ± %s there (%s at %s), %s", humanize.Bytes(p.growth), humanize.Bytes(p.plusMin), samplesWord(p.n), humanize.Bytes(float64(period)), storage)
+	if p.growth <= 0 && p.n <= 0 {
+		there = fmt.Sprintf("no heap sample there yet (one per %s), the only line of your code that fills a container over the window", humanize.Bytes(float64(period)))
+	}
+	title := fmt.Sprintf("%s that only grows holds the leak (%s): at %s %s; %s; kept with it: %s",
+		h.what, h.how, p.s.at.where(), growsBy, there, strings.Join(parts, ", "))
 
 	fix := "bound the " + strings.TrimPrefix(h.what, "a ") + ": "
 	if h.what == "a map" {
