@@ -193,3 +193,44 @@ func TestContainerAt(t *testing.T) {
 		})
 	}
 }
+
+// TestRun_namesTheHolderFromItsAllocations: no heap sample caught the
+// map's insert at all, in use, but the window's allocations show the line
+// allocating, and it fills a map: the one such line of the service's code
+// is named the holder of the growth net/http's request lines show, with
+// less confidence still. Without the source line nothing shows it is a
+// container, and no holder is named.
+func TestRun_namesTheHolderFromItsAllocations(t *testing.T) {
+	build := func(source bool) Input {
+		var in Input
+		for i := range 6 {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			h := newHeap(at, 512<<10)
+			allocated, lines, values := int64(i)*4<<20, int64(i)*768<<10, int64(i)*128<<10
+			h.sample([4]int64{allocated / 64, allocated, 0, 0}, cacheAdd, handler)
+			h.sample([4]int64{lines / 120, lines, lines / 120, lines}, readLine, httpRead)
+			h.sample([4]int64{values / 64, values, values / 64, values}, decode, handler)
+			in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+			live := 20*mib + float64(i)*mib
+			in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
+		}
+		if source {
+			in.Source = mapSource{{file: cacheAdd.file, line: cacheAdd.line}: "	c.m[key] = append(c.m[key], v) // keep it"}
+		}
+		return in
+	}
+	leaks := findingsWith(Run(build(true)).Findings, "leak.inuse-growth")
+	if len(leaks) == 0 || leaks[0].Function != cacheAdd.name || leaks[0].Line != cacheAdd.line {
+		t.Fatalf("leak findings %v, want the lead at the map's insert", leaks)
+	}
+	for _, want := range []string{"a map that only grows holds the leak", "no heap sample there yet", "textproto.(*Reader).ReadLine"} {
+		if !strings.Contains(leaks[0].Title, want) {
+			t.Errorf("title %q does not say %q", leaks[0].Title, want)
+		}
+	}
+	for _, f := range findingsWith(Run(build(false)).Findings, "leak.inuse-growth") {
+		if strings.Contains(f.Title, "holds the leak") {
+			t.Errorf("finding %q names a holder without evidence that the line fills a container", f.Title)
+		}
+	}
+}
