@@ -51,14 +51,14 @@ func writeComparePage(t *testing.T, beforeDir, afterDir string) (*compare.Compar
 	if err != nil {
 		t.Fatal(err)
 	}
-	views, err := compare.Flame(before, after, c.PerUnit)
+	widget, err := compare.Flame(before, after, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(views) != 2 {
-		t.Fatalf("compare.Flame gave %d views, want changes and vanished", len(views))
+	if widget == nil || widget.ID != compareWidget || len(widget.Views) != 2 {
+		t.Fatalf("compare.Flame gave %+v, want the %s widget with the changes and vanished views", widget, compareWidget)
 	}
-	widget := &flame.HTMLWidget{ID: compareWidget, Title: "allocations per " + c.PerUnit, Views: views}
+	views := widget.Views
 	page := writeFile(t, "compare.html", func(b *bytes.Buffer) error {
 		return report.Write(b, report.FormatHTML, report.Comparison{Comparison: c, Flame: widget})
 	})
