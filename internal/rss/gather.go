@@ -55,7 +55,14 @@ func NewLookup(opts target.Options, discover bool) (Lookup, error) {
 		if err != nil {
 			return Lookup{}, err
 		}
-		return Lookup{Given: c.MemStats, GivenURL: c.PprofURL()}, nil
+		given := func(ctx context.Context) (*gcstats.MemStats, error) {
+			ms, err := c.MemStats(ctx, false)
+			if err != nil {
+				return nil, err
+			}
+			return &ms, nil
+		}
+		return Lookup{Given: given, GivenURL: c.PprofURL()}, nil
 	case discover:
 		return Lookup{Find: target.Local{PprofPath: opts.PprofPath, Header: opts.Header}.FindMemStats}, nil
 	}

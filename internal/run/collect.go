@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -264,15 +263,8 @@ func (c *collector) memStats(ctx context.Context) (gcstats.MemStats, time.Time, 
 	// after the heap profile's GC alone the live heap still counts the
 	// pools' buffers, more of them just after load changes (connections
 	// closing put theirs back); after two it is what the program keeps.
-	raw, err := c.cfg.fetcher.HeapDebug(ctx, true)
-	if err != nil {
-		return gcstats.MemStats{}, at, err
-	}
-	ms, err := gcstats.ParseHeapDebug(bytes.NewReader(raw))
-	if err != nil {
-		return gcstats.MemStats{}, at, fmt.Errorf("read MemStats from heap?debug=1: %w", err)
-	}
-	return ms, at, nil
+	ms, err := c.cfg.fetcher.MemStats(ctx, true)
+	return ms, at, err
 }
 
 // findProcess looks for the target's process on this machine. A PID given

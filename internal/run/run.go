@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/pprofx"
@@ -42,7 +43,7 @@ import (
 // Fetcher is what a run needs from the service; *target.Client is one.
 type Fetcher interface {
 	Profile(ctx context.Context, name string, query url.Values) ([]byte, error)
-	HeapDebug(ctx context.Context, gc bool) ([]byte, error)
+	MemStats(ctx context.Context, gc bool) (gcstats.MemStats, error)
 	Metrics(ctx context.Context) ([]byte, error)
 }
 

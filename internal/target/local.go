@@ -92,8 +92,11 @@ func (l Local) FindMemStats(ctx context.Context, ports []int) (*gcstats.MemStats
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ms, err := c.MemStats(ctx)
-			results[i] = result{client: c, ms: ms, notFound: errors.Is(err, ErrNotFound)}
+			ms, err := c.MemStats(ctx, false)
+			results[i] = result{client: c, notFound: errors.Is(err, ErrNotFound)}
+			if err == nil {
+				results[i].ms = &ms
+			}
 		})
 	}
 	wg.Wait()

@@ -149,7 +149,7 @@ func TestLocal_FindMemStats(t *testing.T) {
 func TestClient_MemStats(t *testing.T) {
 	srv := newServer(t, pprofMux())
 	c := newClient(t, Options{BaseURL: srv.URL})
-	ms, err := c.MemStats(t.Context())
+	ms, err := c.MemStats(t.Context(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +162,8 @@ func TestClient_MemStats(t *testing.T) {
 		_, _ = w.Write([]byte("heap profile: 0: 0 [0: 0] @ heap/1\n"))
 	})
 	c = newClient(t, Options{BaseURL: "http://user:secret@" + strings.TrimPrefix(newServer(t, junk).URL, "http://")})
-	_, err = c.MemStats(t.Context())
-	checkErr(t, err, "read MemStats from http://127.0.0.1:", "/debug/pprof/heap")
+	_, err = c.MemStats(t.Context(), false)
+	checkErr(t, err, "fetch MemStats: read http://", "/debug/pprof/heap?debug=1", "no runtime.MemStats section")
 	if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "user@") {
 		t.Errorf("error %q shows the user information", err)
 	}

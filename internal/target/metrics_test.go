@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -72,25 +73,67 @@ func TestClient_Metrics_notFound(t *testing.T) {
 	}
 }
 
-func TestClient_HeapDebug(t *testing.T) {
+func TestClient_MemStats_afterGC(t *testing.T) {
 	srv := newServer(t, pprofMux())
 	c := newClient(t, Options{BaseURL: srv.URL, Timeout: 5 * time.Second})
-	body, err := c.HeapDebug(t.Context(), false)
+	before, err := c.MemStats(t.Context(), false)
 	if err != nil {
-		t.Fatalf("HeapDebug: %v", err)
+		t.Fatalf("MemStats: %v", err)
 	}
-	for _, want := range []string{"heap profile: ", "# runtime.MemStats", "# NumGC = ", "# PauseNs = "} {
-		if !bytes.Contains(body, []byte(want)) {
-			t.Errorf("HeapDebug body lacks %q", want)
-		}
+	after, err := c.MemStats(t.Context(), true)
+	if err != nil {
+		t.Fatalf("MemStats after GC: %v", err)
+	}
+	if after.NumForcedGC <= before.NumForcedGC {
+		t.Errorf("NumForcedGC %d after gc=1, %d before: no GC was forced", after.NumForcedGC, before.NumForcedGC)
 	}
 
 	c = newClient(t, Options{BaseURL: srv.URL, PprofPath: "/elsewhere/", Timeout: 5 * time.Second})
-	_, err = c.HeapDebug(t.Context(), false)
-	checkErr(t, err, "fetch MemStats", "/elsewhere/heap?debug=1", "--pprof-path")
+	_, err = c.MemStats(t.Context(), true)
+	checkErr(t, err, "fetch MemStats", "/elsewhere/heap?debug=1&gc=1", "--pprof-path")
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("errors.Is(%v, ErrNotFound) = false", err)
 	}
+}
+
+// A large service's heap?debug=1 is megabytes of stack records before
+// the MemStats: they stream through, within the body limit.
+func TestClient_MemStats_streamsLargeBodies(t *testing.T) {
+	real := httptest.NewRecorder()
+	pprofMux().ServeHTTP(real, httptest.NewRequest(http.MethodGet, "/debug/pprof/heap?debug=1", nil))
+	_, trailer, ok := bytes.Cut(real.Body.Bytes(), []byte("\n# runtime.MemStats\n"))
+	if !ok {
+		t.Fatal("the runtime's heap?debug=1 has no MemStats section")
+	}
+	record := []byte("1: 4096 [1: 4096] @ 0x4a1b2c 0x4a1d3e 0x43f0a1\n#\t0x4a1b2c\tmain.fill+0x2c\t/src/main.go:12\n")
+	body := append(bytes.Repeat(record, (16<<20)/len(record)), "\n# runtime.MemStats\n"...)
+	body = append(body, trailer...)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
+	srv := newServer(t, mux)
+
+	c := newClient(t, Options{BaseURL: srv.URL, Timeout: 10 * time.Second})
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	ms, err := c.MemStats(t.Context(), true)
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		t.Fatalf("MemStats of a %d-byte body: %v", len(body), err)
+	}
+	if ms.HeapSys == 0 || ms.NumGC == 0 {
+		t.Errorf("MemStats %+v: the trailer was not read", ms)
+	}
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > uint64(len(body))/4 {
+		t.Errorf("reading a %d-byte body allocated %d bytes: it was held, not streamed", len(body), alloc)
+	}
+
+	c = newClient(t, Options{BaseURL: srv.URL, Timeout: 10 * time.Second, MaxBody: 1 << 20})
+	_, err = c.MemStats(t.Context(), true)
+	var tl *BodyTooLargeError
+	if !errors.As(err, &tl) || tl.Limit != 1<<20 {
+		t.Errorf("MemStats of a body over the limit: %v, want a BodyTooLargeError", err)
+	}
+	checkErr(t, err, "fetch MemStats", "larger than the limit of 1048576 bytes")
 }
 
 // residentMemoryCases are exposition bodies and what ResidentMemory finds in

@@ -4,8 +4,8 @@
 //
 // A Client fetches raw bytes and never parses profiles: the run directory
 // keeps what the service sent, and parsing happens on read. Only
-// Client.MemStats reads what it fetched, for callers that keep nothing
-// (heapscope rss). Local finds the pprof of a process on this machine
+// Client.MemStats reads what it fetches, streaming heap?debug=1's text
+// to the MemStats at its end without keeping it. Local finds the pprof of a process on this machine
 // among its listening ports.
 package target
 
@@ -242,32 +242,26 @@ func (c *Client) Profile(ctx context.Context, name string, query url.Values) ([]
 	return body, nil
 }
 
-// HeapDebug fetches /debug/pprof/heap?debug=1, the text heap profile whose
-// trailer holds runtime.MemStats; with gc, after a forced GC (gc=1).
-func (c *Client) HeapDebug(ctx context.Context, gc bool) ([]byte, error) {
+// MemStats fetches /debug/pprof/heap?debug=1, the text heap profile
+// whose trailer holds runtime.MemStats, and reads them; with gc, after a
+// forced GC (gc=1), when HeapAlloc is the live heap. The body streams
+// through the parser: its stack records, megabytes of text in a large
+// service, are never held.
+func (c *Client) MemStats(ctx context.Context, gc bool) (gcstats.MemStats, error) {
 	q := url.Values{"debug": {"1"}}
 	if gc {
 		q.Set("gc", "1")
 	}
-	body, err := c.get(ctx, c.ProfileURL("heap", q), c.timeout)
+	var ms gcstats.MemStats
+	err := c.stream(ctx, c.ProfileURL("heap", q), c.timeout, func(r io.Reader, _ int64) error {
+		var err error
+		ms, err = gcstats.ParseHeapDebug(r)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("fetch MemStats: %w", err)
+		return gcstats.MemStats{}, fmt.Errorf("fetch MemStats: %w", err)
 	}
-	return body, nil
-}
-
-// MemStats fetches heap?debug=1, without forcing a GC, and reads the
-// runtime.MemStats its trailer holds.
-func (c *Client) MemStats(ctx context.Context) (*gcstats.MemStats, error) {
-	body, err := c.HeapDebug(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	ms, err := gcstats.ParseHeapDebug(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("read MemStats from %s: %w", withoutUser(c.ProfileURL("heap", nil)), err)
-	}
-	return &ms, nil
+	return ms, nil
 }
 
 // PprofURL returns the URL of the service's pprof, such as
@@ -351,6 +345,22 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 func (c *Client) get(parent context.Context, rawURL string, timeout time.Duration) ([]byte, error) {
+	var body []byte
+	err := c.stream(parent, rawURL, timeout, func(r io.Reader, size int64) error {
+		var err error
+		body, err = readBody(r, size, c.maxBody)
+		return err
+	})
+	return body, err
+}
+
+// stream requests rawURL and hands the body of a 200 answer to read,
+// with the size the response announced (-1 when it did not). The body
+// fails with a *BodyTooLargeError past the client's limit, so read may
+// stream it through a parser without holding it. The errors say what to
+// do: unreachable, too slow, a certificate to trust, a status and the
+// service's own explanation.
+func (c *Client) stream(parent context.Context, rawURL string, timeout time.Duration, read func(r io.Reader, size int64) error) error {
 	// Error messages end up in terminals, CI logs and run directories: they
 	// show the URL without its password.
 	shown := redact(rawURL)
@@ -358,7 +368,7 @@ func (c *Client) get(parent context.Context, rawURL string, timeout time.Duratio
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, fmt.Errorf("build request for %s: %w", shown, err)
+		return fmt.Errorf("build request for %s: %w", shown, err)
 	}
 	for k, vs := range c.header {
 		for _, v := range vs {
@@ -373,44 +383,64 @@ func (c *Client) get(parent context.Context, rawURL string, timeout time.Duratio
 		// The caller's own cancellation or deadline is not the service's
 		// fault: say so, and keep it visible to errors.Is.
 		if perr := parent.Err(); perr != nil {
-			return nil, fmt.Errorf("get %s: %w", shown, perr)
+			return fmt.Errorf("get %s: %w", shown, perr)
 		}
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("get %s: no answer within %s (raise --timeout if the service is slow)", shown, timeout)
+			return fmt.Errorf("get %s: no answer within %s (raise --timeout if the service is slow)", shown, timeout)
 		}
 		var certErr *tls.CertificateVerificationError
 		if errors.As(err, &certErr) {
-			return nil, fmt.Errorf("get %s: %w (trust the service's CA with --cacert FILE, or skip verification with --insecure)", shown, unwrapURLError(err))
+			return fmt.Errorf("get %s: %w (trust the service's CA with --cacert FILE, or skip verification with --insecure)", shown, unwrapURLError(err))
 		}
 		var opErr *net.OpError
 		var dnsErr *net.DNSError
 		if errors.As(err, &opErr) || errors.As(err, &dnsErr) {
-			return nil, &UnreachableError{URL: shown, Err: unwrapURLError(err)}
+			return &UnreachableError{URL: shown, Err: unwrapURLError(err)}
 		}
-		return nil, fmt.Errorf("get %s: %w", shown, unwrapURLError(err))
+		return fmt.Errorf("get %s: %w", shown, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, &StatusError{URL: shown, Code: resp.StatusCode, Body: oneLine(string(snippet))}
+		return &StatusError{URL: shown, Code: resp.StatusCode, Body: oneLine(string(snippet))}
 	}
+	tooLarge := &BodyTooLargeError{URL: shown, Limit: c.maxBody}
 	if resp.ContentLength > c.maxBody {
-		return nil, &BodyTooLargeError{URL: shown, Limit: c.maxBody}
+		return tooLarge
 	}
-	body, err := readBody(resp.Body, resp.ContentLength, c.maxBody)
-	if err != nil {
-		if perr := parent.Err(); perr != nil {
-			return nil, fmt.Errorf("read %s: %w", shown, perr)
-		}
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("read %s: body not complete within %s (raise --timeout if the service is slow)", shown, timeout)
-		}
-		return nil, fmt.Errorf("read %s: %w", shown, err)
+	err = read(&limitedBody{r: resp.Body, left: c.maxBody, err: tooLarge}, resp.ContentLength)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tooLarge):
+		return tooLarge
+	case parent.Err() != nil:
+		return fmt.Errorf("read %s: %w", shown, parent.Err())
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("read %s: body not complete within %s (raise --timeout if the service is slow)", shown, timeout)
 	}
-	if int64(len(body)) > c.maxBody {
-		return nil, &BodyTooLargeError{URL: shown, Limit: c.maxBody}
+	return fmt.Errorf("read %s: %w", shown, err)
+}
+
+// limitedBody reads r until left bytes have been read, then fails with
+// err at the first byte past them.
+type limitedBody struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
 	}
-	return body, nil
+	n, err := l.r.Read(p)
+	if int64(n) > l.left {
+		n, l.left = int(l.left), 0
+		return n, l.err
+	}
+	l.left -= int64(n)
+	return n, err
 }
 
 // readBody reads r to its end, or to limit+1 bytes: into a buffer of

@@ -78,7 +78,7 @@ func TestClient_HeapDebug_timeout(t *testing.T) {
 	srv := newServer(t, slow(-1, done))
 	t.Cleanup(func() { close(done) })
 	c := newClient(t, Options{BaseURL: srv.URL, Timeout: 100 * time.Millisecond})
-	_, err := c.HeapDebug(t.Context(), false)
+	_, err := c.MemStats(t.Context(), false)
 	checkErr(t, err, "fetch MemStats", "no answer within 100ms")
 }
 
@@ -150,7 +150,7 @@ func TestClient_unreachable(t *testing.T) {
 			name: "MemStats",
 			base: base,
 			fetch: func(ctx context.Context, c *Client) error {
-				_, err := c.HeapDebug(ctx, false)
+				_, err := c.MemStats(ctx, false)
 				return err
 			},
 			want: []string{"fetch MemStats", "cannot reach"},
