@@ -88,6 +88,10 @@ type snapshot struct {
 	// profilerAlloc is alloc_space of the pprof handlers since the
 	// process started.
 	profilerAlloc int64
+	// decoded is what profile was estimated to take when it was decoded;
+	// profile and decoded are zero while a lean run holds the snapshot
+	// compressed (Config.Lean).
+	decoded int64
 	// profiling is true when a timed profile ran in the target at the
 	// snapshot (result.HeapSnapshot.Profiling).
 	profiling bool
@@ -169,21 +173,24 @@ func (c *collector) start(ctx context.Context) error {
 // forced GC left.
 func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapshot, error) {
 	at := c.cfg.now()
-	query := url.Values{"gc": {"1"}}
-	raw, err := c.cfg.fetcher.Profile(ctx, "heap", query)
+	raw, err := c.cfg.fetcher.Profile(ctx, "heap", heapQuery)
 	if err != nil {
 		return snapshot{}, err
 	}
-	p, err := c.parseFetched("heap", query, raw, true)
+	snap := snapshot{at: at, offset: offset, raw: raw, profiling: c.timedRunning.Load() > 0}
+	switch {
+	case !c.cfg.Lean:
+		err = c.decodeSnapshot(&snap)
+	case offset == 0:
+		// The window's first snapshot says whether the target serves
+		// heap profiles at all: checked now, kept compressed.
+		err = c.decodeSnapshot(&snap)
+		c.held.Add(-snap.decoded)
+		snap.profile, snap.decoded = nil, 0
+	}
 	if err != nil {
 		return snapshot{}, err
 	}
-	if _, err := pprofx.SampleIndex(p, "inuse_space"); err != nil {
-		return snapshot{}, fmt.Errorf("read heap profile from %s: not a heap profile: %w", c.profileURL("heap", query), err)
-	}
-	app, dropped := pprofx.WithoutProfiler(p)
-	si, _ := pprofx.SampleIndex(p, "alloc_space")
-	snap := snapshot{at: at, offset: offset, raw: raw, profile: app, profilerAlloc: dropped[si], profiling: c.timedRunning.Load() > 0}
 	if ms, msAt, err := c.memStats(ctx); err != nil {
 		snap.memErr = err
 	} else {
@@ -192,23 +199,110 @@ func (c *collector) snapshot(ctx context.Context, offset time.Duration) (snapsho
 	return snap, nil
 }
 
+// heapQuery asks for a heap profile after a forced GC.
+var heapQuery = url.Values{"gc": {"1"}}
+
+// decodeSnapshot decodes the heap profile snap fetched, within the
+// window's memory budget, checks that it is one and takes out what the
+// pprof handlers allocated.
+func (c *collector) decodeSnapshot(snap *snapshot) error {
+	p, decoded, err := c.parseFetched("heap", heapQuery, snap.raw, true)
+	if err != nil {
+		return err
+	}
+	if _, err := pprofx.SampleIndex(p, "inuse_space"); err != nil {
+		c.held.Add(-decoded)
+		return fmt.Errorf("read heap profile from %s: not a heap profile: %w", c.profileURL("heap", heapQuery), err)
+	}
+	app, dropped := pprofx.WithoutProfiler(p)
+	si, _ := pprofx.SampleIndex(p, "alloc_space")
+	snap.profile, snap.profilerAlloc, snap.decoded = app, dropped[si], decoded
+	return nil
+}
+
+// decodeHeld decodes what a lean run kept compressed through its window
+// (Config.Lean): its heap and goroutine snapshots, which the analysis
+// needs, and the profiles it only checks. A profile that does not decode
+// is dropped with a failure, as it would have been when fetched.
+func (c *collector) decodeHeld() {
+	c.decodeSnapshots()
+	if c.goroutine != nil {
+		if _, _, err := c.parseFetched("goroutine", nil, c.goroutine, false); err != nil {
+			c.fails.add("goroutine profile", err)
+			c.goroutine = nil
+		}
+	}
+	c.checkTimed("profile", &c.cpu)
+	for name, raw := range c.extra {
+		c.checkTimed(name, &raw)
+		if raw == nil {
+			delete(c.extra, name)
+		}
+	}
+}
+
+// decodeSnapshots decodes the heap and goroutine snapshots a lean run
+// holds compressed.
+func (c *collector) decodeSnapshots() {
+	kept := c.snaps[:0]
+	for _, s := range c.snaps {
+		if s.profile == nil {
+			if err := c.decodeSnapshot(&s); err != nil {
+				c.fails.add(fmt.Sprintf("heap snapshot at %s", s.offset.Round(time.Millisecond)), err)
+				continue
+			}
+		}
+		if g := s.goroutines; g != nil && g.profile == nil {
+			p, _, err := c.parseFetched("goroutine", goroutineQuery, g.raw, true)
+			if err != nil {
+				c.goroutineSnapshotFailed(s.offset, err)
+				s.goroutines = nil
+			}
+			g.profile = p
+		}
+		kept = append(kept, s)
+	}
+	c.snaps = kept
+}
+
+// checkTimed decodes the timed profile *raw fetched from endpoint name
+// and drops it with a failure when it does not decode.
+func (c *collector) checkTimed(name string, raw *[]byte) {
+	if *raw == nil {
+		return
+	}
+	query := url.Values{"seconds": {strconv.Itoa(int(c.cfg.Duration / time.Second))}}
+	if _, _, err := c.parseFetched(name, query, *raw, false); err != nil {
+		c.fails.add(kindOf(name)+" profile", err)
+		*raw = nil
+	}
+}
+
+// goroutineSnapshotFailed warns, once a run, that a goroutine profile of
+// the series is missing.
+func (c *collector) goroutineSnapshotFailed(offset time.Duration, err error) {
+	if !c.goroutineFailed {
+		c.goroutineFailed = true
+		c.warn("goroutine profile with the heap snapshot at +%s: %v; the goroutine leak check has fewer profiles", offset.Round(time.Millisecond), err)
+	}
+}
+
+// goroutineQuery asks for a goroutine profile in pprof's format.
+var goroutineQuery = url.Values{"debug": {"0"}}
+
 // addGoroutines fetches a goroutine profile (debug=0, pprof format) to go
 // with a heap snapshot: the series lets diagnose see goroutines pile up.
 // Its failure is a warning: the end-of-window goroutine profile is the
 // one whose failure makes a run partial.
 func (c *collector) addGoroutines(ctx context.Context, snap *snapshot) {
 	at := c.cfg.now()
-	query := url.Values{"debug": {"0"}}
-	raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", query)
+	raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", goroutineQuery)
 	var p *profile.Profile
-	if err == nil {
-		p, err = c.parseFetched("goroutine", query, raw, true)
+	if err == nil && !c.cfg.Lean {
+		p, _, err = c.parseFetched("goroutine", goroutineQuery, raw, true)
 	}
 	if err != nil {
-		if !c.goroutineFailed {
-			c.goroutineFailed = true
-			c.warn("goroutine profile with the heap snapshot at +%s: %v; the goroutine leak check has fewer profiles", snap.offset.Round(time.Millisecond), err)
-		}
+		c.goroutineSnapshotFailed(snap.offset, err)
 		return
 	}
 	snap.goroutines = &goroutineSnapshot{at: at, raw: raw, profile: p}
@@ -228,7 +322,7 @@ func (c *collector) parse(raw []byte) (*profile.Profile, error) {
 // serves profiles costly to decode, each within the limit, costs the
 // window no more than the limit: its later snapshots fail instead. The
 // errors say which profile, from where.
-func (c *collector) parseFetched(name string, query url.Values, raw []byte, keep bool) (*profile.Profile, error) {
+func (c *collector) parseFetched(name string, query url.Values, raw []byte, keep bool) (*profile.Profile, int64, error) {
 	lim := c.cfg.limits
 	budget := cmp.Or(lim.MaxDecoded, pprofx.DefaultMaxDecoded)
 	held := c.held.Load()
@@ -239,12 +333,12 @@ func (c *collector) parseFetched(name string, query url.Values, raw []byte, keep
 		err = fmt.Errorf("%w left of the %d bytes the window's profiles may take", err, budget)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s profile from %s: %w", kindOf(name), c.profileURL(name, query), err)
+		return nil, 0, fmt.Errorf("read %s profile from %s: %w", kindOf(name), c.profileURL(name, query), err)
 	}
 	if keep {
 		c.held.Add(decoded)
 	}
-	return p, nil
+	return p, decoded, nil
 }
 
 // profileURL is the URL of a profile for errors, without user
@@ -347,8 +441,8 @@ func (c *collector) window(ctx context.Context) {
 			query := url.Values{"seconds": {strconv.Itoa(seconds)}}
 			raw, err := c.cfg.fetcher.Profile(wctx, name, query)
 			c.timedRunning.Add(-1)
-			if err == nil {
-				_, err = c.parseFetched(name, query, raw, false)
+			if err == nil && !c.cfg.Lean {
+				_, _, err = c.parseFetched(name, query, raw, false)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -547,6 +641,9 @@ const lastSnapshotLead = 250 * time.Millisecond
 
 // placement judges the snapshots so far as the leak check will.
 func (c *collector) placement() diagnose.Placement {
+	if c.cfg.Lean {
+		c.decodeSnapshots()
+	}
 	in := diagnose.Input{FirstUnderLoad: firstUnderLoad(c.cfg.Load != nil, c.cfg.Warmup.Seconds())}
 	for i, s := range c.snaps {
 		if s.mem == nil {
@@ -577,7 +674,9 @@ func (c *collector) finish(ctx context.Context) {
 	}
 	if raw, err := c.cfg.fetcher.Profile(ctx, "goroutine", nil); err != nil {
 		c.fails.add("goroutine profile", err)
-	} else if _, err := c.parseFetched("goroutine", nil, raw, false); err != nil {
+	} else if c.cfg.Lean {
+		c.goroutine = raw // checked with the rest after the window
+	} else if _, _, err := c.parseFetched("goroutine", nil, raw, false); err != nil {
 		c.fails.add("goroutine profile", err)
 	} else {
 		c.goroutine = raw

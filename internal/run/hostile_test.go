@@ -11,6 +11,7 @@ import (
 	"runtime"
 	rpprof "runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,27 +204,36 @@ func TestProfile_HostileProfileInTheWindowMakesItPartial(t *testing.T) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) })
 	srv := serve(t, mux)
-	start := time.Now()
-	res, _, err := Profile(t.Context(), Config{
-		Target:   target.Options{BaseURL: srv.URL, Timeout: 500 * time.Millisecond},
-		Duration: time.Second, CPU: true, OutDir: t.TempDir(),
-		limits: pprofx.Limits{MaxDecompressed: hostileCap},
-	})
-	if err != nil {
-		t.Fatalf("Profile: %v", err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("the run took %s", took)
-	}
-	if res.Status != result.StatusPartial || len(res.Failures) != 1 {
-		t.Fatalf("status %s, failures %+v: want partial, for the CPU profile", res.Status, res.Failures)
-	}
-	f := res.Failures[0]
-	if f.Step != "cpu profile" || !strings.Contains(f.Error, "read cpu profile from "+srv.URL+"/debug/pprof/profile?seconds=1: profile decompresses to more than") {
-		t.Errorf("failure %+v: want the CPU profile, what and where", f)
-	}
-	if res.TopFor("alloc_space") == nil {
-		t.Error("the rest of the run was not kept: no alloc_space table")
+	// A lean run checks the CPU profile after the window, not as it
+	// comes: the verdict is the same.
+	for _, lean := range []bool{false, true} {
+		start := time.Now()
+		res, _, err := Profile(t.Context(), Config{
+			Target:   target.Options{BaseURL: srv.URL, Timeout: 500 * time.Millisecond},
+			Duration: time.Second, CPU: true, OutDir: t.TempDir(), Lean: lean,
+			limits: pprofx.Limits{MaxDecompressed: hostileCap},
+		})
+		if err != nil {
+			t.Fatalf("Profile(lean %v): %v", lean, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("lean %v: the run took %s", lean, took)
+		}
+		if res.Status != result.StatusPartial || len(res.Failures) != 1 {
+			t.Fatalf("lean %v: status %s, failures %+v: want partial, for the CPU profile", lean, res.Status, res.Failures)
+		}
+		f := res.Failures[0]
+		if f.Step != "cpu profile" || !strings.Contains(f.Error, "read cpu profile from "+srv.URL+"/debug/pprof/profile?seconds=1: profile decompresses to more than") {
+			t.Errorf("lean %v: failure %+v: want the CPU profile, what and where", lean, f)
+		}
+		if res.TopFor("alloc_space") == nil {
+			t.Errorf("lean %v: the rest of the run was not kept: no alloc_space table", lean)
+		}
+		for _, p := range res.Profiles {
+			if p.Kind == "cpu" {
+				t.Errorf("lean %v: the refused CPU profile is listed in the result: %+v", lean, p)
+			}
+		}
 	}
 }
 
@@ -237,32 +247,104 @@ func TestProfile_WindowHoldsProfilesWithinTheLimit(t *testing.T) {
 	}
 	limit := decoded * 3 / 2
 	srv := serve(t, hostileHeap(func(w http.ResponseWriter, r *http.Request) { w.Write(structure) }))
-	var res *result.Run
-	allocated := allocatedBy(func() {
-		res, _, err = Profile(t.Context(), Config{
-			Target:   target.Options{BaseURL: srv.URL},
-			Duration: 300 * time.Millisecond, Snapshots: 4, OutDir: t.TempDir(),
-			limits: pprofx.Limits{MaxDecoded: limit},
+	for _, lean := range []bool{false, true} {
+		var res *result.Run
+		allocated := allocatedBy(func() {
+			res, _, err = Profile(t.Context(), Config{
+				Target:   target.Options{BaseURL: srv.URL},
+				Duration: 300 * time.Millisecond, Snapshots: 4, OutDir: t.TempDir(), Lean: lean,
+				limits: pprofx.Limits{MaxDecoded: limit},
+			})
 		})
-	})
-	if err != nil {
-		t.Fatalf("Profile: %v", err)
-	}
-	if res.Status != result.StatusPartial {
-		t.Fatalf("status %s, want partial", res.Status)
-	}
-	var refused int
-	for _, f := range res.Failures {
-		if strings.HasPrefix(f.Step, "heap snapshot at ") && strings.Contains(f.Error, fmt.Sprintf("left of the %d bytes the window's profiles may take", limit)) {
-			refused++
+		if err != nil {
+			t.Fatalf("Profile(lean %v): %v", lean, err)
+		}
+		if res.Status != result.StatusPartial {
+			t.Fatalf("lean %v: status %s, want partial", lean, res.Status)
+		}
+		var refused int
+		for _, f := range res.Failures {
+			if strings.HasPrefix(f.Step, "heap snapshot at ") && strings.Contains(f.Error, fmt.Sprintf("left of the %d bytes the window's profiles may take", limit)) {
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Errorf("lean %v: failures %+v: want heap snapshots refused for the window's limit", lean, res.Failures)
+		}
+		// The run decodes, diffs and draws what it kept a few times
+		// over; the four snapshots alone would take 2.7 times the limit.
+		if most := uint64(8 * limit); allocated > most {
+			t.Errorf("lean %v: the run allocated %d bytes, more than %d", lean, allocated, most)
 		}
 	}
-	if refused == 0 {
-		t.Errorf("failures %+v: want heap snapshots refused for the window's limit", res.Failures)
+}
+
+// A watcher keeps dozens of windows open at once: lean runs hold their
+// profiles compressed through the window and decode them in turns, so
+// the memory they take together is about one run's decoded profiles, not
+// one per window.
+func TestProfile_LeanRunsDecodeInTurns(t *testing.T) {
+	structure := repeatedSample(t, 256<<10)
+	_, decoded, err := pprofx.ParseWithin(structure, pprofx.Limits{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The run decodes, diffs and draws what it kept a few times over; the
-	// four snapshots alone would take 2.7 times the limit.
-	if most := uint64(8 * limit); allocated > most {
-		t.Errorf("the run allocated %d bytes, more than %d", allocated, most)
+	srv := serve(t, hostileHeap(func(w http.ResponseWriter, r *http.Request) { w.Write(structure) }))
+	const runs, snapshots = 6, 4
+	slots := make(chan struct{}, 1)
+	peak := peakHeapWhile(t, func() {
+		var wg sync.WaitGroup
+		for range runs {
+			wg.Go(func() {
+				res, _, err := Profile(t.Context(), Config{
+					Target:   target.Options{BaseURL: srv.URL},
+					Duration: 600 * time.Millisecond, Snapshots: snapshots, OutDir: t.TempDir(),
+					Lean: true, AnalysisSlots: slots,
+				})
+				if err != nil || res.Status != result.StatusComplete || len(res.Failures) > 0 {
+					t.Errorf("Profile: %v, %+v", err, res)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	// Held decoded all at once, the windows' snapshots would take
+	// runs × snapshots = 24 times one decoded profile, and the heap
+	// about 40 times with the garbage of their analyses; one analysis at
+	// a time, about 8.
+	if most := uint64(16 * decoded); peak > most {
+		t.Errorf("%d lean runs of %d snapshots peaked at %d bytes of heap, more than %d (one decoded profile: %d bytes)",
+			runs, snapshots, peak, most, decoded)
 	}
+}
+
+// peakHeapWhile returns how far the heap grew above its size before f,
+// sampled every few milliseconds while f runs.
+func peakHeapWhile(t *testing.T, f func()) uint64 {
+	t.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	done := make(chan struct{})
+	var peak uint64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	f()
+	close(done)
+	wg.Wait()
+	return peak - min(peak, base)
 }

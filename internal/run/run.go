@@ -98,8 +98,16 @@ type Config struct {
 	MaxDuration    time.Duration
 	// Lean leaves out the flame graphs and report.html, which heapscope
 	// view draws from the profiles when asked: a watcher that captures
-	// every 15 minutes keeps the profiles, result.json and report.md.
+	// every 15 minutes keeps the profiles, result.json and report.md. A
+	// lean run also holds its profiles compressed through the window and
+	// decodes them once, after it: a watcher has many windows open at
+	// once, and a decoded profile takes tens of times its compressed size.
 	Lean bool
+	// AnalysisSlots, when set, is a semaphore shared by concurrent runs:
+	// the decoding and analysis after the window, which hold decoded
+	// profiles and use a CPU, take one of its slots. Many lean runs then
+	// hold at most cap(AnalysisSlots) analyses in memory at once.
+	AnalysisSlots chan struct{}
 	// AllFindings keeps the allocation hot spots too small to matter,
 	// which the diagnosis otherwise only counts.
 	AllFindings bool
@@ -391,6 +399,20 @@ func Profile(ctx context.Context, cfg Config) (*result.Run, string, error) {
 	}
 	c.window(ctx)
 	c.finish(ctx)
+	if cfg.AnalysisSlots != nil {
+		select {
+		case cfg.AnalysisSlots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, dir, fmt.Errorf("waiting to analyse the run: %w", ErrInterrupted)
+		}
+		defer func() { <-cfg.AnalysisSlots }()
+	}
+	if cfg.Lean {
+		c.decodeHeld()
+		if len(c.snaps) == 0 {
+			return nil, dir, fmt.Errorf("no heap snapshot of the window could be decoded: %s", c.fails.list[0].Error)
+		}
+	}
 	res, delta := c.summarise()
 	var rendered []renderedFile
 	if !cfg.Lean {

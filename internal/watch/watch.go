@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
 
@@ -58,11 +59,15 @@ const DefaultMemoryLimit = 256 << 20
 
 // Watcher runs the captures of a configuration into a store.
 type Watcher struct {
-	opts    Options
-	log     *slog.Logger
-	sem     chan struct{}
-	metrics *metrics
-	webhook *Webhook
+	opts Options
+	log  *slog.Logger
+	sem  chan struct{}
+	// analyses holds one slot per CPU: the captures' windows overlap
+	// by the dozen, their analyses (decoded profiles, a CPU's work)
+	// take turns.
+	analyses chan struct{}
+	metrics  *metrics
+	webhook  *Webhook
 
 	mu      sync.Mutex
 	targets map[string]*watched
@@ -104,11 +109,12 @@ func New(opts Options) (*Watcher, error) {
 		n = config.DefaultConcurrency
 	}
 	w := &Watcher{
-		opts:    opts,
-		log:     opts.Log,
-		sem:     make(chan struct{}, n),
-		metrics: newMetrics(),
-		targets: map[string]*watched{},
+		opts:     opts,
+		log:      opts.Log,
+		sem:      make(chan struct{}, n),
+		analyses: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		metrics:  newMetrics(),
+		targets:  map[string]*watched{},
 	}
 	if h := opts.Config.Webhook; h != nil && h.URL != "" {
 		w.webhook = &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries}
