@@ -79,13 +79,16 @@ type diagnosis struct {
 	// first and the last snapshot (heapSites), once the leak check read
 	// them.
 	growingStacks []*series
+	// stacks hashes the heap profiles' stacks for the checks that
+	// compare them across snapshots.
+	stacks *stackHasher
 
 	findings []result.Finding
 	notes    []string
 }
 
 func newDiagnosis(in Input) *diagnosis {
-	d := &diagnosis{in: in, oneProcess: true, folded: map[int]bool{}}
+	d := &diagnosis{in: in, oneProcess: true, folded: map[int]bool{}, stacks: newStackHasher()}
 	d.loadHeapOnce()
 	in = d.in
 	if in.Thresholds != nil {

@@ -20,8 +20,20 @@ import (
 // series of one site or stack across snapshots.
 type series struct {
 	at    site
-	stack string // the stack's frames, for stack series
-	ys    []float64
+	stack string // the stack's frames, for stack series (see key)
+	// sample is a heap stack series' first sample, whose frames key
+	// spells out when asked.
+	sample *profile.Sample
+	ys     []float64
+}
+
+// key returns a stack series' frames, one per line (stackKey): of a heap
+// stack, spelt out on first use, as most are never asked for.
+func (s *series) key() string {
+	if s.stack == "" && s.sample != nil {
+		s.stack = stackKey(frames(s.sample))
+	}
+	return s.stack
 }
 
 // heapSites is inuse_space per site and per stack across a series of heap
@@ -41,6 +53,9 @@ type heapSites struct {
 	large map[site][]float64
 	// period is the profiles' sampling period (MemProfileRate).
 	period int64
+	// siteOf caches the allocating site of the stacks addLarge saw, by
+	// their hash.
+	siteOf map[uint64]stackSite
 }
 
 // heapSites reads the heap snapshots into series, or says in a note why
@@ -57,7 +72,7 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 		d.note("leak check: %d heap snapshot(s), it needs at least %d of one process (give --snapshots %d or more)", len(heap), th.MinSnapshots, th.MinSnapshots)
 		return heapSites{}, false
 	}
-	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, samples: map[site][]float64{}, large: map[site][]float64{}}
+	hs := heapSites{xs: make([]float64, len(heap)), sites: map[site]*series{}, samples: map[site][]float64{}, large: map[site][]float64{}, siteOf: map[uint64]stackSite{}}
 	for i, h := range heap {
 		hs.xs[i] = h.Time.Sub(heap[0].Time).Minutes()
 	}
@@ -88,10 +103,10 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 			}
 		}
 		if p := heap[i].Profile; p != nil {
-			hs.addLarge(p, i, len(heap))
+			hs.addLarge(p, i, len(heap), d.stacks)
 		}
 	}
-	hs.stacks = firstLastStacks(heap[0].Profile, heap[len(heap)-1].Profile)
+	hs.stacks = firstLastStacks(heap[0].Profile, heap[len(heap)-1].Profile, d.stacks)
 	d.growingStacks = hs.stacks
 	return hs, true
 }
@@ -99,11 +114,12 @@ func (d *diagnosis) heapSites() (heapSites, bool) {
 // firstLastStacks returns the stacks of two heap profiles with their
 // in-use bytes in each (ys[0], ys[1]), the profiler's left out; none when
 // either is missing.
-func firstLastStacks(first, last *profile.Profile) []*series {
+func firstLastStacks(first, last *profile.Profile, sh *stackHasher) []*series {
 	if first == nil || last == nil {
 		return nil
 	}
-	byKey := map[string]*series{}
+	// nil for a stack left out: the profiler's, or one without frames.
+	byStack := map[uint64]*series{}
 	var out []*series
 	for i, p := range []*profile.Profile{first, last} {
 		vi := index(p, pprofx.InuseSpace)
@@ -115,35 +131,39 @@ func firstLastStacks(first, last *profile.Profile) []*series {
 			if v == 0 {
 				continue
 			}
-			fs := frames(smp)
-			if len(fs) == 0 || fromProfiler(fs) {
-				continue
-			}
-			key := stackKey(fs)
-			st := byKey[key]
-			if st == nil {
-				at := fs[0].site()
-				for _, f := range fs {
-					if !isRuntime(f.function) {
-						at = f.site()
-						break
-					}
+			h := sh.stack(smp)
+			st, seen := byStack[h]
+			if !seen {
+				if fs := frames(smp); len(fs) > 0 && !fromProfiler(fs) {
+					st = &series{at: allocatingSite(fs), sample: smp, ys: make([]float64, 2)}
+					out = append(out, st)
 				}
-				st = &series{at: at, stack: key, ys: make([]float64, 2)}
-				byKey[key] = st
-				out = append(out, st)
+				byStack[h] = st
 			}
-			st.ys[i] += float64(v)
+			if st != nil {
+				st.ys[i] += float64(v)
+			}
 		}
 	}
 	return out
+}
+
+// allocatingSite is the innermost frame outside the runtime's machinery,
+// or the innermost frame when all are in it.
+func allocatingSite(fs []frame) site {
+	for _, f := range fs {
+		if !isRuntime(f.function) {
+			return f.site()
+		}
+	}
+	return fs[0].site()
 }
 
 // addLarge adds the in-use bytes of snapshot i in objects of
 // containerObjectBytes or more to the sites' large series. It reads the
 // parsed profile: a sample's objects have one size (the runtime keeps a
 // record per stack and size), which stacks merged by ReadStacks lose.
-func (hs *heapSites) addLarge(p *profile.Profile, i, n int) {
+func (hs *heapSites) addLarge(p *profile.Profile, i, n int, sh *stackHasher) {
 	vi, oi := index(p, pprofx.InuseSpace), index(p, pprofx.InuseObjects)
 	if vi < 0 || oi < 0 {
 		return
@@ -153,22 +173,28 @@ func (hs *heapSites) addLarge(p *profile.Profile, i, n int) {
 		if objects <= 0 || v/objects < containerObjectBytes {
 			continue
 		}
-		fs := frames(s)
-		if len(fs) == 0 || fromProfiler(fs) {
+		h := sh.stack(s)
+		at, seen := hs.siteOf[h]
+		if !seen {
+			if fs := frames(s); len(fs) > 0 && !fromProfiler(fs) {
+				at = stackSite{site: allocatingSite(fs), ok: true}
+			}
+			hs.siteOf[h] = at
+		}
+		if !at.ok {
 			continue
 		}
-		at := fs[0].site()
-		for _, f := range fs {
-			if !isRuntime(f.function) {
-				at = f.site()
-				break
-			}
+		if hs.large[at.site] == nil {
+			hs.large[at.site] = make([]float64, n)
 		}
-		if hs.large[at] == nil {
-			hs.large[at] = make([]float64, n)
-		}
-		hs.large[at][i] += float64(v)
+		hs.large[at.site][i] += float64(v)
 	}
+}
+
+// stackSite is the allocating site of a stack, when it counts (ok).
+type stackSite struct {
+	site site
+	ok   bool
 }
 
 // heapSeries is check 1: whether the heap grows steadily across the
@@ -211,10 +237,10 @@ func (d *diagnosis) heapSeries() {
 				continue
 			}
 			g := st.ys[1] - st.ys[0]
-			if leaks[i].top == nil || g > leaks[i].topGrowth || g == leaks[i].topGrowth && st.stack < leaks[i].top.stack {
+			if leaks[i].top == nil || g > leaks[i].topGrowth || g == leaks[i].topGrowth && st.key() < leaks[i].top.key() {
 				leaks[i].top, leaks[i].topGrowth = st, g
 			}
-			if g > 0 && d.stackHasApp(st.stack) {
+			if g > 0 && d.stackHasApp(st.key()) {
 				leaks[i].app = true
 			}
 		}
@@ -273,8 +299,8 @@ func (d *diagnosis) heapSeries() {
 			title += "; no frame of the service's code grows there: often per-connection state that follows the load"
 		}
 		fix := "memory allocated here stays reachable and keeps growing: find what holds it (a map, a slice or a cache that is only ever added to) and bound it — evict (LRU, TTL), cap its size, or delete entries when done"
-		if l.top != nil && strings.Contains(l.top.stack, "\n") {
-			fix += "; the growing stack is " + stackSummary(l.top.stack)
+		if l.top != nil && strings.Contains(l.top.key(), "\n") {
+			fix += "; the growing stack is " + stackSummary(l.top.key())
 		}
 		f := newFinding("leak.inuse-growth", sev, l.s.at, title, ev, fix, l.t.confidence())
 		d.asMapLeak(&f, l.s.at)

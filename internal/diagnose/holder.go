@@ -300,14 +300,14 @@ func (d *diagnosis) appCaller(hs heapSites, at site) (string, bool) {
 	var best *series
 	for _, st := range hs.stacks {
 		if st.at == at && (best == nil || st.ys[len(st.ys)-1] > best.ys[len(best.ys)-1] ||
-			st.ys[len(st.ys)-1] == best.ys[len(best.ys)-1] && st.stack < best.stack) {
+			st.ys[len(st.ys)-1] == best.ys[len(best.ys)-1] && st.key() < best.key()) {
 			best = st
 		}
 	}
 	if best == nil {
 		return "", false
 	}
-	for _, line := range strings.Split(best.stack, "\n") {
+	for _, line := range strings.Split(best.key(), "\n") {
 		fn, where, _ := strings.Cut(line, " ")
 		if d.app.is(fn) {
 			return fmt.Sprintf("%s (%s)", humanize.ShortFunction(fn), where), true

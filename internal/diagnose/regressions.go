@@ -327,7 +327,7 @@ func (d *diagnosis) growthThrough(functions []string) float64 {
 			continue
 		}
 		total += g
-		if keyHolds(st.stack, functions) {
+		if keyHolds(st.key(), functions) {
 			through += g
 		}
 	}
