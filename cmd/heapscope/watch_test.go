@@ -80,7 +80,7 @@ func TestWatch_onceThenHistory(t *testing.T) {
 	if !strings.Contains(r.Target, strings.TrimPrefix(svc.URL, "http://")) || r.Time.IsZero() {
 		t.Errorf("run %+v: want the target and its time", r)
 	}
-	if _, err := os.Stat(filepath.Join(data, r.Path, "result.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(data, r.Path, "result.json.gz")); err != nil {
 		t.Errorf("history's path does not lead to the run: %v", err)
 	}
 	diag := heapscope(t, "diagnose", "--data", data, "--target", svc.URL, "--since", "1d")
@@ -163,7 +163,7 @@ func TestWatch_killedAtRandomLeavesNoHalfRun(t *testing.T) {
 		t.Fatalf("only %d runs survived %d rounds of about a second each and 2.5 s of a last round", len(h.Runs), rounds)
 	}
 	for _, r := range h.Runs {
-		if _, err := os.Stat(filepath.Join(data, r.Path, "result.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(data, r.Path, "result.json.gz")); err != nil {
 			t.Errorf("indexed run %s is not whole: %v", r.Path, err)
 		}
 	}

@@ -105,7 +105,7 @@ func Summary(w io.Writer, r *result.Run, dir string) error {
 	writeWarnings(&b, r.Warnings)
 	sections = append(sections, b.String())
 
-	if dir != "" {
+	if dir != "" && r.Files.Report != "" {
 		report := filepath.Join(dir, r.Files.Report)
 		if r.Files.HTMLReport != "" {
 			report += ", " + filepath.Join(dir, r.Files.HTMLReport)

@@ -16,8 +16,12 @@ import (
 const SchemaVersion = 1
 
 // FileName is the name of the summary inside a run directory. A directory
-// without it is not a run.
+// without it, or without CompressedFileName, is not a run.
 const FileName = "result.json"
+
+// CompressedFileName is the summary of a run kept in a store: result.json
+// gzipped, as a watcher keeps thousands of runs.
+const CompressedFileName = FileName + ".gz"
 
 // Status says how much of a run was collected.
 type Status string
@@ -517,7 +521,10 @@ type Profile struct {
 
 // RunDirectory names the other files of the run directory, relative to it.
 type RunDirectory struct {
-	Report   string `json:"report"`
+	// Report is report.md; empty in a run kept in a store, which
+	// heapscope view renders from the result.
+	Report string `json:"report"`
+	// MemStats is memstats.json, or memstats.json.gz in a store.
 	MemStats string `json:"memstats"`
 	Load     string `json:"load,omitempty"`
 	// HTMLReport is report.html: one page with the tables, charts and

@@ -3,7 +3,6 @@ package run
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -193,12 +192,8 @@ func DiagnoseDir(dir string, opts Diagnosis) (*result.Run, diagnose.Report, erro
 
 // endMemStats reads the "end" record of memstats.json.
 func endMemStats(path string) (gcstats.MemStats, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return gcstats.MemStats{}, false
-	}
 	var records []memStatsRecord
-	if json.Unmarshal(data, &records) != nil {
+	if rundir.ReadJSON(path, &records) != nil {
 		return gcstats.MemStats{}, false
 	}
 	for _, r := range records {

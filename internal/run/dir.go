@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -64,18 +66,41 @@ type memStatsRecord struct {
 	MemStats gcstats.MemStats `json:"memstats"`
 }
 
-// writeRun writes every file of the run, result.json last.
+// writeRun writes every file of the run, result.json last. A lean run,
+// which a store keeps, is compact: its profiles recompressed at gzip's
+// best level, its JSON files gzipped, no report.md (see Config.Lean).
 func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile, rendered ...renderedFile) error {
+	lean := c.cfg.Lean
 	var errs []error
 	write := func(rel string, data []byte) {
 		if err := atomicfile.WriteBytes(filepath.Join(dir, rel), data); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	// writeProfile writes a profile as the service sent it, or
+	// recompressed to the same bytes.
+	writeProfile := func(rel string, raw []byte) {
+		if lean {
+			raw = pprofx.Recompress(raw, c.cfg.limits.MaxDecompressed)
+		}
+		write(rel, raw)
+	}
+	writeJSON := func(rel string, v any) {
+		if !lean {
+			write(rel, mustJSON(v))
+			return
+		}
+		data, err := gzipJSON(v)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		write(rel, data)
+	}
 	for i, s := range c.snaps {
-		write(snapshotFile(i), s.raw)
+		writeProfile(snapshotFile(i), s.raw)
 		if s.goroutines != nil {
-			write(goroutineSnapshotFile(i), s.goroutines.raw)
+			writeProfile(goroutineSnapshotFile(i), s.goroutines.raw)
 		}
 	}
 	if delta != nil {
@@ -87,13 +112,13 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 		}
 	}
 	if c.cpu != nil {
-		write(cpuFile, c.cpu)
+		writeProfile(cpuFile, c.cpu)
 	}
 	for name, raw := range c.extra {
-		write(extraFile(name), raw)
+		writeProfile(extraFile(name), raw)
 	}
 	if c.goroutine != nil {
-		write(goroutineFile, c.goroutine)
+		writeProfile(goroutineFile, c.goroutine)
 	}
 	if c.trace != nil {
 		write(traceFile, c.trace)
@@ -117,9 +142,9 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 	if c.haveMemEnd && (len(records) == 0 || records[len(records)-1].Label != "end") {
 		records = append(records, memStatsRecord{Label: "end", Time: c.memEndAt.UTC(), MemStats: c.memEnd})
 	}
-	write(memStatsFile, mustJSON(records))
+	writeJSON(res.Files.MemStats, records)
 	if c.load != nil {
-		write(loadFile, mustJSON(c.load.Summary())) // with the per-second series
+		writeJSON(res.Files.Load, c.load.Summary()) // with the per-second series
 	}
 	if len(rendered) > 0 {
 		if err := os.MkdirAll(filepath.Join(dir, flameDir), 0o755); err != nil {
@@ -129,11 +154,13 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 	for _, f := range rendered {
 		write(f.rel, f.data)
 	}
-	var md bytes.Buffer
-	if err := report.Markdown(&md, res); err != nil {
-		errs = append(errs, fmt.Errorf("render report: %w", err))
-	} else {
-		write(reportFile, md.Bytes())
+	if res.Files.Report != "" {
+		var md bytes.Buffer
+		if err := report.Markdown(&md, res); err != nil {
+			errs = append(errs, fmt.Errorf("render report: %w", err))
+		} else {
+			write(res.Files.Report, md.Bytes())
+		}
 	}
 	if len(errs) > 0 {
 		// A run whose files could not all be written is not complete.
@@ -142,7 +169,15 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 			res.Failures = append(res.Failures, result.Failure{Step: "write run directory", Error: err.Error()})
 		}
 	}
-	if err := atomicfile.WriteBytes(filepath.Join(dir, result.FileName), mustJSON(res)); err != nil {
+	name, summary := result.FileName, mustJSON(res)
+	if lean {
+		var err error
+		name = result.CompressedFileName
+		if summary, err = gzipJSON(res); err != nil {
+			return fmt.Errorf("write run directory %s: %w", dir, err)
+		}
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(dir, name), summary); err != nil {
 		return fmt.Errorf("write run directory %s: %w", dir, err)
 	}
 	if len(errs) > 0 {
@@ -153,6 +188,22 @@ func writeRun(dir string, c *collector, res *result.Run, delta *profile.Profile,
 		return fmt.Errorf("write run directory %s: %w%s", dir, errs[0], more)
 	}
 	return nil
+}
+
+// gzipJSON encodes v as compact JSON, gzipped.
+func gzipJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		return nil, fmt.Errorf("encode JSON: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compress JSON: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 func mustJSON(v any) []byte {

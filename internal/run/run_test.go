@@ -871,9 +871,21 @@ func TestProfile_LeanKeepsProfilesAndLeavesOutTheDrawings(t *testing.T) {
 			t.Fatalf("Profile(lean %v): %v", lean, err)
 		}
 		_, htmlErr := os.Stat(filepath.Join(dir, "report.html"))
+		_, mdErr := os.Stat(filepath.Join(dir, "report.md"))
 		flames, _ := filepath.Glob(filepath.Join(dir, "flame", "*"))
 		if lean != (htmlErr != nil) || lean != (len(flames) == 0) || lean != (res.Files.HTMLReport == "") {
 			t.Errorf("lean %v: report.html stat %v, %d flame files, HTMLReport %q", lean, htmlErr, len(flames), res.Files.HTMLReport)
+		}
+		// A lean run is what a store keeps: compact.
+		if lean != (mdErr != nil) || lean != (res.Files.Report == "") {
+			t.Errorf("lean %v: report.md stat %v, Report %q", lean, mdErr, res.Files.Report)
+		}
+		summary := result.FileName
+		if lean {
+			summary = result.CompressedFileName
+		}
+		if _, err := os.Stat(filepath.Join(dir, summary)); err != nil {
+			t.Errorf("lean %v: %v", lean, err)
 		}
 		back, err := rundir.Read(dir)
 		if err != nil {
@@ -882,7 +894,24 @@ func TestProfile_LeanKeepsProfilesAndLeavesOutTheDrawings(t *testing.T) {
 		if back.TopFor("alloc_space") == nil || len(back.Profiles) == 0 {
 			t.Errorf("lean %v: the run lost its profiles or top tables", lean)
 		}
+		if _, ok := endMemStats(filepath.Join(dir, back.Files.MemStats)); !ok {
+			t.Errorf("lean %v: %s does not read back", lean, back.Files.MemStats)
+		}
+		for _, p := range back.Profiles {
+			if _, err := pprofx.Parse(mustRead(t, filepath.Join(dir, p.Path)), 0); err != nil {
+				t.Errorf("lean %v: %s: %v", lean, p.Path, err)
+			}
+		}
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestProgress_String(t *testing.T) {

@@ -141,6 +141,13 @@ func (c *collector) summarise() (*result.Run, *profile.Profile) {
 	if res.Load != nil {
 		res.Files.Load = loadFile
 	}
+	if cfg.Lean {
+		// Kept in a store: compact (see writeRun).
+		res.Files.Report, res.Files.MemStats = "", memStatsFile+".gz"
+		if res.Load != nil {
+			res.Files.Load += ".gz"
+		}
+	}
 
 	c.diagnose(res, delta)
 

@@ -14,31 +14,70 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
-// Read loads the result.json of a run directory. A directory without one is
-// not a run.
+// Read loads the result.json of a run directory, or the result.json.gz of
+// a run kept in a store. A directory without either is not a run.
 func Read(dir string) (*result.Run, error) {
-	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
+	var res result.Run
+	name := result.FileName
+	err := ReadJSON(filepath.Join(dir, name), &res)
+	if errors.Is(err, fs.ErrNotExist) {
+		name = result.CompressedFileName
+		err = ReadJSON(filepath.Join(dir, name), &res)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read run %s: no %s, so it is not a (finished) heapscope run", dir, result.FileName)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read run: %w", err)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return nil, fmt.Errorf("read run: %w", err) // it names the file
 	}
-	var res result.Run
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("read run %s: %s: %w", dir, result.FileName, err)
+	if err != nil {
+		return nil, fmt.Errorf("read run %s: %s: %w", dir, name, err)
 	}
 	if err := checkSchema(res.SchemaVersion); err != nil {
 		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
 	return &res, nil
+}
+
+// maxJSON bounds a JSON file of a run directory once decompressed: a
+// result.json is tens of kilobytes.
+const maxJSON = 64 << 20
+
+// ReadJSON decodes the JSON file at path into v, decompressing it first
+// when its name ends in .gz (a run kept in a store).
+func ReadJSON(path string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return fmt.Errorf("decompress: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxJSON+1))
+	switch {
+	case err != nil:
+		return err
+	case len(data) > maxJSON:
+		return fmt.Errorf("%s is over %d bytes decompressed", filepath.Base(path), maxJSON)
+	}
+	return json.Unmarshal(data, v)
 }
 
 // checkSchema says whether this heapscope reads a result.json of that
@@ -76,7 +115,7 @@ func ReadStored(dir string) ([]Stored, []string, error) {
 		return nil, nil, fmt.Errorf("read run %s: no such directory", dir)
 	case err != nil:
 		return nil, nil, fmt.Errorf("read run: %w", err)
-	case !fi.IsDir() && filepath.Base(dir) == result.FileName:
+	case !fi.IsDir() && (filepath.Base(dir) == result.FileName || filepath.Base(dir) == result.CompressedFileName):
 		dir = filepath.Dir(dir)
 	case !fi.IsDir():
 		return nil, nil, fmt.Errorf("read run %s: not a run directory (a file; give the directory holding %s)", dir, result.FileName)

@@ -55,20 +55,34 @@ func allocsProfile(t *testing.T) []byte {
 }
 
 func TestRead(t *testing.T) {
+	const good = `{"schema_version": 1, "target": {"url": "http://127.0.0.1:6060"}}`
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.Bytes()
+	}
 	tests := []struct {
 		name       string
 		resultJSON string
-		wantErr    string // empty: the run reads
+		// files are written beside it: a run kept in a store has its
+		// result gzipped.
+		files   map[string][]byte
+		wantErr string // empty: the run reads
 	}{
-		{"a run", `{"schema_version": 1, "target": {"url": "http://127.0.0.1:6060"}}`, ""},
-		{"no result.json", "", "not a (finished) heapscope run"},
-		{"not JSON", `{"schema_version": 1,`, "result.json"},
-		{"no schema version", `{"target": {"url": "x"}}`, "has no schema_version"},
-		{"newer schema", `{"schema_version": 99}`, "newer than"},
+		{name: "a run", resultJSON: good},
+		{name: "no result.json", wantErr: "not a (finished) heapscope run"},
+		{name: "not JSON", resultJSON: `{"schema_version": 1,`, wantErr: "result.json"},
+		{name: "no schema version", resultJSON: `{"target": {"url": "x"}}`, wantErr: "has no schema_version"},
+		{name: "newer schema", resultJSON: `{"schema_version": 99}`, wantErr: "newer than"},
+		{name: "a stored run", files: map[string][]byte{result.CompressedFileName: gz(good)}},
+		{name: "a stored run cut short", files: map[string][]byte{result.CompressedFileName: gz(good)[:40]}, wantErr: "result.json.gz: unexpected EOF"},
+		{name: "a stored run not gzipped", files: map[string][]byte{result.CompressedFileName: []byte(good)}, wantErr: "result.json.gz: decompress: gzip: invalid header"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeRun(t, tt.resultJSON, nil)
+			dir := writeRun(t, tt.resultJSON, tt.files)
 			res, err := Read(dir)
 			switch {
 			case tt.wantErr == "" && err != nil:

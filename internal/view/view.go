@@ -40,6 +40,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/flame"
 	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/webguard"
@@ -190,6 +191,7 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /{$}", s.index)
 	if s.dir != "" {
 		mux.Handle("GET /run/", http.StripPrefix("/run", webguard.Files(s.dir)))
+		mux.HandleFunc("GET /report", s.report)
 	}
 	mux.HandleFunc("/pprof/{name}/", s.pprof)
 	mux.HandleFunc("GET /pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -306,8 +308,10 @@ func flamePage(p Profile, prof *profile.Profile) ([]byte, error) {
 
 // indexData is what the index template shows.
 type indexData struct {
-	Title    string
-	Run      *result.Run
+	Title string
+	Run   *result.Run
+	// Summary is the run's result.json, or result.json.gz in a store.
+	Summary  string
 	Windows  []window
 	Profiles []Profile
 }
@@ -329,9 +333,9 @@ td.links a { margin-right: 10px; }
 {{with .Run}}<p>Status {{.Status}} · window {{.Window.Start.Format "2006-01-02 15:04:05Z"}}, {{printf "%.1f" .Window.DurationSeconds}}s</p>
 <h2>Reports</h2>
 <ul id="reports">
-{{with .Files.HTMLReport}}<li><a href="run/{{.}}">{{.}}</a>: tables, charts and flame graphs</li>{{end}}
+{{with .Files.HTMLReport}}<li><a href="run/{{.}}">{{.}}</a>: tables, charts and flame graphs</li>{{else}}<li><a href="report">report</a>: tables and charts, drawn from the result</li>{{end}}
 {{with .Files.Report}}<li><a href="run/{{.}}">{{.}}</a></li>{{end}}
-<li><a href="run/result.json">result.json</a></li>
+<li><a href="run/{{$.Summary}}">{{$.Summary}}</a></li>
 </ul>
 {{if $.Windows}}<h2>Windows</h2>
 <ul id="windows">
@@ -352,7 +356,26 @@ td.links a { margin-right: 10px; }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
-	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Windows: s.windows, Profiles: s.profiles}); err != nil {
+	summary := result.FileName
+	if s.dir != "" {
+		if _, err := os.Stat(filepath.Join(s.dir, result.CompressedFileName)); err == nil {
+			summary = result.CompressedFileName
+		}
+	}
+	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Summary: summary, Windows: s.windows, Profiles: s.profiles}); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+// report draws the run's report from its result, for a run kept without
+// report.html (a stored one): the tables, charts and findings; the flame
+// graphs are a link away.
+func (s *Server) report(w http.ResponseWriter, r *http.Request) {
+	var buf bytes.Buffer
+	if err := report.HTML(&buf, s.run, nil); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -32,6 +32,12 @@ const (
 // allocates, so every heap profile of the run has samples.
 func runDir(t *testing.T) string {
 	t.Helper()
+	return profiledRunDir(t, false)
+}
+
+// profiledRunDir is runDir, lean as a store keeps runs when asked.
+func profiledRunDir(t *testing.T, lean bool) string {
+	t.Helper()
 	var mu sync.Mutex
 	var kept [][]byte
 	keep := func(n int) {
@@ -50,6 +56,7 @@ func runDir(t *testing.T) string {
 	_, dir, err := run.Profile(t.Context(), run.Config{
 		Target: target.Options{BaseURL: srv.URL}, Duration: 500 * time.Millisecond, OutDir: t.TempDir(),
 		Load: &load.Options{Targets: []load.Request{{Method: "GET", URL: srv.URL + "/work"}}, Rate: 200},
+		Lean: lean,
 	})
 	if err != nil {
 		t.Fatalf("profile: %v", err)
@@ -140,6 +147,37 @@ func TestServer_RunDirectory(t *testing.T) {
 			t.Errorf("download: %d, %q…, want a gzipped profile", got.code, got.body[:min(len(got.body), 8)])
 		}
 	})
+}
+
+// A stored run is compact: no report.html, no flame graphs drawn, its
+// result gzipped. The page draws the report and the flame graphs on
+// demand and links the result as it is.
+func TestServer_StoredRun(t *testing.T) {
+	s, err := Open(profiledRunDir(t, true), Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	tests := []struct {
+		path  string
+		ctype string
+		body  []string
+	}{
+		{"/", "text/html", []string{`href="report"`, `href="run/result.json.gz"`, `href="flamegraph/heap-001"`, `href="pprof/allocs-delta/"`}},
+		{"/report", "text/html", []string{`id="heap-chart"`, "Top sites"}},
+		{"/run/result.json.gz", "application/gzip", nil},
+		{"/flamegraph/heap-001", "text/html", []string{`class="hsflame"`}},
+	}
+	for _, tt := range tests {
+		got := get(t, s, tt.path)
+		if got.code != 200 || !strings.HasPrefix(got.ctype, tt.ctype) {
+			t.Errorf("GET %s: %d %q, want 200 %s: %.300s", tt.path, got.code, got.ctype, tt.ctype, got.body)
+		}
+		for _, w := range tt.body {
+			if !strings.Contains(got.body, w) {
+				t.Errorf("GET %s lacks %q", tt.path, w)
+			}
+		}
+	}
 }
 
 func TestServer_Profile(t *testing.T) {

@@ -103,7 +103,7 @@ func TestTrigger_memoryOfARealCgroup(t *testing.T) {
 		t.Errorf("capture_seconds = %v, want the measured time from crossing to bundle", bundle.CaptureSeconds)
 	}
 	t.Logf("crossing → trigger %s, → complete bundle %.1fs", bundle.Time.Sub(crossed).Round(time.Millisecond), bundle.CaptureSeconds)
-	for _, f := range []string{"result.json", "goroutines.txt", "smaps_rollup", "memory.stat", "compare.md"} {
+	for _, f := range []string{"result.json.gz", "goroutines.txt", "smaps_rollup", "memory.stat", "compare.md"} {
 		if _, err := os.Stat(filepath.Join(st.Dir(), bundle.Path, f)); err != nil {
 			t.Errorf("bundle lacks %s: %v", f, err)
 		}
