@@ -45,21 +45,30 @@ groups:
     file_sd:
       - files: [$work/targets.json]
 YAML
+# What a target serves, as it serves it: the raw gzip a stored profile is
+# held against (the store recompresses what it keeps).
+first=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["targets"][0])' "$work/targets.json")
+curl -s "http://$first/debug/pprof/heap?gc=1" | wc -c >"$work/served-heap"
+curl -s "http://$first/debug/pprof/goroutine?debug=0" | wc -c >"$work/served-goroutine"
+curl -s "http://$first/debug/pprof/profile?seconds=1" | wc -c >"$work/served-profile"
 "$work/heapscope" watch --config "$work/heapscope.yaml" --data "$work/data" 2>"$work/watch.log" &
 watch=$!
 start=$(date +%s)
 sleep $((minutes * 60))
 metrics=$(curl -s "127.0.0.1:$port/metrics")
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$watch/status)
+# utime + stime, in clock ticks: what the watcher cost the machine.
+ticks=$(awk '{ print $14 + $15 }' /proc/$watch/stat)
 kill -TERM "$watch"
 wait "$watch" || true
 watch=
 end=$(date +%s)
 
 "$work/heapscope" history --data "$work/data" --format json --limit 0 >"$work/history.json"
-python3 - "$work" "$n" "$start" "$end" "$hwm" <<'PY'
+python3 - "$work" "$n" "$start" "$end" "$hwm" "$ticks" "$(getconf CLK_TCK)" <<'PY'
 import json, os, sys, glob
 work, n, start, end, hwm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+cpu = int(sys.argv[6]) / int(sys.argv[7])
 h = json.load(open(os.path.join(work, "history.json")))
 runs = h["runs"]
 per = {}
@@ -69,7 +78,9 @@ twice = sum(len(v) - len(set(v)) for v in per.values())
 # Slots due: each target has one slot a minute; those whose window ended
 # before the stop were due.
 due = n * ((end - start - 45) // 60)
-stored = 0
+served = {p: int(open(os.path.join(work, "served-" + p)).read()) for p in ("heap", "goroutine", "profile")}
+# Everything the store holds: the runs and the index.
+stored = sum(os.path.getsize(f) for f in glob.glob(os.path.join(work, "data", "index.db*")))
 profiles = 0
 raw = 0
 for r in runs:
@@ -78,13 +89,15 @@ for r in runs:
         for f in files:
             stored += os.path.getsize(os.path.join(root, f))
     for f in glob.glob(os.path.join(d, "profiles", "*.pb.gz")):
-        if "delta" not in f:
+        name = os.path.basename(f)
+        kind = "heap" if name.startswith("heap") else "goroutine" if name.startswith("goroutine") else "profile" if name == "cpu.pb.gz" else None
+        if kind:
             profiles += 1
-            raw += os.path.getsize(f)
+            raw += served[kind]
 print(f"targets {n}, {len(runs)} runs stored in {end - start} s (about {due} slots due), {twice} slots captured twice")
-print(f"watch peak RSS {hwm / 1024:.0f} MiB (goal: under 300 MB)")
+print(f"watch peak RSS {hwm / 1024:.0f} MiB (goal: under 300 MB); CPU {cpu:.0f} s, {cpu / max(len(runs), 1):.3f} s a capture")
 if profiles:
-    print(f"stored {stored / profiles / 1024:.1f} KiB per profile fetched; the raw gzip profiles average {raw / profiles / 1024:.1f} KiB (ratio {stored / raw:.2f}; goal: at most 1)")
+    print(f"stored {stored / profiles / 1024:.1f} KiB per profile fetched (runs and index); the targets served {raw / profiles / 1024:.1f} KiB of gzip per profile (ratio {stored / raw:.2f}; goal: at most 1)")
 PY
 echo "$metrics" | grep -E '^heapscope_watch_(missed_slots_total|schedule_lag_seconds_(sum|count)|captures_total)' | sed 's/^/  /'
 echo "$metrics" | awk '/^heapscope_watch_schedule_lag_seconds_bucket/ { print "  " $0 }' | tail -4
