@@ -24,9 +24,12 @@ const stopGrace = 5 * time.Second
 // parent's own allocations stay out of the example's profiles.
 type Process struct {
 	// URL is where the example listens, as it announced on stderr.
-	URL    string
-	cmd    *exec.Cmd
-	exited chan error
+	URL string
+	cmd *exec.Cmd
+	// exited is closed when the example has exited, waitErr then
+	// saying how.
+	exited  chan struct{}
+	waitErr error
 }
 
 // Start runs command, a command line that serves the named example
@@ -50,7 +53,7 @@ func Start(ctx context.Context, name string, command ...string) (*Process, error
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start example %s: %w", name, err)
 	}
-	p := &Process{cmd: cmd, exited: make(chan error, 1)}
+	p := &Process{cmd: cmd, exited: make(chan struct{})}
 	urls := make(chan string, 1)
 	var lastLine string
 	go func() {
@@ -69,7 +72,8 @@ func Start(ctx context.Context, name string, command ...string) (*Process, error
 		// A line longer than the buffer ends the scan: drain the rest so
 		// the example never blocks on a full pipe.
 		_, _ = io.Copy(io.Discard, stderr)
-		p.exited <- cmd.Wait()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
 	}()
 	timer := time.NewTimer(StartTimeout)
 	defer timer.Stop()
@@ -77,8 +81,8 @@ func Start(ctx context.Context, name string, command ...string) (*Process, error
 	case u := <-urls:
 		p.URL = u
 		return p, nil
-	case err := <-p.exited:
-		return nil, fmt.Errorf("start example %s: it exited (%v): %s", name, err, lastLine)
+	case <-p.exited:
+		return nil, fmt.Errorf("start example %s: it exited (%v): %s", name, p.waitErr, lastLine)
 	case <-timer.C:
 		p.kill()
 		return nil, fmt.Errorf("start example %s: not listening after %s", name, StartTimeout)
@@ -93,7 +97,8 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Stop asks the example to shut down gracefully (SIGTERM) and kills it if
 // it has not within five seconds. It returns once the example has exited;
-// the error says why it could not be asked.
+// the error says why it could not be asked. Stopping it again returns at
+// once.
 func (p *Process) Stop() error {
 	var err error
 	if serr := p.cmd.Process.Signal(syscall.SIGTERM); serr != nil && !errors.Is(serr, os.ErrProcessDone) {

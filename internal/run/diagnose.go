@@ -114,6 +114,10 @@ type Diagnosis struct {
 	Escapes diagnose.Escapes
 	// All keeps the small hot spots (diagnose.Input.All).
 	All bool
+	// MemoryLimit is the limit DiagnoseStored projects heap growth to
+	// when the stored runs name no cgroup limit of their own (a remote
+	// target's configured limit), in bytes; 0 when unknown.
+	MemoryLimit float64
 }
 
 // DiagnoseDir reads a run directory and diagnoses it again: its

@@ -15,13 +15,21 @@ import (
 	"github.com/heapscope/heapscope/internal/store"
 )
 
+// MaxStoredProfiles is how many stored runs' heap profiles DiagnoseStored
+// reads at most, evenly spread over the range: a week of runs every 15
+// minutes is 672, and the per-site slopes need a series, not every point.
+const MaxStoredProfiles = 48
+
 // DiagnoseStored diagnoses a watched target over its stored runs since a
-// time, as one long series: the heap profile at each run's end, oldest
-// first, makes the heap series whose per-site growth the leak checks
-// judge (days apart rather than seconds), and heap after GC over the runs
-// gives the long-term growth finding with the time to the memory limit.
-// target is a target's URL as history lists it, or any prefix of it that
-// names one target, such as http://127.0.0.1:6060.
+// time, as one long series: the heap profile at the end of up to
+// MaxStoredProfiles runs, evenly spread and oldest first, makes the heap
+// series whose per-site growth the leak checks judge (hours or days apart
+// rather than seconds), and heap after GC over every run gives the
+// long-term growth finding with the time to the memory limit. Only the
+// runs of the target's latest process count: cumulative allocations that
+// went down between two runs mark a restart, and the series starts after
+// it. target is a target's URL as history lists it, or any prefix of it
+// that names one target, such as http://127.0.0.1:6060.
 func DiagnoseStored(ctx context.Context, st *store.Store, target string, since time.Time, opts Diagnosis) (diagnose.Report, []error, error) {
 	key, err := storedTarget(st, target)
 	if err != nil {
@@ -31,33 +39,50 @@ func DiagnoseStored(ctx context.Context, st *store.Store, target string, since t
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}
+	runs := evenly(h.Runs, MaxStoredProfiles) // newest first
 	var (
-		paths []string
-		limit float64
+		paths      []string
+		limit      float64
+		newer      *result.Run
+		notes      []string
+		seriesFrom = since
 	)
-	runs := h.Runs
-	slices.Reverse(runs) // oldest first
 	for _, e := range runs {
 		dir := filepath.Join(st.Dir(), e.Path)
 		res, err := rundir.Read(dir)
 		if err != nil {
 			continue
 		}
+		if newer != nil && res.MemStats.TotalAllocBytes > newer.MemStats.TotalAllocBytes {
+			notes = append(notes, fmt.Sprintf("the target restarted between its runs of %s and %s (its cumulative allocations went down): the series starts after the restart",
+				e.Time.UTC().Format(time.RFC3339), newer.Window.Start.UTC().Format(time.RFC3339)))
+			seriesFrom = newer.Window.Start
+			break
+		}
+		newer = res
 		if p := lastHeapSnapshot(res.Profiles); p != "" {
 			paths = append(paths, filepath.Join(dir, p))
 		}
-		if cg := res.RSS.Cgroup; cg != nil && cg.LimitBytes > 0 {
+		if cg := res.RSS.Cgroup; cg != nil && cg.LimitBytes > 0 && limit == 0 {
 			limit = float64(cg.LimitBytes)
 		}
+	}
+	if limit == 0 {
+		limit = opts.MemoryLimit
 	}
 	if len(paths) == 0 {
 		return diagnose.Report{}, nil, fmt.Errorf("no stored run of %s since %s has a heap profile", key, since.UTC().Format(time.RFC3339))
 	}
+	slices.Reverse(paths) // oldest first
 	rep, warnings, err := DiagnosePaths(ctx, paths, opts)
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}
-	pts, err := st.Series(key, store.MetricHeapAfterGC, since, time.Time{})
+	if len(h.Runs) > len(runs) {
+		notes = append(notes, fmt.Sprintf("per-site growth over the heap profiles of %d of the %d stored runs, evenly spread", len(runs), len(h.Runs)))
+	}
+	rep.Notes = append(rep.Notes, notes...)
+	pts, err := st.Series(key, store.MetricHeapAfterGC, seriesFrom, time.Time{})
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}
@@ -76,6 +101,19 @@ func DiagnoseStored(ctx context.Context, st *store.Store, target string, since t
 		rep.Notes = append(rep.Notes, fmt.Sprintf("heap after GC over %d stored %s (%s): no steady growth", len(series), runs, spanOf(pts)))
 	}
 	return rep, warnings, nil
+}
+
+// evenly returns at most n of xs, evenly spread, the first and the last
+// among them.
+func evenly[T any](xs []T, n int) []T {
+	if len(xs) <= n {
+		return xs
+	}
+	out := make([]T, n)
+	for i := range n {
+		out[i] = xs[i*(len(xs)-1)/(n-1)]
+	}
+	return out
 }
 
 // storedTarget finds the stored target a user names: exactly, or as the

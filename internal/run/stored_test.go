@@ -2,6 +2,7 @@ package run
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +58,26 @@ func TestDiagnoseStored(t *testing.T) {
 
 	if _, _, err := DiagnoseStored(t.Context(), st, "http://127.0.0.1:1", start, Diagnosis{}); err == nil || !strings.Contains(err.Error(), "the store has no target http://127.0.0.1:1") {
 		t.Errorf("an unknown target: %v", err)
+	}
+}
+
+func TestEvenly(t *testing.T) {
+	tests := []struct {
+		n, max int
+		want   []int
+	}{
+		{n: 3, max: 48, want: []int{0, 1, 2}},
+		{n: 10, max: 4, want: []int{0, 3, 6, 9}},
+		{n: 672, max: 3, want: []int{0, 335, 671}},
+		{n: 5, max: 5, want: []int{0, 1, 2, 3, 4}},
+	}
+	for _, tt := range tests {
+		xs := make([]int, tt.n)
+		for i := range xs {
+			xs[i] = i
+		}
+		if got := evenly(xs, tt.max); !slices.Equal(got, tt.want) {
+			t.Errorf("evenly(%d items, %d) = %v, want %v", tt.n, tt.max, got, tt.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/result"
@@ -263,6 +264,12 @@ func targetID(tx *sql.Tx, key string) (int64, error) {
 	var id int64
 	err := tx.QueryRow("SELECT id FROM targets WHERE key = ?", key).Scan(&id)
 	return id, err
+}
+
+// SeriesFinding is a finding of the diagnosis over a target's stored
+// series (not of one run), for AddFindings.
+func SeriesFinding(target string, at time.Time, f result.Finding) Finding {
+	return Finding{Target: target, Time: at, Severity: f.Severity, Kind: f.ID, Title: f.Title, Where: where(f), Source: SourceSeries}
 }
 
 // where names a finding's site: file:line, or the function.

@@ -1,53 +1,67 @@
 package watch
 
 import (
+	"context"
+	"strings"
 	"time"
 
-	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/store"
 )
 
 // longTermSpan is how far back the long-term diagnosis looks, and
-// longTermEvery how often it stores a finding of one target that keeps
-// growing (each scheduled run checks).
+// longTermEvery how often it runs for one target (after a scheduled run).
 const (
 	longTermSpan  = 7 * 24 * time.Hour
 	longTermEvery = time.Hour
 )
 
-// diagnoseLongTerm fits heap after GC over the target's stored runs of the
-// last week and stores a finding when it grows steadily, at most once an
-// hour per target.
-func (w *Watcher) diagnoseLongTerm(wt *watched, limit float64) {
+// longTermDue says whether the target's long-term diagnosis last ran
+// longTermEvery ago or more.
+func (w *Watcher) longTermDue(wt *watched) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.opts.now().Sub(wt.lastLongTerm) >= longTermEvery
+}
+
+// diagnoseLongTerm diagnoses the target over its stored runs of the last
+// week, in one of the analysis slots: per-site growth over the heap
+// profiles of up to run.MaxStoredProfiles runs, and heap after GC over
+// every run with the time to the memory limit. The leaks it finds are
+// stored as findings of the series.
+func (w *Watcher) diagnoseLongTerm(ctx context.Context, wt *watched) {
 	now := w.opts.now()
 	w.mu.Lock()
-	last := wt.lastLongTerm
+	limit := wt.limit
 	w.mu.Unlock()
-	if now.Sub(last) < longTermEvery {
+	select {
+	case w.analyses <- struct{}{}:
+	case <-ctx.Done():
 		return
 	}
-	pts, err := w.opts.Store.Series(wt.target.Key, store.MetricHeapAfterGC, now.Add(-longTermSpan), now)
-	if err != nil {
-		w.log.Error("read heap series", "target", wt.target.Key, "err", err)
-		return
-	}
-	ps := make([]diagnose.LongTermPoint, len(pts))
-	for i, p := range pts {
-		ps[i] = diagnose.LongTermPoint{Time: p.Time, Bytes: p.Value}
-	}
-	f, ok := diagnose.LongTermGrowth(ps, limit)
-	if !ok {
-		return
-	}
-	err = w.opts.Store.AddFindings([]store.Finding{{
-		Target: wt.target.Key, Time: now, Severity: f.Severity, Kind: f.ID, Title: f.Title, Source: "series",
-	}})
-	if err != nil {
-		w.log.Error("store finding", "target", wt.target.Key, "err", err)
-		return
-	}
+	rep, _, err := run.DiagnoseStored(ctx, w.opts.Store, wt.target.Key, now.Add(-longTermSpan), run.Diagnosis{MemoryLimit: limit})
+	<-w.analyses
 	w.mu.Lock()
 	wt.lastLongTerm = now
 	w.mu.Unlock()
-	w.log.Warn("long-term growth", "target", wt.target.Key, "finding", f.Title)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Error("long-term diagnosis", "target", wt.target.Key, "err", err)
+		}
+		return
+	}
+	var found []store.Finding
+	for _, f := range rep.Findings {
+		if !strings.HasPrefix(f.ID, "leak.") {
+			continue // the hot spots and the rest belong to each run
+		}
+		found = append(found, store.SeriesFinding(wt.target.Key, now, f))
+		w.log.Warn("long-term growth", "target", wt.target.Key, "finding", f.Title)
+	}
+	if len(found) == 0 {
+		return
+	}
+	if err := w.opts.Store.AddFindings(found); err != nil {
+		w.log.Error("store findings", "target", wt.target.Key, "err", err)
+	}
 }

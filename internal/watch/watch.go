@@ -86,7 +86,7 @@ type watched struct {
 	sampler *sampler
 	// Guarded by Watcher.mu:
 	health       Health
-	lastLongTerm time.Time // when the long-term diagnosis last stored a finding
+	lastLongTerm time.Time // when the long-term diagnosis last ran
 	limit        float64   // the memory limit last seen by the triggers, bytes
 }
 
@@ -123,7 +123,8 @@ func New(opts Options) (*Watcher, error) {
 }
 
 // Once captures every target once, at the same time within the
-// concurrency limit, and returns when all are stored: the CronJob form.
+// concurrency limit, diagnoses each over its stored runs (see
+// diagnoseLongTerm), and returns when all are stored: the CronJob form.
 // The error names the targets that could not be captured.
 func (w *Watcher) Once(ctx context.Context) error {
 	targets, err := w.opts.Config.Targets()
@@ -147,7 +148,11 @@ func (w *Watcher) Once(ctx context.Context) error {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("%s: %w", t.target.Key, err))
 				mu.Unlock()
+				return
 			}
+			// The CronJob form has no hour to wait for: each run
+			// diagnoses the stored series too.
+			w.diagnoseLongTerm(ctx, t)
 		}()
 	}
 	wg.Wait()
@@ -244,10 +249,9 @@ func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 		}
 		if _, res, err := w.capture(ctx, wt, scheduled(slot)); err == nil {
 			w.freshMeasurement(wt, res)
-			w.mu.Lock()
-			limit := wt.limit
-			w.mu.Unlock()
-			w.diagnoseLongTerm(wt, limit)
+			if w.longTermDue(wt) {
+				w.diagnoseLongTerm(ctx, wt)
+			}
 		}
 		if ctx.Err() != nil {
 			return

@@ -2,14 +2,20 @@ package watch
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/watch/config"
@@ -157,5 +163,97 @@ func peakHeap(ctx context.Context) uint64 {
 			return peak
 		case <-tick.C:
 		}
+	}
+}
+
+// hoard keeps what it is given, in buffers larger than the heap
+// profile's sampling interval (512 KiB), so that every one is sampled and
+// its growth is as steady in the profiles as in the heap.
+type hoard struct {
+	mu   sync.Mutex
+	kept [][]byte
+}
+
+func (h *hoard) keep(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kept = append(h.kept, make([]byte, n))
+}
+
+// TestOnce_storesTheLeakOfTheStoredRuns runs the CronJob form four times
+// over a service whose heap grows by 4 MiB between the runs, as a
+// service's does between a CronJob's runs: each run alone shows no
+// growth, the diagnosis over the stored runs names the line that keeps
+// the memory and is stored as a finding of the series.
+func TestOnce_storesTheLeakOfTheStoredRuns(t *testing.T) {
+	h := &hoard{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	w, st := newWatcher(t, []string{srv.URL}, config.Settings{Window: 500 * time.Millisecond, Timeout: 5 * time.Second})
+	for range 4 {
+		for range 4 {
+			h.keep(1 << 20)
+		}
+		if err := w.Once(t.Context()); err != nil {
+			t.Fatalf("Once: %v", err)
+		}
+	}
+	hist, err := st.History(store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, f := range hist.Findings {
+		if f.Source == store.SourceSeries && strings.HasPrefix(f.Kind, "leak.") && strings.Contains(f.Where, "watch_test.go") {
+			found = true
+		}
+		if f.Source == store.SourceRun && strings.HasPrefix(f.Kind, "leak.") {
+			t.Errorf("a run alone found a leak: %s", f.Title)
+		}
+	}
+	if !found {
+		t.Errorf("no leak of the series at the hoard after %d runs; findings %+v", len(hist.Runs), hist.Findings)
+	}
+	runtime.KeepAlive(h)
+}
+
+// TestDiagnoseStored_startsAfterARestart stores runs of the leaky example,
+// restarts it where it was, and stores one more: the diagnosis over the
+// stored runs names the restart and takes only the runs after it.
+func TestDiagnoseStored_startsAfterARestart(t *testing.T) {
+	leaky := startExample(t, "leaky")
+	w, st := newWatcher(t, []string{leaky.URL}, config.Settings{Window: 500 * time.Millisecond, Timeout: 5 * time.Second})
+	for range 2 {
+		if err := w.Once(t.Context()); err != nil {
+			t.Fatalf("Once: %v", err)
+		}
+	}
+	addr := strings.TrimPrefix(leaky.URL, "http://")
+	if err := leaky.Stop(); err != nil {
+		t.Fatalf("stop the example: %v", err)
+	}
+	t.Setenv(exampleEnv, "leaky")
+	again, err := examples.Start(t.Context(), "leaky", os.Args[0], "-addr", addr)
+	os.Unsetenv(exampleEnv)
+	if err != nil {
+		t.Fatalf("restart the example on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { again.Stop() })
+	if err := w.Once(t.Context()); err != nil {
+		t.Fatalf("Once after the restart: %v", err)
+	}
+	rep, _, err := run.DiagnoseStored(t.Context(), st, again.URL, time.Now().Add(-time.Hour), run.Diagnosis{})
+	if err != nil {
+		t.Fatalf("DiagnoseStored: %v", err)
+	}
+	var restarted, oneRun bool
+	for _, n := range rep.Notes {
+		restarted = restarted || strings.Contains(n, "the target restarted between its runs")
+		oneRun = oneRun || strings.Contains(n, "heap after GC over 1 stored run")
+	}
+	if !restarted || !oneRun {
+		t.Errorf("notes %q: want the restart named and the series of the one run after it", rep.Notes)
 	}
 }
