@@ -43,9 +43,9 @@ type holder struct {
 }
 
 // findHolder looks among the growing places for the container that holds
-// them. It needs growth at two sites or more, one of them in the
-// service's own code growing in large objects at a line that inserts into
-// a map or appends to a slice.
+// them. It needs a line of the service's own code that inserts into a map
+// or appends to a slice — growing in large objects, or the one such line
+// that allocated over the window — and growth at another site.
 func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, bool) {
 	// A container's storage is few large objects, which the samples
 	// catch more surely than the small ones around them: a site of the
@@ -71,9 +71,6 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 	}
 	slices.SortFunc(extra, func(a, b place) int { return cmp.Compare(a.s.at.where(), b.s.at.where()) })
 	places = append(slices.Clip(places), extra...)
-	if len(places) < 2 {
-		return holder{}, false
-	}
 	best, weak := -1, -1
 	var h, w holder
 	for i, p := range places {
@@ -104,12 +101,16 @@ func (d *diagnosis) findHolder(places []place, hs heapSites, from int) (holder, 
 	if best < 0 && weak < 0 {
 		// No sample of the heap caught the service's container at all:
 		// its line may still be the one container of the service's code
-		// that allocated over the window.
+		// that allocated over the window. What it keeps may then be one
+		// growing site alone (the request lines its keys are cut from).
 		if p, what, how, sure, ok := d.allocatingContainer(inPlaces); ok {
 			places = append(places, p)
 			weak = len(places) - 1
 			w = holder{p: p, what: what, how: how, sure: sure * weakHolder * weakHolder}
 		}
+	}
+	if len(places) < 2 {
+		return holder{}, false // a holder and something it holds
 	}
 	if best < 0 && weak >= 0 && d.keptByOne(places, weak, hs) {
 		// No sample caught the container's own storage, but the rest of

@@ -201,15 +201,29 @@ func TestContainerAt(t *testing.T) {
 // less confidence still. Without the source line nothing shows it is a
 // container, and no holder is named.
 func TestRun_namesTheHolderFromItsAllocations(t *testing.T) {
+	// The request lines the map's keys are cut from grow, and with them,
+	// in one case, the values decoded beside them: the holder is named
+	// whether one site of what it keeps grows or two.
+	for _, alone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lines alone %v", alone), func(t *testing.T) { namesTheHolderFromItsAllocations(t, alone) })
+	}
+}
+
+func namesTheHolderFromItsAllocations(t *testing.T, linesAlone bool) {
 	build := func(source bool) Input {
 		var in Input
 		for i := range 6 {
 			at := t0.Add(time.Duration(i) * time.Minute)
 			h := newHeap(at, 512<<10)
 			allocated, lines, values := int64(i)*4<<20, int64(i)*768<<10, int64(i)*128<<10
+			if linesAlone {
+				lines, values = lines+values, 0
+			}
 			h.sample([4]int64{allocated / 64, allocated, 0, 0}, cacheAdd, handler)
 			h.sample([4]int64{lines / 120, lines, lines / 120, lines}, readLine, httpRead)
-			h.sample([4]int64{values / 64, values, values / 64, values}, decode, handler)
+			if values > 0 {
+				h.sample([4]int64{values / 64, values, values / 64, values}, decode, handler)
+			}
 			in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
 			live := 20*mib + float64(i)*mib
 			in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
