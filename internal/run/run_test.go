@@ -778,6 +778,10 @@ func TestProfile_LostTargetReportsOnlyWhatWasMeasured(t *testing.T) {
 		},
 	}))
 	defer srv.Close()
+	// Something in use before the window, larger than the sampling
+	// interval so that the one snapshot surely samples it: else whether
+	// the test process holds anything sampled at that moment is chance.
+	h.keep(1 << 20)
 	res, dir, err := Profile(t.Context(), Config{
 		Target: target.Options{BaseURL: srv.URL}, Duration: time.Second, OutDir: t.TempDir(),
 		Load: &load.Options{Targets: []load.Request{{Method: "GET", URL: srv.URL + "/work"}}, Rate: 200},
