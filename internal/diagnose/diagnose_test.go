@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,14 +173,42 @@ func TestRun_goroutineGrowth(t *testing.T) {
 // leak; beyond them, or with no load known, they are a finding whose fix
 // is about connections.
 func TestRun_goroutineGrowth_serverConnections(t *testing.T) {
-	conn := []fn{{"runtime.gopark", "/go/src/runtime/proc.go", 435}, {"internal/poll.runtime_pollWait", "/go/src/runtime/netpoll.go", 351},
-		{"internal/poll.(*FD).Read", "/go/src/internal/poll/fd_unix.go", 165}, httpRead, {"net/http.(*conn).serve", "/go/src/net/http/server.go", 2102}}
+	wait := []fn{{"runtime.gopark", "/go/src/runtime/proc.go", 435}, {"internal/poll.runtime_pollWait", "/go/src/runtime/netpoll.go", 351},
+		{"internal/poll.(*FD).Read", "/go/src/internal/poll/fd_unix.go", 165}}
+	serve := fn{"net/http.(*conn).serve", "/go/src/net/http/server.go", 2102}
+	// Reading a request; or idle between two, peeking for the next
+	// (net/http does so before it reads one, since Go 1.12).
+	for name, conn := range map[string][]fn{
+		"reading a request":     append(slices.Clone(wait), httpRead, serve),
+		"idle between requests": append(slices.Clone(wait), fn{"bufio.(*Reader).Peek", "/go/src/bufio/bufio.go", 152}, serve),
+	} {
+		t.Run(name, func(t *testing.T) { goroutineGrowthOfConnections(t, conn) })
+	}
+
+	// A handler waiting on a backend is not the connection's goroutine,
+	// however many connections the load opened.
+	backend := append(slices.Clone(wait), fn{"net.(*conn).Read", "/go/src/net/net.go", 194}, handler,
+		fn{"net/http.serverHandler.ServeHTTP", "/go/src/net/http/server.go", 3340}, serve)
+	rep := Run(Input{Run: &result.Run{Load: &result.Load{Completed: 5000, Opened: 14}}, Goroutines: growingGoroutines(backend)})
+	if got := findingsWith(rep.Findings, "leak.goroutine-growth"); len(got) != 1 || strings.Contains(got[0].Fix, "IdleTimeout") {
+		t.Errorf("findings %+v: want the handler's goroutines found, not taken for idle connections", got)
+	}
+}
+
+// growingGoroutines is five goroutine profiles, two seconds apart, of
+// 2, 5, 8, 11 and 14 goroutines at stack.
+func growingGoroutines(stack []fn) []Profile {
 	var gs []Profile
 	for i := range 5 {
 		at := t0.Add(time.Duration(i) * 2 * time.Second)
-		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{int64(2 + 3*i)}, stack: conn}})
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{int64(2 + 3*i)}, stack: stack}})
 		gs = append(gs, Profile{Name: fmt.Sprintf("goroutine-%d", i), Time: at, Profile: p})
 	}
+	return gs
+}
+
+func goroutineGrowthOfConnections(t *testing.T, conn []fn) {
+	gs := growingGoroutines(conn)
 	tests := []struct {
 		name    string
 		load    *result.Load

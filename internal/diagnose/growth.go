@@ -520,11 +520,17 @@ func (d *diagnosis) goroutineSeries() {
 
 // serverConnection reports whether a goroutine stack is one of net/http's
 // per-connection goroutines waiting for the connection's next bytes: the
-// connection's serve loop reading a request, or its background read while
-// a handler runs. There is one per open client connection.
+// connection's serve loop reading a request or, idle between two, peeking
+// for the next (no handler on the stack), or its background read while a
+// handler runs. There is one per open client connection.
 func serverConnection(stack string) bool {
-	return strings.Contains(stack, "internal/poll.runtime_pollWait") &&
-		(strings.Contains(stack, "net/http.(*conn).readRequest") || strings.Contains(stack, "net/http.(*connReader).backgroundRead"))
+	if !strings.Contains(stack, "internal/poll.runtime_pollWait") {
+		return false
+	}
+	if strings.Contains(stack, "net/http.(*conn).readRequest") || strings.Contains(stack, "net/http.(*connReader).backgroundRead") {
+		return true
+	}
+	return strings.Contains(stack, "net/http.(*conn).serve") && !strings.Contains(stack, "ServeHTTP")
 }
 
 // loadConnections is how many client connections the run's load had open
