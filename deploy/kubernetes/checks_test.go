@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
@@ -96,23 +97,11 @@ func check(objs []object) []error {
 	return errs
 }
 
-// namespaceOf returns the namespace a namespaced object names.
+// namespaceOf returns the namespace an object names; "" for a
+// cluster-scoped one.
 func namespaceOf(obj any) string {
-	switch v := obj.(type) {
-	case *batchv1.CronJob:
-		return v.Namespace
-	case *appsv1.DaemonSet:
-		return v.Namespace
-	case *appsv1.Deployment:
-		return v.Namespace
-	case *corev1.ConfigMap:
-		return v.Namespace
-	case *corev1.Service:
-		return v.Namespace
-	case *corev1.ServiceAccount:
-		return v.Namespace
-	case *corev1.PersistentVolumeClaim:
-		return v.Namespace
+	if o, ok := obj.(metav1.Object); ok {
+		return o.GetNamespace()
 	}
 	return ""
 }
