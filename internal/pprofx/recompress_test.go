@@ -3,7 +3,6 @@ package pprofx
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"runtime/pprof"
 	"testing"
 )
@@ -43,22 +42,9 @@ func TestRecompress(t *testing.T) {
 			if len(got) >= len(tt.in) {
 				t.Errorf("Recompress: %d bytes to %d, want fewer", len(tt.in), len(got))
 			}
-			if !bytes.Equal(gunzipAll(t, got), gunzipAll(t, tt.in)) {
+			if !bytes.Equal(gunzipBytes(t, got), gunzipBytes(t, tt.in)) {
 				t.Error("the recompressed profile decompresses to other bytes")
 			}
 		})
 	}
-}
-
-func gunzipAll(t *testing.T, b []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
