@@ -9,7 +9,8 @@
 //
 // Discovery reads pods only (list and watch), so its RBAC role needs
 // nothing else. client-go lives in this package alone, so that the rest of
-// heapscope does not link it unless it discovers pods.
+// heapscope does not link it unless it discovers pods; NewClient's client
+// knows pods alone, not client-go's clientset of every API group.
 package kube
 
 import (
@@ -29,15 +30,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
 // Options say which pods Run watches.
 type Options struct {
-	// Client reaches the API server (a fake clientset in tests).
-	Client kubernetes.Interface
+	// Client reaches the API server (NewClient's).
+	Client Client
 	// Namespaces are the namespaces to watch, one informer each; empty
 	// watches all namespaces with one informer.
 	Namespaces []string
@@ -87,7 +88,21 @@ func Run(ctx context.Context, opts Options, fn func([]Target)) error {
 	defer cancel()
 	var synced []cache.InformerSynced
 	for _, ns := range namespaces(opts.Namespaces) {
-		inf := coreinformers.NewFilteredPodInformer(opts.Client, ns, opts.Resync, cache.Indexers{}, d.tweak)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				d.tweak(&o)
+				return opts.Client.ListPods(ctx, ns, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				d.tweak(&o)
+				return opts.Client.WatchPods(ctx, ns, o)
+			},
+		}
+		// A client that says it cannot stream lists (client-go's fake)
+		// is listed, then watched; others are asked for a streaming list
+		// first, as client-go does.
+		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, opts.Client),
+			&corev1.Pod{}, opts.Resync, cache.Indexers{})
 		if err := inf.SetWatchErrorHandlerWithContext(d.watchError); err != nil {
 			return fmt.Errorf("discover pods: %w", err)
 		}

@@ -35,7 +35,9 @@ func startRun(t *testing.T, opts Options, objs ...runtime.Object) *discovered {
 		calls:  make(chan []Target, 100),
 		warns:  make(chan error, 100),
 	}
-	opts.Client = d.client
+	if opts.Client == nil {
+		opts.Client = fakeClient{d.client}
+	}
 	opts.Warn = func(err error) { d.warns <- err }
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -284,8 +286,8 @@ func TestRun_InvalidOptions(t *testing.T) {
 		want string
 	}{
 		{"no client", Options{}, "no Kubernetes client"},
-		{"bad selector", Options{Client: client, Selector: "app=(("}, `label selector "app=(("`},
-		{"negative resync", Options{Client: client, Resync: -time.Second}, "negative"},
+		{"bad selector", Options{Client: fakeClient{client}, Selector: "app=(("}, `label selector "app=(("`},
+		{"negative resync", Options{Client: fakeClient{client}, Resync: -time.Second}, "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,7 +311,7 @@ func TestRun_ListErrorsWarned(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Client: d.client, Warn: func(err error) { d.warns <- err }},
+		done <- Run(ctx, Options{Client: fakeClient{d.client}, Warn: func(err error) { d.warns <- err }},
 			func([]Target) { t.Error("fn called without a synced list") })
 	}()
 	select {

@@ -17,16 +17,14 @@ const (
 	AnnotationScrape = "heapscope.io/scrape"
 	// AnnotationPort names the port that serves pprof (a number; required).
 	AnnotationPort = "heapscope.io/port"
-	// AnnotationPath is the pprof path on that port (DefaultPprofPath when absent).
+	// AnnotationPath is the pprof path on that port; when absent the
+	// watcher's default applies (/debug/pprof/ unless configured).
 	AnnotationPath = "heapscope.io/path"
 	// AnnotationContainer names the container a target stands for (its
 	// memory limit, its restarts); by default the container that declares
 	// the port, else the first.
 	AnnotationContainer = "heapscope.io/container"
 )
-
-// DefaultPprofPath is the pprof path of a pod without AnnotationPath.
-const DefaultPprofPath = "/debug/pprof/"
 
 // templateHashLabel is the label a Deployment's ReplicaSet adds to its pods,
 // whose value ends the ReplicaSet's name.
@@ -36,7 +34,8 @@ const templateHashLabel = "pod-template-hash"
 type Target struct {
 	// URL is the pprof server's base URL, http://<pod IP>:<port>.
 	URL string
-	// PprofPath is the pprof path under URL, from AnnotationPath.
+	// PprofPath is the pprof path under URL, from AnnotationPath with a
+	// leading slash; empty when the pod does not say.
 	PprofPath string
 	// Labels are namespace, pod, container, node, owner_kind and owner;
 	// a label whose value is empty (a pod without a controller) is absent.
@@ -96,9 +95,7 @@ func podTarget(pod *corev1.Pod) (t Target, ok bool, err error) {
 		return Target{}, false, nil
 	}
 	path := pod.Annotations[AnnotationPath]
-	if path == "" {
-		path = DefaultPprofPath
-	} else if !strings.HasPrefix(path, "/") {
+	if path != "" && !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
 	t = Target{

@@ -131,7 +131,7 @@ func TestPodTarget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := Target{
-				URL: "http://10.1.0.7:6060", PprofPath: DefaultPprofPath,
+				URL: "http://10.1.0.7:6060", PprofPath: "",
 				UID: "uid-shop-api", Namespace: "shop", Pod: "api", Container: "app", Node: "node-a",
 				ContainerID: "abc123", QOSClass: "Burstable",
 				Labels: map[string]string{"namespace": "shop", "pod": "api", "container": "app", "node": "node-a"},
