@@ -168,17 +168,23 @@ func (p Proc) cgroupV1(e *CgroupEntry) (Cgroup, error) {
 		return cg, fmt.Errorf("read cgroup %s: no cgroup v1 memory hierarchy at %s", e.Path, p.path("sys", "fs", "cgroup", "memory"))
 	}
 	cg.Dir = p.cgroupDir(&cg, mount)
-	err := p.cgroupLimit(&cg, mount, "memory.limit_in_bytes", func(s string) (uint64, bool, error) {
+	return cg, p.readV1(&cg, mount)
+}
+
+// readV1 reads the figures of a v1 memory cgroup whose Dir is set, under
+// the hierarchy mounted at mount.
+func (p Proc) readV1(cg *Cgroup, mount string) error {
+	err := p.cgroupLimit(cg, mount, "memory.limit_in_bytes", func(s string) (uint64, bool, error) {
 		v, err := parseCgroupUint(s)
 		return v, v >= v1Unlimited, err
 	})
 	if err != nil {
-		return cg, err
+		return err
 	}
-	if err := p.cgroupUsage(&cg, "memory.usage_in_bytes"); err != nil {
-		return cg, err
+	if err := p.cgroupUsage(cg, "memory.usage_in_bytes"); err != nil {
+		return err
 	}
-	return cg, p.cgroupStat(&cg)
+	return p.cgroupStat(cg)
 }
 
 // cgroupV2 reads a cgroup of the unified hierarchy.
@@ -192,7 +198,13 @@ func (p Proc) cgroupV2(e *CgroupEntry) (Cgroup, error) {
 		}
 	}
 	cg.Dir = p.cgroupDir(&cg, mount)
-	err := p.cgroupLimit(&cg, mount, "memory.max", func(s string) (uint64, bool, error) {
+	return cg, p.readV2(&cg, mount)
+}
+
+// readV2 reads the figures of a cgroup of the unified hierarchy whose
+// Dir is set, under the hierarchy mounted at mount.
+func (p Proc) readV2(cg *Cgroup, mount string) error {
+	err := p.cgroupLimit(cg, mount, "memory.max", func(s string) (uint64, bool, error) {
 		if s == "max" {
 			return 0, true, nil
 		}
@@ -200,12 +212,44 @@ func (p Proc) cgroupV2(e *CgroupEntry) (Cgroup, error) {
 		return v, false, err
 	})
 	if err != nil {
-		return cg, err
+		return err
 	}
-	if err := p.cgroupUsage(&cg, "memory.current"); err != nil {
-		return cg, err
+	if err := p.cgroupUsage(cg, "memory.current"); err != nil {
+		return err
 	}
-	return cg, p.cgroupStat(&cg)
+	return p.cgroupStat(cg)
+}
+
+// CgroupAt reads the memory cgroup whose directory is dir, under the
+// memory hierarchy mounted at mount: the unified hierarchy (version 2)
+// when mount holds cgroup.controllers, else a v1 memory controller. It
+// reads another container's cgroup through the host's cgroup filesystem
+// mounted into this one, where no /proc/PID/cgroup names it. The error
+// matches fs.ErrNotExist when dir does not exist (the container has
+// gone).
+func CgroupAt(mount, dir string) (Cgroup, error) {
+	mount, dir = filepath.Clean(mount), filepath.Clean(dir)
+	rel, err := filepath.Rel(mount, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return Cgroup{}, fmt.Errorf("read cgroup %s: not under the hierarchy at %s", dir, mount)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return Cgroup{}, fmt.Errorf("read cgroup: %w", err)
+	}
+	if !fi.IsDir() {
+		return Cgroup{}, fmt.Errorf("read cgroup %s: not a directory", dir)
+	}
+	cg := Cgroup{Version: 1, Path: "/" + filepath.ToSlash(rel), Dir: dir}
+	if rel == "." {
+		cg.Path = "/"
+	}
+	var p Proc
+	if exists(filepath.Join(mount, "cgroup.controllers")) {
+		cg.Version = 2
+		return cg, p.readV2(&cg, mount)
+	}
+	return cg, p.readV1(&cg, mount)
 }
 
 // cgroupDir returns the directory of cg under the hierarchy mounted at

@@ -353,3 +353,49 @@ func TestReadOOMKills(t *testing.T) {
 		})
 	}
 }
+
+func TestCgroupAt_readsWhatProcCgroupReads(t *testing.T) {
+	for _, tree := range []string{"v1", "v2", "v2-inherited", "hybrid"} {
+		t.Run(tree, func(t *testing.T) {
+			root := filepath.Join("testdata", "cgroup", tree)
+			byPID, err := Proc{Root: root}.Cgroup(42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mount := byPID.Dir
+			for mount != root && !exists(filepath.Join(mount, "cgroup.controllers")) && filepath.Base(mount) != "memory" {
+				mount = filepath.Dir(mount)
+			}
+			got, err := CgroupAt(mount, byPID.Dir)
+			if err != nil {
+				t.Fatalf("CgroupAt(%s, %s): %v", mount, byPID.Dir, err)
+			}
+			if !reflect.DeepEqual(got, byPID) {
+				t.Errorf("CgroupAt(%s, %s) =\n%+v\nwant what Proc.Cgroup read:\n%+v", mount, byPID.Dir, got, byPID)
+			}
+		})
+	}
+}
+
+func TestCgroupAt_errors(t *testing.T) {
+	mount := filepath.Join("testdata", "cgroup", "v2", "sys", "fs", "cgroup")
+	tests := []struct {
+		name, dir, want string
+		notExist        bool
+	}{
+		{"outside the mount", filepath.Join("testdata", "cgroup"), "not under the hierarchy", false},
+		{"gone", filepath.Join(mount, "kubepods", "gone"), "no such file", true},
+		{"a file", filepath.Join(mount, "cgroup.controllers"), "not a directory", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := CgroupAt(mount, tt.dir)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("CgroupAt(%s) = %v, want an error with %q", tt.dir, err, tt.want)
+			}
+			if errors.Is(err, fs.ErrNotExist) != tt.notExist {
+				t.Errorf("errors.Is(%v, fs.ErrNotExist) = %v, want %v", err, !tt.notExist, tt.notExist)
+			}
+		})
+	}
+}

@@ -61,23 +61,7 @@ func (l Local) Sample(ctx context.Context) (Sample, error) {
 	}
 
 	if cg, err := p.Cgroup(l.PID); err == nil {
-		s.Cgroup = cg.Dir
-		if !cg.Unlimited {
-			s.MemoryLimit = cg.Limit
-			s.Known |= KnownMemoryLimit
-		}
-		// Without a usage file (the v2 root cgroup) the usage is unknown.
-		if !usageMissing(cg) {
-			s.CgroupUsage, s.Memory = cg.Usage, cg.WorkingSet()
-			s.Known |= KnownCgroupUsage | KnownMemory
-		}
-		switch n, err := sysmem.ReadOOMKills(cg); {
-		case err == nil:
-			s.OOMKills = n
-			s.Known |= KnownOOMKills
-		case !errors.Is(err, fs.ErrNotExist):
-			warn(err)
-		}
+		s.addCgroup(cg)
 	} else {
 		warn(err)
 	}
@@ -103,4 +87,54 @@ func usageMissing(cg sysmem.Cgroup) bool {
 	}
 	_, err := os.Stat(filepath.Join(cg.Dir, name))
 	return errors.Is(err, fs.ErrNotExist)
+}
+
+// addCgroup sets the figures of the target's memory cgroup: Cgroup,
+// MemoryLimit unless unlimited, CgroupUsage and Memory unless the cgroup
+// has no usage file (the v2 root cgroup), OOMKills when it counts them.
+func (s *Sample) addCgroup(cg sysmem.Cgroup) {
+	s.Cgroup = cg.Dir
+	if !cg.Unlimited {
+		s.MemoryLimit = cg.Limit
+		s.Known |= KnownMemoryLimit
+	}
+	if !usageMissing(cg) {
+		s.CgroupUsage, s.Memory = cg.Usage, cg.WorkingSet()
+		s.Known |= KnownCgroupUsage | KnownMemory
+	}
+	switch n, err := sysmem.ReadOOMKills(cg); {
+	case err == nil:
+		s.OOMKills = n
+		s.Known |= KnownOOMKills
+	case !errors.Is(err, fs.ErrNotExist):
+		s.Warnings = append(s.Warnings, err)
+	}
+}
+
+// Container samples a container by its memory cgroup alone: what a
+// watcher beside it on the node reads through the host's cgroup
+// filesystem, where the container's processes are not to be seen.
+type Container struct {
+	// Mount is the memory hierarchy's mount (sysmem.CgroupAt's).
+	Mount string
+	// Dir is the container's cgroup directory under Mount.
+	Dir string
+}
+
+// Sample reads the container's cgroup: Cgroup, MemoryLimit, CgroupUsage,
+// Memory (the working set) and OOMKills, as Local reads a process's. The
+// error matches fs.ErrNotExist when the cgroup has gone (the container
+// ended). The process's own figures (RSS, start, the Go runtime's) are
+// not here: merge them from RemoteSample.
+func (c Container) Sample(ctx context.Context) (Sample, error) {
+	if err := ctx.Err(); err != nil {
+		return Sample{}, err
+	}
+	cg, err := sysmem.CgroupAt(c.Mount, c.Dir)
+	if err != nil {
+		return Sample{}, fmt.Errorf("sample container: %w", err)
+	}
+	s := Sample{Time: time.Now()}
+	s.addCgroup(cg)
+	return s, nil
 }

@@ -181,3 +181,63 @@ func merge(a, b map[string]string) map[string]string {
 	maps.Copy(out, b)
 	return out
 }
+
+func TestContainer_Sample(t *testing.T) {
+	tests := []struct {
+		name       string
+		files      map[string]string
+		mount, dir string // relative to the tree
+		want       Sample // Time and Cgroup aside
+	}{
+		{
+			name: "v2, a pod's limit",
+			files: map[string]string{
+				"cgroup/cgroup.controllers":                   "cpu memory\n",
+				"cgroup/kubepods/podu/memory.max":             "268435456\n",
+				"cgroup/kubepods/podu/ctr/memory.max":         "max\n",
+				"cgroup/kubepods/podu/ctr/memory.current":     "209715200\n",
+				"cgroup/kubepods/podu/ctr/memory.stat":        "anon 167772160\nfile 41943040\ninactive_file 41943040\n",
+				"cgroup/kubepods/podu/ctr/memory.events":      "oom 2\noom_kill 2\n",
+				"cgroup/kubepods/podu/ctr/cgroup.controllers": "memory\n",
+			},
+			mount: "cgroup", dir: "cgroup/kubepods/podu/ctr",
+			want: Sample{Known: KnownMemory | KnownMemoryLimit | KnownCgroupUsage | KnownOOMKills,
+				Memory: 160 << 20, MemoryLimit: 256 << 20, CgroupUsage: 200 << 20, OOMKills: 2},
+		},
+		{
+			name: "v1 memory controller",
+			files: map[string]string{
+				"cgroup/memory/memory.limit_in_bytes":                   "9223372036854771712\n",
+				"cgroup/memory/kubepods/podu/ctr/memory.limit_in_bytes": "536870912\n",
+				"cgroup/memory/kubepods/podu/ctr/memory.usage_in_bytes": "104857600\n",
+				"cgroup/memory/kubepods/podu/ctr/memory.stat":           "total_inactive_file 10485760\n",
+				"cgroup/memory/kubepods/podu/ctr/memory.oom_control":    "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
+			},
+			mount: "cgroup/memory", dir: "cgroup/memory/kubepods/podu/ctr",
+			want: Sample{Known: KnownMemory | KnownMemoryLimit | KnownCgroupUsage | KnownOOMKills,
+				Memory: 90 << 20, MemoryLimit: 512 << 20, CgroupUsage: 100 << 20},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := writeTree(t, tt.files)
+			dir := filepath.Join(root, tt.dir)
+			got, err := Container{Mount: filepath.Join(root, tt.mount), Dir: dir}.Sample(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			want.Time, want.Cgroup = got.Time, dir
+			if !sameSample(got, want) || len(got.Warnings) > 0 {
+				t.Errorf("Sample\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	t.Run("gone", func(t *testing.T) {
+		root := t.TempDir()
+		_, err := Container{Mount: root, Dir: filepath.Join(root, "ctr")}.Sample(t.Context())
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Sample of a removed cgroup = %v, want fs.ErrNotExist", err)
+		}
+	})
+}
