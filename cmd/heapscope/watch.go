@@ -19,6 +19,7 @@ import (
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch"
 	"github.com/heapscope/heapscope/internal/watch/config"
+	"github.com/heapscope/heapscope/internal/watch/kubesd"
 )
 
 type watchOptions struct {
@@ -58,13 +59,14 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 	if o.data == "" {
 		return errors.New("--data DIR is required: where watch keeps its captures")
 	}
-	cfg, err := config.FromCommandLine(config.CommandLine{File: o.config, URLs: urls, Every: o.every, Window: o.window,
-		Triggers: o.triggers, Webhook: o.webhook, PID: o.pid, Concurrency: o.concurrency,
-		Given: cmd.Flags().Changed, CheckTrigger: trigger.Check})
+	log, err := watch.NewLogger(e.stderr, o.logFormat)
 	if err != nil {
 		return err
 	}
-	log, err := watch.NewLogger(e.stderr, o.logFormat)
+	warn := func(err error) { log.Warn(err.Error()) }
+	cfg, err := config.FromCommandLine(config.CommandLine{File: o.config, URLs: urls, Every: o.every, Window: o.window,
+		Triggers: o.triggers, Webhook: o.webhook, PID: o.pid, Concurrency: o.concurrency,
+		Given: cmd.Flags().Changed, CheckTrigger: trigger.Check, Pods: &kubesd.Discovery{Warn: warn}, Warn: warn})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package kubernetes_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,10 +15,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/heapscope/heapscope/internal/kube"
+	"github.com/heapscope/heapscope/internal/kube/kubetest"
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch/config"
+	"github.com/heapscope/heapscope/internal/watch/kubesd"
 )
 
 const (
@@ -539,76 +543,97 @@ func checkServices(services []*corev1.Service, deploys []*appsv1.Deployment, dae
 	return errs
 }
 
-// checkConfigMaps checks the watch configurations: heapscope.yaml with
-// heapscope's own decoder (its file_sd file beside it), node.yaml's
-// kubernetes group for the DaemonSet.
+// checkConfigMaps checks the watch configurations with heapscope's own
+// decoder: heapscope.yaml (its file_sd file beside it) for the
+// Deployment and the CronJob, node.yaml for the DaemonSet, whose every
+// group must discover the pods of its own node and read their cgroups
+// where the DaemonSet mounts the node's.
 func checkConfigMaps(cms map[string]*corev1.ConfigMap) []error {
 	var errs []error
 	for name, cm := range cms {
 		if remote, ok := cm.Data["heapscope.yaml"]; ok {
-			if err := loadWatchConfig(cm.Data, "heapscope.yaml"); err != nil {
+			if _, err := loadWatchConfig(cm.Data, "heapscope.yaml"); err != nil {
 				errs = append(errs, fmt.Errorf("ConfigMap %s: heapscope.yaml: %w", name, err))
 			}
 			if strings.Contains(remote, "kubernetes:") {
 				errs = append(errs, fmt.Errorf("ConfigMap %s: heapscope.yaml (the Deployment's and CronJob's) discovers pods", name))
 			}
 		}
-		if node, ok := cm.Data["node.yaml"]; ok {
-			// The kubernetes section is not in config.Load yet: check the
-			// part the DaemonSet depends on.
-			var c struct {
-				Groups []struct {
-					Kubernetes *struct {
-						Node string `json:"node"`
-					} `json:"kubernetes"`
-					Static []any `json:"static"`
-				} `json:"groups"`
-			}
-			if err := yaml.Unmarshal([]byte(node), &c); err != nil {
-				errs = append(errs, fmt.Errorf("ConfigMap %s: node.yaml: %w", name, err))
-				continue
-			}
-			for i, g := range c.Groups {
-				if g.Kubernetes == nil || g.Kubernetes.Node != "$NODE_NAME" || len(g.Static) > 0 {
-					// Any other target would be watched once per node.
-					errs = append(errs, fmt.Errorf("ConfigMap %s: node.yaml: groups[%d] is not a kubernetes group of node $NODE_NAME", name, i))
-				}
+		if _, ok := cm.Data["node.yaml"]; !ok {
+			continue
+		}
+		c, err := loadWatchConfig(cm.Data, "node.yaml")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ConfigMap %s: node.yaml: %w", name, err))
+			continue
+		}
+		for i, g := range c.Groups {
+			k := g.Kubernetes
+			if k == nil || k.Node != testNode || len(g.Static) > 0 || len(g.FileSD) > 0 {
+				// Any other target would be watched once per node.
+				errs = append(errs, fmt.Errorf("ConfigMap %s: node.yaml: groups[%d] is not a kubernetes group of node $NODE_NAME", name, i))
+			} else if k.CgroupRoot != "/host/sys/fs/cgroup" {
+				errs = append(errs, fmt.Errorf("ConfigMap %s: node.yaml: groups[%d]: cgroup_root %q is not where the DaemonSet mounts the node's cgroups", name, i, k.CgroupRoot))
 			}
 		}
 	}
 	return errs
 }
 
+// testNode is the node the DaemonSet's configuration is loaded on.
+const testNode = "node-a"
+
 // loadWatchConfig writes a ConfigMap's keys to a directory, as its volume
-// does, and loads the config key with heapscope watch's decoder, its
-// targets resolved.
-func loadWatchConfig(data map[string]string, key string) error {
+// does, and loads the config key with heapscope watch's decoder, on node
+// testNode, its targets resolved: a kubernetes section's from an API
+// server with one opted-in pod on testNode and one on another node, of
+// which it must find the first alone.
+func loadWatchConfig(data map[string]string, key string) (*config.Config, error) {
 	dir, err := os.MkdirTemp("", "heapscope-configmap-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	for k, v := range data {
 		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	defer os.Setenv("NODE_NAME", os.Getenv("NODE_NAME"))
+	os.Setenv("NODE_NAME", testNode)
 	var warnings []error
-	c, err := config.Load(filepath.Join(dir, key), config.Options{CheckTrigger: trigger.Check, Warn: func(err error) { warnings = append(warnings, err) }})
+	pods := &kubesd.Discovery{Client: kubetest.New(annotatedPod("api", testNode, "10.1.0.7"), annotatedPod("db", "node-b", "10.1.0.8"))}
+	c, err := config.Load(filepath.Join(dir, key), config.Options{CheckTrigger: trigger.Check, Pods: pods,
+		Warn: func(err error) { warnings = append(warnings, err) }})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	targets, err := c.Targets()
+	targets, err := c.Targets(context.Background())
 	if err != nil {
-		return fmt.Errorf("resolve targets: %w", err)
+		return nil, fmt.Errorf("resolve targets: %w", err)
 	}
 	if len(warnings) > 0 {
-		return fmt.Errorf("resolve targets: %v", warnings)
+		return nil, fmt.Errorf("resolve targets: %v", warnings)
 	}
 	if len(targets) == 0 {
-		return fmt.Errorf("no targets")
+		return nil, fmt.Errorf("no targets")
 	}
-	return nil
+	for _, t := range targets {
+		if node, ok := t.Labels["node"]; ok && node != testNode {
+			return nil, fmt.Errorf("target %s is a pod of node %s, not of the watcher's own node %s", t.Key, node, testNode)
+		}
+	}
+	return c, nil
+}
+
+// annotatedPod is a running pod that opts in with heapscope.io/* annotations.
+func annotatedPod(name, node, ip string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: "uid-" + types.UID(name),
+			Annotations: map[string]string{kube.AnnotationScrape: "true", kube.AnnotationPort: "6060"}},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
+	}
 }
 
 // containerPort resolves a port given by number or name to c's port.

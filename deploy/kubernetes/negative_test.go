@@ -160,7 +160,12 @@ func TestCheck_Rejects(t *testing.T) {
 		{"watch config bad trigger", "configmap.yaml", "      - name: static\n", "      - name: static\n        triggers: ['memory>>80%']\n",
 			[]string{"groups[0].triggers[0]"}},
 		{"node config not node-local", "configmap.yaml", "          node: $NODE_NAME        # the DaemonSet mode: only this node's pods", "          node: \"\"",
+			[]string{"node.yaml: target http://10.1.0.8:6060/debug/pprof/ is a pod of node node-b, not of the watcher's own node node-a"}},
+		{"node config with a static target", "configmap.yaml", "        triggers:\n          - 'memory>=80%'\n  heapscope.yaml",
+			"        static: [{targets: ['db.default.svc:6060']}]\n        triggers:\n          - 'memory>=80%'\n  heapscope.yaml",
 			[]string{"node.yaml: groups[0] is not a kubernetes group of node $NODE_NAME"}},
+		{"node config reads no cgroups", "configmap.yaml", "cgroup_root: /host/sys/fs/cgroup   #", "cgroup_root: /sys/fs/cgroup   #",
+			[]string{`node.yaml: groups[0]: cgroup_root "/sys/fs/cgroup" is not where the DaemonSet mounts the node's cgroups`}},
 	}
 	k, files := loadDir(t)
 	for _, tt := range tests {

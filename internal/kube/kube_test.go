@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/heapscope/heapscope/internal/kube/kubetest"
 )
 
 // wait bounds every wait for a call of fn or Warn.
@@ -36,7 +38,7 @@ func startRun(t *testing.T, opts Options, objs ...runtime.Object) *discovered {
 		warns:  make(chan error, 100),
 	}
 	if opts.Client == nil {
-		opts.Client = fakeClient{d.client}
+		opts.Client = kubetest.Client{Clientset: d.client}
 	}
 	opts.Warn = func(err error) { d.warns <- err }
 	ctx, cancel := context.WithCancel(t.Context())
@@ -286,8 +288,8 @@ func TestRun_InvalidOptions(t *testing.T) {
 		want string
 	}{
 		{"no client", Options{}, "no Kubernetes client"},
-		{"bad selector", Options{Client: fakeClient{client}, Selector: "app=(("}, `label selector "app=(("`},
-		{"negative resync", Options{Client: fakeClient{client}, Resync: -time.Second}, "negative"},
+		{"bad selector", Options{Client: kubetest.Client{Clientset: client}, Selector: "app=(("}, `label selector "app=(("`},
+		{"negative resync", Options{Client: kubetest.Client{Clientset: client}, Resync: -time.Second}, "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,7 +313,7 @@ func TestRun_ListErrorsWarned(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Client: fakeClient{d.client}, Warn: func(err error) { d.warns <- err }},
+		done <- Run(ctx, Options{Client: kubetest.Client{Clientset: d.client}, Warn: func(err error) { d.warns <- err }},
 			func([]Target) { t.Error("fn called without a synced list") })
 	}()
 	select {

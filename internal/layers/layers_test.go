@@ -22,7 +22,8 @@ var layer = map[string]int{
 	"internal/escape": 0, "internal/gcstats": 0, "internal/sysmem": 0,
 	"internal/pprofx": 0, "internal/gate": 0, "internal/layers": 0,
 	"internal/atomicfile": 0, "internal/option": 0, "internal/progress": 0,
-	// 0 also: Kubernetes discovery, client-go's one importer.
+	// 0 also: Kubernetes discovery, client-go's one importer (kube/kubetest,
+	// its fake for tests, with it).
 	"internal/kube": 0,
 	// 0 also: helpers for tests, imported by tests alone.
 	"internal/cgrouptest": 0, "internal/clock": 0,

@@ -26,7 +26,7 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 		w.log.Error("triggers", "target", t.Key, "err", err)
 		return
 	}
-	src := w.newSampler(t, rules)
+	src := w.newSampler(wt, rules)
 	w.mu.Lock()
 	wt.sampler = src
 	w.mu.Unlock()
@@ -134,29 +134,68 @@ func (w *Watcher) findingLines(e store.Entry) []string {
 
 // noteRestart records a restart of the target between two samples; after
 // an OOM kill, the last bundle before it is marked as the one before the
-// kill.
+// kill. A pod's restarts are its container's status's (podRestarted):
+// between its samples only an OOM kill in its cgroup counts.
 func (w *Watcher) noteRestart(ctx context.Context, wt *watched, prev, cur trigger.Sample) {
+	if wt.target.Pod != nil {
+		prev.Known &^= trigger.KnownPID | trigger.KnownStart
+	}
 	r := trigger.DetectRestart(prev, cur)
 	if !r.Restarted && !r.OOMKilled() {
 		return
 	}
-	oom := r.OOMKilled()
+	w.recordRestart(ctx, wt, cur.Time, r.Restarted, r.OOMKilled(), r.Reason)
+}
+
+// podRestarted records that a pod's container restarted, as its status
+// says: after an OOM kill, the last bundle before the run ended is
+// marked as the one before the kill, unless the kill was already seen in
+// the container's cgroup.
+func (w *Watcher) podRestarted(ctx context.Context, wt *watched, st config.PodStatus, restarts int32) {
+	reason := fmt.Sprintf("container restart %d", restarts)
+	at := st.LastFinishedAt
+	if st.LastTermination != "" {
+		reason += "; its last run ended " + st.LastTermination
+		if !at.IsZero() {
+			reason += " at " + at.UTC().Format(time.RFC3339)
+		}
+	}
+	if at.IsZero() {
+		at = w.opts.now()
+	}
+	oom := st.OOMKilled()
+	w.mu.Lock()
+	seen := oom && !wt.lastOOM.IsZero() && wt.lastOOM.After(at.Add(-podOOMSlack))
+	w.mu.Unlock()
+	w.recordRestart(ctx, wt, at, true, oom && !seen, reason)
+}
+
+// podOOMSlack is how far before a pod's OOM-killed run ended (as its
+// status says) an OOM kill seen in its cgroup is the same kill.
+const podOOMSlack = time.Minute
+
+// recordRestart counts, logs and announces a restart or an OOM kill at
+// time at; after an OOM kill it marks the last capture before it.
+func (w *Watcher) recordRestart(ctx context.Context, wt *watched, at time.Time, restarted, oom bool, reason string) {
 	w.metrics.restarts.WithLabelValues(fmt.Sprint(oom)).Inc()
-	ev := Event{Kind: "restart", Target: wt.target.Key, Labels: wt.target.Labels, Time: cur.Time, OOMKill: oom,
-		Text: fmt.Sprintf("heapscope: %s restarted (%s)", wt.target.Key, r.Reason)}
+	ev := Event{Kind: "restart", Target: wt.target.Key, Labels: wt.target.Labels, Time: at, OOMKill: oom,
+		Text: fmt.Sprintf("heapscope: %s restarted (%s)", wt.target.Key, reason)}
 	if oom {
-		ev.Text = fmt.Sprintf("heapscope: %s: OOM kill (%s)", wt.target.Key, r.Reason)
-		if e, ok, err := w.opts.Store.MarkBeforeOOM(wt.target.Key, cur.Time); err != nil {
+		w.mu.Lock()
+		wt.lastOOM = at
+		w.mu.Unlock()
+		ev.Text = fmt.Sprintf("heapscope: %s: OOM kill (%s)", wt.target.Key, reason)
+		if e, ok, err := w.opts.Store.MarkBeforeOOM(wt.target.Key, at); err != nil {
 			w.log.Error("mark the capture before the OOM kill", "target", wt.target.Key, "err", err)
 		} else if ok {
 			ev.Path = e.Path
 			ev.Text += "; the last capture before it: " + e.Path
 		}
 	}
-	if r.Restarted {
-		w.log.Warn("target restarted", "target", wt.target.Key, "oom_kill", oom, "reason", r.Reason)
+	if restarted {
+		w.log.Warn("target restarted", "target", wt.target.Key, "oom_kill", oom, "reason", reason)
 	} else {
-		w.log.Warn("OOM kill in the target's cgroup", "target", wt.target.Key, "reason", r.Reason)
+		w.log.Warn("OOM kill in the target's cgroup", "target", wt.target.Key, "reason", reason)
 	}
 	w.notify(ctx, ev)
 }
@@ -210,14 +249,25 @@ type sampler struct {
 	needMetrics bool
 	client      *target.Client
 	limit       uint64
+	// container gives a pod's container's cgroup on this node as its
+	// status says now; nil for other targets, "" dir when unknown.
+	container func() (mount, dir string)
 
 	found  atomic.Int64 // the PID found on the port; 0 when unknown
 	cgroup *sysmem.Cgroup
 	cgPID  int // whose cgroup cgroup is
 }
 
-func (w *Watcher) newSampler(t config.Target, rules []trigger.Rule) *sampler {
+func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
+	t := wt.target
 	s := &sampler{key: t.Key, given: t.PID, limit: uint64(max(0, t.Settings.MemoryLimit)), needMetrics: len(rules) > 0}
+	if t.Pod != nil {
+		s.container = func() (string, string) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return wt.pod.CgroupMount, wt.pod.Cgroup
+		}
+	}
 	if port, ok := target.LoopbackPort(t.URL); ok {
 		s.port = port
 	}
@@ -229,7 +279,16 @@ func (w *Watcher) newSampler(t config.Target, rules []trigger.Rule) *sampler {
 	return s
 }
 
-func (s *sampler) local() bool { return s.given > 0 || s.port > 0 }
+// local reports whether the target's memory is read on this machine:
+// its process's, or its container's cgroup.
+func (s *sampler) local() bool {
+	if s.container != nil {
+		if _, dir := s.container(); dir != "" {
+			return true
+		}
+	}
+	return s.given > 0 || s.port > 0
+}
 
 // pid is the target's process as last seen: the configured one, or the
 // one found on its port; 0 when unknown.
@@ -244,7 +303,20 @@ func (s *sampler) pid() int {
 // for again on its port at the next sample: the restart shows as a new
 // PID and start time.
 func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
-	if s.local() {
+	if s.container != nil {
+		if mount, dir := s.container(); dir != "" {
+			smp, err := trigger.Container{Mount: mount, Dir: dir}.Sample(ctx)
+			if err == nil {
+				if s.cgroup == nil || s.cgroup.Dir != dir {
+					if cg, cerr := sysmem.CgroupAt(mount, dir); cerr == nil {
+						s.cgroup = &cg
+					}
+				}
+				s.fillFromMetrics(ctx, &smp)
+				return smp, nil
+			}
+		}
+	} else if s.given > 0 || s.port > 0 {
 		pid := s.pid()
 		if pid == 0 {
 			p, err := (sysmem.Proc{}).ListeningPID(s.port)

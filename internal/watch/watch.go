@@ -86,8 +86,10 @@ type watched struct {
 	sampler *sampler
 	// Guarded by Watcher.mu:
 	health       Health
-	lastLongTerm time.Time // when the long-term diagnosis last ran
-	limit        float64   // the memory limit last seen by the triggers, bytes
+	lastLongTerm time.Time        // when the long-term diagnosis last ran
+	limit        float64          // the memory limit last seen by the triggers, bytes
+	pod          config.PodStatus // the pod's status now (target.Pod's at start)
+	lastOOM      time.Time        // when the last OOM kill noted was
 }
 
 // New checks the options and makes a Watcher.
@@ -127,7 +129,7 @@ func New(opts Options) (*Watcher, error) {
 // diagnoseLongTerm), and returns when all are stored: the CronJob form.
 // The error names the targets that could not be captured.
 func (w *Watcher) Once(ctx context.Context) error {
-	targets, err := w.opts.Config.Targets()
+	targets, err := w.opts.Config.Targets(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,13 +193,19 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 	for _, t := range ts {
 		seen[t.Key] = true
 		if old, ok := w.targets[t.Key]; ok {
-			if reflect.DeepEqual(old.target, t) {
+			if reflect.DeepEqual(withoutStatus(old.target), withoutStatus(t)) {
+				if t.Pod != nil {
+					w.podStatus(ctx, old, *t.Pod, start)
+				}
 				continue
 			}
 			old.cancel()
 			delete(w.targets, t.Key)
 		}
 		wt := &watched{target: t, health: Health{Target: t.Key}, fresh: make(chan trigger.Sample, 1)}
+		if t.Pod != nil {
+			wt.pod = *t.Pod
+		}
 		tctx, cancel := context.WithCancel(ctx)
 		wt.cancel = cancel
 		w.targets[t.Key] = wt
@@ -215,6 +223,27 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 		}
 	}
 	w.metrics.targets.Set(float64(len(w.targets)))
+}
+
+// withoutStatus is a target less its pod's status, which changes while
+// the target stays the same.
+func withoutStatus(t config.Target) config.Target {
+	if t.Pod != nil {
+		t.Pod = &config.PodStatus{}
+	}
+	return t
+}
+
+// podStatus takes a pod's new status (w.mu held): where its container's
+// cgroup is now, and, when its container restarted while watched (live),
+// the restart recorded.
+func (w *Watcher) podStatus(ctx context.Context, wt *watched, st config.PodStatus, live bool) {
+	prev := wt.pod
+	wt.pod = st
+	if !live || st.Restarts <= prev.Restarts {
+		return
+	}
+	w.loops.Go(func() { w.podRestarted(ctx, wt, st, st.Restarts) })
 }
 
 func (w *Watcher) stopAll() {

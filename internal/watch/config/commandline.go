@@ -24,6 +24,11 @@ type CommandLine struct {
 	Given func(flag string) bool
 	// CheckTrigger checks a trigger expression, as Options.CheckTrigger.
 	CheckTrigger func(expr string) error
+	// Pods discovers the pods of a config file's kubernetes sections, as
+	// Options.Pods.
+	Pods PodDiscovery
+	// Warn is told of discovery's problems, as Options.Warn.
+	Warn func(error)
 }
 
 // urlFormFlags are the flags of the URL form.
@@ -46,7 +51,7 @@ func FromCommandLine(cl CommandLine) (*Config, error) {
 				return nil, fmt.Errorf("--%s goes with URLs; with --config set it in the file", name)
 			}
 		}
-		return Load(cl.File, Options{CheckTrigger: cl.CheckTrigger})
+		return Load(cl.File, Options{CheckTrigger: cl.CheckTrigger, Pods: cl.Pods, Warn: cl.Warn})
 	}
 	if len(cl.URLs) == 0 {
 		return nil, errors.New("watch needs targets: URLs, or --config FILE")

@@ -11,6 +11,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -143,6 +144,9 @@ type Group struct {
 	Static []Static
 	// FileSD are the files of targets re-read while watching.
 	FileSD []FileSD
+	// Kubernetes discovers the group's targets among a cluster's pods;
+	// nil for none.
+	Kubernetes *Kubernetes
 	// Pos is where the group was written, file:line.
 	Pos string
 }
@@ -171,6 +175,88 @@ type FileSD struct {
 	RefreshInterval time.Duration
 }
 
+// Kubernetes is a group's pod discovery: the running pods that opt in
+// with the heapscope.io/* annotations (docs/watch-config.md), watched
+// through the Kubernetes API.
+type Kubernetes struct {
+	// Namespaces are the namespaces whose pods are watched; empty for all.
+	Namespaces []string
+	// Selector is a label selector, in kubectl's syntax, that the pods
+	// must match; empty for every pod.
+	Selector string
+	// Node, when set, restricts discovery to the pods of that node (a
+	// watcher run as a DaemonSet). $VAR and ${VAR} in it are taken from
+	// the environment when the config is read.
+	Node string
+	// CgroupRoot is where the node's cgroup filesystem is mounted
+	// (/host/sys/fs/cgroup in the DaemonSet). When set, each pod's memory,
+	// limit and OOM kills are read from its container's cgroup there, as
+	// a local process's are; empty reads none.
+	CgroupRoot string
+	// Kubeconfig is the kubeconfig file to reach the API server with;
+	// empty for the pod's service account in a cluster, else $KUBECONFIG
+	// or ~/.kube/config.
+	Kubeconfig string
+	// Pos is where the section was written, file:line.
+	Pos string
+}
+
+// Pod is one pod a kubernetes section found: what a PodDiscovery hands
+// to Watch.
+type Pod struct {
+	// URL is the pod's pprof server, http://<pod IP>:<port>.
+	URL string
+	// PprofPath is the pod's pprof path (its heapscope.io/path
+	// annotation); empty for the group's pprof_path.
+	PprofPath string
+	// Labels name the pod: namespace, pod, container, node, owner_kind,
+	// owner.
+	Labels map[string]string
+	// MemoryLimit is the container's memory limit from the pod spec in
+	// bytes, 0 when it has none (the group's memory_limit applies).
+	MemoryLimit int64
+	// Status is what changes while the pod stays the same target.
+	Status PodStatus
+}
+
+// PodStatus is what changes in a pod's container without making it
+// another target: its restarts and where its cgroup is.
+type PodStatus struct {
+	// Restarts is the container's restart count.
+	Restarts int32
+	// LastTermination is the kubelet's reason for the end of the
+	// container's previous run (OOMKilled, Error, …); empty when it has
+	// not restarted.
+	LastTermination string
+	// LastFinishedAt is when that run ended.
+	LastFinishedAt time.Time
+	// CgroupMount is the mount of the memory hierarchy that holds Cgroup
+	// (the host's cgroup root for v2, its memory controller for v1);
+	// Cgroup is the container's cgroup directory under it. Both are empty
+	// when the section reads no cgroups, or before the container has one.
+	CgroupMount, Cgroup string
+}
+
+// OOMKilled reports whether the container's previous run ended in the
+// kernel's OOM killer.
+func (s PodStatus) OOMKilled() bool { return s.LastTermination == "OOMKilled" }
+
+// PodDiscovery finds the pods of kubernetes sections. heapscope's own,
+// in internal/watch/kubesd, reaches the API server through client-go;
+// keeping it behind this interface keeps client-go out of every package
+// that only reads configs.
+type PodDiscovery interface {
+	// Check checks a section's values when the config is read (a label
+	// selector's syntax); its error is reported at the section's line.
+	Check(k *Kubernetes) error
+	// Watch calls fn with the section's pods once its view of the cluster
+	// is complete, then whenever they change, one call at a time, until
+	// ctx ends; then it returns nil. It returns an error at once when the
+	// API server cannot be reached with the section's settings (no
+	// service account, no kubeconfig).
+	Watch(ctx context.Context, k *Kubernetes, fn func([]Pod)) error
+}
+
 // Target is one target to watch, resolved from its group and entry.
 type Target struct {
 	// Key is the target's identity: its canonical pprof URL,
@@ -189,6 +275,9 @@ type Target struct {
 	Settings Settings
 	// PID is the target's process when given (Static.PID); 0 otherwise.
 	PID int
+	// Pod is the status of the pod a kubernetes section found the target
+	// as; nil for other targets. Its changes leave the target the same.
+	Pod *PodStatus
 
 	pos string // where it was written, for duplicate errors
 }
@@ -199,6 +288,9 @@ type Options struct {
 	// parser); its error is reported at the expression's file:line. Nil:
 	// expressions are not checked.
 	CheckTrigger func(expr string) error
+	// Pods discovers the pods of kubernetes sections; a config with one
+	// cannot be loaded without it.
+	Pods PodDiscovery
 	// Warn is told of each problem of target discovery that does not stop
 	// Targets or Watch: a file_sd file that cannot be read or parsed (its
 	// last good targets are kept), a target given twice (the first is

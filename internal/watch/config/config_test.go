@@ -75,7 +75,7 @@ func viewOf(t *testing.T, c *Config) []byte {
 	for _, g := range c.Groups {
 		v.Groups = append(v.Groups, g.Name)
 	}
-	ts, err := c.Targets()
+	ts, err := c.Targets(t.Context())
 	for _, e := range unjoin(err) {
 		v.Problems = append(v.Problems, e.Error())
 	}
@@ -201,7 +201,7 @@ func TestLoad_Bad(t *testing.T) {
 		{"groups not a list", "groups:\n  api: {}\n", `heapscope.yaml:2: groups: want a list, not a mapping`},
 		{"defaults left empty", "defaults:\n" + group, `heapscope.yaml:1: defaults: want a mapping of keys, not nothing`},
 		{"group without name", "groups:\n  - static: [{targets: [h:1]}]\n", `heapscope.yaml:2: groups[0]: no name: every group has one`},
-		{"group without targets", "groups:\n  - name: api\n", `heapscope.yaml:2: groups[0]: no targets: give static or file_sd`},
+		{"group without targets", "groups:\n  - name: api\n", `heapscope.yaml:2: groups[0]: no targets: give static, file_sd or kubernetes`},
 		{"bad group name", "groups:\n  - name: my api\n    static: [{targets: [h:1]}]\n",
 			`heapscope.yaml:2: groups[0].name: group name "my api": want letters, digits, _, . and -, starting with a letter or digit`},
 		{"group name twice", group + "  - name: api\n    static: [{targets: [h:2]}]\n",
@@ -344,7 +344,7 @@ func TestForURLs(t *testing.T) {
 		t.Errorf("trigger %+v: want its position the command line, the default cooldown", tr)
 	}
 	c.Groups[0].Static[0].PID = 4242
-	ts, err := c.Targets()
+	ts, err := c.Targets(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

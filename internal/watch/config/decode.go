@@ -810,7 +810,72 @@ var groupFields = append(settingsOfGroup(), []field[Group]{
 		}
 		return nil
 	}},
+	{"kubernetes", func(d *decoder, n *yaml.Node, path string, g *Group) error {
+		k := &Kubernetes{Pos: d.pos(resolve(n))}
+		if resolve(n).Kind != yaml.MappingNode && !isNull(resolve(n)) {
+			return d.failf(resolve(n), path, "want a mapping of namespaces, selector, node, cgroup_root and kubeconfig, not %s", kind(resolve(n)))
+		}
+		if !isNull(resolve(n)) {
+			if _, err := decodeMapping(d, n, path, kubernetesFields, k); err != nil {
+				return err
+			}
+		}
+		if d.opts.Pods == nil {
+			return d.failf(resolve(n), path, "pod discovery is not available here")
+		}
+		if err := d.opts.Pods.Check(k); err != nil {
+			return d.fail(resolve(n), path, err)
+		}
+		g.Kubernetes = k
+		return nil
+	}},
 }...)
+
+var kubernetesFields = []field[Kubernetes]{
+	{"namespaces", func(d *decoder, n *yaml.Node, path string, k *Kubernetes) error {
+		ns, nodes, err := d.strings(n, path)
+		for i, s := range ns {
+			if err == nil {
+				err = d.check(nodes[i], index(path, i), checkNamespace(s))
+			}
+		}
+		k.Namespaces = ns
+		return err
+	}},
+	{"selector", func(d *decoder, n *yaml.Node, path string, k *Kubernetes) error {
+		s, err := d.str(n, path)
+		k.Selector = s
+		return err
+	}},
+	{"node", func(d *decoder, n *yaml.Node, path string, k *Kubernetes) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		node, err := expandEnv(s)
+		k.Node = node
+		return d.check(n, path, err)
+	}},
+	{"cgroup_root", func(d *decoder, n *yaml.Node, path string, k *Kubernetes) error {
+		s, err := d.str(n, path)
+		if err == nil && s != "" && !filepath.IsAbs(s) {
+			err = d.failf(resolve(n), path, "%q: want an absolute path, such as /host/sys/fs/cgroup", s)
+		}
+		k.CgroupRoot = filepath.Clean(s)
+		if s == "" {
+			k.CgroupRoot = ""
+		}
+		return err
+	}},
+	{"kubeconfig", func(d *decoder, n *yaml.Node, path string, k *Kubernetes) error {
+		s, err := d.str(n, path)
+		if s != "" && !filepath.IsAbs(s) {
+			s = filepath.Join(d.dir, s)
+		}
+		k.Kubeconfig = s
+		return err
+	}},
+}
 
 // settingsOfGroup makes the settings' fields fields of a group.
 func settingsOfGroup() []field[Group] {
@@ -837,8 +902,8 @@ func (d *decoder) group(n *yaml.Node, path string, defaults Settings) (Group, er
 	if nodes["name"] == nil {
 		return g, d.failf(n, path, "no name: every group has one")
 	}
-	if nodes["static"] == nil && nodes["file_sd"] == nil {
-		return g, d.failf(n, path, "no targets: give static or file_sd")
+	if nodes["static"] == nil && nodes["file_sd"] == nil && nodes["kubernetes"] == nil {
+		return g, d.failf(n, path, "no targets: give static, file_sd or kubernetes")
 	}
 	if err := d.checkWindow(g.Settings, path, nodes); err != nil {
 		return g, err

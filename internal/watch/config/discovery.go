@@ -12,23 +12,35 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
+// firstPodsTimeout bounds how long Targets waits for a kubernetes
+// section's first list of pods.
+const firstPodsTimeout = time.Minute
+
 // Targets returns every target now: the static ones, then those of each
-// file_sd file as it reads now, group by group in the config's order (a
-// file_sd entry's files by name). A file that cannot be read or parsed,
-// and a target given twice (the first is kept), make the error, which
-// joins them all; the list still holds every target that could be
-// resolved.
-func (c *Config) Targets() ([]Target, error) {
+// file_sd file as it reads now, then the pods of the group's kubernetes
+// section, group by group in the config's order (a file_sd entry's files
+// by name). A file that cannot be read or parsed, and a target given
+// twice (the first is kept), make the error, which joins them all; the
+// list still holds every target that could be resolved. A kubernetes
+// section that gives no list within a minute, or before ctx ends, fails
+// the whole call.
+func (c *Config) Targets(ctx context.Context) ([]Target, error) {
 	d := newDiscovery(c)
 	var problems []error
 	for _, s := range d.sources {
 		s.refresh()
 		problems = append(problems, s.problems...)
+	}
+	if len(d.pods) > 0 {
+		if err := d.firstPods(ctx); err != nil {
+			return nil, err
+		}
 	}
 	ts, more := d.targets()
 	return ts, errors.Join(append(problems, more...)...)
@@ -37,12 +49,15 @@ func (c *Config) Targets() ([]Target, error) {
 // Watch calls fn with every target (as Targets lists them) at its start,
 // then again whenever the list changes: each file_sd entry's files are
 // read again every refresh_interval, new files matching its patterns
-// included. A file that no longer exists gives up its targets; a file
-// that cannot be read or parsed keeps its last good targets. Such
+// included, and each kubernetes section's pods are followed as the API
+// server reports them (a section's pods join the list once its first
+// list has come). A file that no longer exists gives up its targets; a
+// file that cannot be read or parsed keeps its last good targets. Such
 // problems, and targets given twice, go to Options.Warn, each once when
 // it appears. fn is called from Watch's goroutine, one call at a time,
-// with a list of its own. Watch returns nil when ctx is done. The Config
-// must not change while Watch runs.
+// with a list of its own. Watch returns nil when ctx is done, and an
+// error when a kubernetes section cannot reach its API server. The
+// Config must not change while Watch runs.
 func (c *Config) Watch(ctx context.Context, fn func([]Target)) error {
 	d := newDiscovery(c)
 	reported := map[string]bool{}
@@ -70,37 +85,117 @@ func (c *Config) Watch(ctx context.Context, fn func([]Target)) error {
 	}
 	last := update()
 	fn(slices.Clone(last))
-	if len(d.sources) == 0 {
-		<-ctx.Done()
-		return nil
+
+	ctx, cancel := context.WithCancel(ctx)
+	pods, podErrs, wait := d.watchPods(ctx)
+	defer wait()
+	defer cancel()
+	var (
+		due   <-chan time.Time // nil without file_sd sources
+		timer *time.Timer
+	)
+	if len(d.sources) > 0 {
+		timer = time.NewTimer(time.Until(d.nextDue()))
+		defer timer.Stop()
+		due = timer.C
 	}
-	timer := time.NewTimer(time.Until(d.nextDue()))
-	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-timer.C:
-		}
-		now := time.Now()
-		for _, s := range d.sources {
-			if !now.Before(s.next) {
-				s.refresh()
-				s.next = now.Add(s.sd.RefreshInterval)
+		case err := <-podErrs:
+			return err
+		case u := <-pods:
+			u.src.pods = u.pods
+		case <-due:
+			now := time.Now()
+			for _, s := range d.sources {
+				if !now.Before(s.next) {
+					s.refresh()
+					s.next = now.Add(s.sd.RefreshInterval)
+				}
 			}
+			timer.Reset(time.Until(d.nextDue()))
 		}
 		if ts := update(); !sameTargets(last, ts) {
 			last = ts
 			fn(slices.Clone(ts))
 		}
-		timer.Reset(time.Until(d.nextDue()))
 	}
 }
 
-// discovery holds the file_sd sources of a config and what they read.
+// podUpdate is a kubernetes section's new list of pods.
+type podUpdate struct {
+	src  *podSource
+	pods []Pod
+}
+
+// watchPods runs each kubernetes section's discovery until ctx ends. Its
+// lists come on the first channel; a discovery that cannot start sends
+// its error on the second. wait returns when every discovery has ended
+// (after ctx has).
+func (d *discovery) watchPods(ctx context.Context) (<-chan podUpdate, <-chan error, func()) {
+	updates := make(chan podUpdate)
+	errs := make(chan error, len(d.pods))
+	var wg sync.WaitGroup
+	for _, ps := range d.pods {
+		wg.Go(func() {
+			err := d.c.opts.Pods.Watch(ctx, ps.g.Kubernetes, func(pods []Pod) {
+				select {
+				case updates <- podUpdate{ps, slices.Clone(pods)}:
+				case <-ctx.Done():
+				}
+			})
+			if err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("group %s: kubernetes (%s): %w", ps.g.Name, ps.g.Kubernetes.Pos, err)
+			}
+		})
+	}
+	return updates, errs, wg.Wait
+}
+
+// firstPods waits for the first list of every kubernetes section.
+func (d *discovery) firstPods(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, firstPodsTimeout)
+	updates, errs, wait := d.watchPods(ctx)
+	defer wait()
+	defer cancel()
+	pending := map[*podSource]bool{}
+	for _, ps := range d.pods {
+		pending[ps] = true
+	}
+	for len(pending) > 0 {
+		select {
+		case u := <-updates:
+			u.src.pods = u.pods
+			delete(pending, u.src)
+		case err := <-errs:
+			return err
+		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return err
+			}
+			for ps := range pending {
+				return fmt.Errorf("group %s: kubernetes (%s): no list of pods from the API server within %v", ps.g.Name, ps.g.Kubernetes.Pos, firstPodsTimeout)
+			}
+		}
+	}
+	return nil
+}
+
+// discovery holds the file_sd sources and kubernetes sections of a
+// config and what they read.
 type discovery struct {
 	c       *Config
 	sources []*source
+	pods    []*podSource
+}
+
+// podSource is one group's kubernetes section and its last list of pods.
+type podSource struct {
+	group int
+	g     *Group
+	pods  []Pod
 }
 
 // source is one file_sd entry of one group, with the last good targets of
@@ -119,6 +214,9 @@ func newDiscovery(c *Config) *discovery {
 	for gi := range c.Groups {
 		for _, sd := range c.Groups[gi].FileSD {
 			d.sources = append(d.sources, &source{group: gi, g: &c.Groups[gi], sd: sd, files: map[string][]Target{}})
+		}
+		if c.Groups[gi].Kubernetes != nil {
+			d.pods = append(d.pods, &podSource{group: gi, g: &c.Groups[gi]})
 		}
 	}
 	return d
@@ -210,8 +308,51 @@ func (d *discovery) targets() ([]Target, []error) {
 				}
 			}
 		}
+		for _, ps := range d.pods {
+			if ps.group != gi {
+				continue
+			}
+			for _, p := range ps.pods {
+				t, err := podTarget(p, g)
+				if err != nil {
+					problems = append(problems, fmt.Errorf("group %s: kubernetes: %w", g.Name, err))
+					continue
+				}
+				add(t)
+			}
+		}
 	}
 	return out, problems
+}
+
+// podTarget resolves a discovered pod as a target of group g: the
+// group's settings, with the pod's pprof path and memory limit when it
+// gives them, and its labels over the group's.
+func podTarget(p Pod, g *Group) (Target, error) {
+	path := g.Settings.PprofPath
+	if p.PprofPath != "" {
+		path = p.PprofPath
+		if !strings.HasSuffix(path, "/") {
+			path += "/"
+		}
+		if err := checkPath(path); err != nil {
+			return Target{}, fmt.Errorf("pod %s/%s: %w", p.Labels["namespace"], p.Labels["pod"], err)
+		}
+	}
+	u, err := parseTarget(p.URL, path)
+	if err != nil {
+		return Target{}, fmt.Errorf("pod %s/%s: %w", p.Labels["namespace"], p.Labels["pod"], err)
+	}
+	pos := fmt.Sprintf("pod %s/%s", p.Labels["namespace"], p.Labels["pod"])
+	t := newTarget(u, g, p.Labels, 0, pos)
+	t.Key = targetKey(u, path)
+	t.Settings.PprofPath = path
+	if p.MemoryLimit > 0 {
+		t.Settings.MemoryLimit = p.MemoryLimit
+	}
+	status := p.Status
+	t.Pod = &status
+	return t, nil
 }
 
 // newTarget resolves a target of group g with its entry's labels.
@@ -237,7 +378,9 @@ func newTarget(base *url.URL, g *Group, labels map[string]string, pid int, pos s
 // same labels, in the same order.
 func sameTargets(a, b []Target) bool {
 	return slices.EqualFunc(a, b, func(x, y Target) bool {
-		return x.Key == y.Key && x.Group == y.Group && x.PID == y.PID && maps.Equal(x.Labels, y.Labels)
+		return x.Key == y.Key && x.Group == y.Group && x.PID == y.PID && maps.Equal(x.Labels, y.Labels) &&
+			x.Settings.PprofPath == y.Settings.PprofPath && x.Settings.MemoryLimit == y.Settings.MemoryLimit &&
+			(x.Pod == nil) == (y.Pod == nil) && (x.Pod == nil || *x.Pod == *y.Pod)
 	})
 }
 

@@ -230,7 +230,7 @@ func TestTargets_ReportsWhatItCannotRead(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "sd", "d.json"), `[{"targets": ["10.0.0.4:6060"], "lables": {}}]`)
 	// Escaped surrogate pairs are JSON the YAML parser does not read.
 	writeFile(t, filepath.Join(dir, "sd", "e.json"), `[{"targets": ["10.0.0.5:6060"], "labels": {"owner": "\ud83d\ude00"}}]`)
-	ts, err := c.Targets()
+	ts, err := c.Targets(t.Context())
 	if got := keys(ts); !slices.Equal(got, []string{"127.0.0.1:6060", "10.0.0.1:6060", "10.0.0.5:6060"}) {
 		t.Errorf("targets %v, want the static one and those of the good files", got)
 	}
@@ -263,7 +263,7 @@ func TestTargets_MissingFileNamedAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := c.Targets()
+	ts, err := c.Targets(t.Context())
 	if len(ts) != 0 || err == nil || !strings.Contains(err.Error(), "gone.json: no such file") || strings.Contains(err.Error(), "none-") {
 		t.Errorf("Targets = %v, %v: want an error for the file named, none for the pattern matching nothing", ts, err)
 	}

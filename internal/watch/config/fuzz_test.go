@@ -28,12 +28,14 @@ func FuzzParse(f *testing.F) {
 		"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n",
 		"defaults: {every: 1y2w3d, window: 1.5h, max_body: .5GiB}\ngroups: [{name: a, file_sd: [{files: [x/*.json]}]}]",
 		"groups:\n- name: a\n  labels: {x: 2024-01-01, y: .inf, z: !!binary aGk=}\n  static: [{targets: ['[::1]:1']}]\n",
+		"groups: [{name: k, kubernetes: {namespaces: [a, b-1], selector: 'x in (y)', node: n, cgroup_root: /c, kubeconfig: k}}]",
+		"groups: [{name: k, kubernetes: }]",
 	} {
 		f.Add([]byte(s))
 	}
 	schema := compileSchema(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := parse(data, "fuzz.yaml", Options{})
+		c, err := parse(data, "fuzz.yaml", Options{Pods: &fakePods{}})
 		if err != nil {
 			if msg := err.Error(); !strings.HasPrefix(msg, "fuzz.yaml") || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q is not one line naming the file", msg)

@@ -134,6 +134,7 @@ var schemaObjects = map[string][]string{
 	"$defs/group":           keysOf(groupFields),
 	"$defs/static":          keysOf(staticFields),
 	"$defs/file_sd":         keysOf(fileSDFields),
+	"$defs/kubernetes":      keysOf(kubernetesFields),
 	"$defs/trigger/anyOf/1": keysOf(triggerFields),
 }
 

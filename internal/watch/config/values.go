@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -361,4 +362,36 @@ func parseTarget(raw, pprofPath string) (*url.URL, error) {
 // targetKey is a target's identity: its base URL and pprof path.
 func targetKey(base *url.URL, pprofPath string) string {
 	return base.String() + pprofPath
+}
+
+// namespaceName is a Kubernetes namespace's name: a DNS label.
+var namespaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func checkNamespace(ns string) error {
+	if !namespaceName.MatchString(ns) {
+		return fmt.Errorf("namespace %q: want lower-case letters, digits and -, at most 63", ns)
+	}
+	return nil
+}
+
+// envRef is a $VAR or ${VAR} reference.
+var envRef = regexp.MustCompile(`\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)
+
+// expandEnv replaces $VAR and ${VAR} in s with the environment's values.
+// A variable that is unset or empty is an error: a node name that
+// silently became "" would watch every node's pods.
+func expandEnv(s string) (string, error) {
+	var missing []string
+	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := strings.Trim(ref, "${}")
+		v := os.Getenv(name)
+		if v == "" {
+			missing = append(missing, "$"+name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%s is not set in the environment (a DaemonSet sets NODE_NAME from spec.nodeName)", strings.Join(missing, ", "))
+	}
+	return out, nil
 }
