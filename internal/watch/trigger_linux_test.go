@@ -28,7 +28,18 @@ import (
 // start the bundle within a second of the crossing. Then the allocating
 // process grows past the limit and is killed by the OOM killer, and the
 // bundle is marked as the one before the kill.
+//
+// It does so twice: the example as a local process, found by its port,
+// and as a pod of this node that a kubernetes section discovered, whose
+// container's cgroup the watcher reads by its directory (the DaemonSet
+// form, where the pod's processes are not to be seen).
 func TestTrigger_memoryOfARealCgroup(t *testing.T) {
+	for _, form := range []string{"local process", "pod on this node"} {
+		t.Run(form, func(t *testing.T) { testMemoryOfARealCgroup(t, form == "pod on this node") })
+	}
+}
+
+func testMemoryOfARealCgroup(t *testing.T, pod bool) {
 	const limit = 256 << 20
 	dir := cgrouptest.MakeV1(t, limit)
 	leaky := startExample(t, "leaky")
@@ -57,12 +68,18 @@ func TestTrigger_memoryOfARealCgroup(t *testing.T) {
 	}))
 	defer hook.Close()
 
-	cfg, err := config.ForURLs([]string{leaky.URL}, config.Settings{
-		Every: time.Hour, Window: time.Second, Timeout: 5 * time.Second, Poll: time.Minute,
-		Triggers: []config.Trigger{{Expr: "memory>=" + strconv.Itoa(pct) + "%", Pos: "test"}},
-	})
-	if err != nil {
-		t.Fatal(err)
+	expr := "memory>=" + strconv.Itoa(pct) + "%"
+	var cfg *config.Config
+	if pod {
+		cfg = podCgroupConfig(t, leaky.URL, expr, cg)
+	} else {
+		cfg, err = config.ForURLs([]string{leaky.URL}, config.Settings{
+			Every: time.Hour, Window: time.Second, Timeout: 5 * time.Second, Poll: time.Minute,
+			Triggers: []config.Trigger{{Expr: expr, Pos: "test"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg.Webhook = &config.Webhook{URL: hook.URL}
 	st, err := store.Open(t.TempDir())
@@ -140,6 +157,28 @@ func TestTrigger_memoryOfARealCgroup(t *testing.T) {
 	if !sawBundle || !sawKill {
 		t.Errorf("webhook events %+v: want the bundle and the OOM kill", events)
 	}
+}
+
+// podCgroupConfig is the config of a kubernetes group whose one pod
+// serves at url, its container's cgroup cg, as a DaemonSet's watcher
+// finds it under the node's cgroup root.
+func podCgroupConfig(t *testing.T, url, expr string, cg sysmem.Cgroup) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "heapscope.yaml")
+	yaml := "defaults: {every: 1h, window: 1s, timeout: 5s, poll: 1m, triggers: ['" + expr + "']}\n" +
+		"groups:\n  - name: pods\n    kubernetes: {node: node-a, cgroup_root: /sys/fs/cgroup}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	feed := &podFeed{lists: make(chan []config.Pod, 1)}
+	feed.lists <- []config.Pod{{URL: url,
+		Labels: map[string]string{"namespace": "shop", "pod": "leaky-0", "container": "leaky", "node": "node-a"},
+		Status: config.PodStatus{CgroupMount: cgrouptest.V1Memory, Cgroup: cg.Dir}}}
+	cfg, err := config.Load(path, config.Options{Pods: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // waitFor polls f every 100 ms until it reports a value, or fails the test
