@@ -165,23 +165,23 @@ func (w *Watcher) Once(ctx context.Context) error {
 // Run watches until ctx ends: schedules, triggers, retention. In-flight
 // captures are abandoned when ctx ends (their temporary directories
 // removed), so the store holds only complete captures.
+//
+// It returns an error, having stopped everything, when the targets cannot
+// be followed (a kubernetes section that cannot reach its API server).
 func (w *Watcher) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var bg sync.WaitGroup
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		w.retain(ctx)
-	}()
+	bg.Go(func() { w.retain(ctx) })
 	err := w.opts.Config.Watch(ctx, func(ts []config.Target) { w.update(ctx, ts, true) })
-	if err != nil && ctx.Err() == nil {
-		w.stopAll()
-		bg.Wait()
-		return err
+	if err == nil || ctx.Err() != nil {
+		<-ctx.Done()
+		err = nil
 	}
-	<-ctx.Done()
+	cancel()
 	w.stopAll()
 	bg.Wait()
-	return nil
+	return err
 }
 
 // update makes the watched set the given targets: new ones start, gone ones
