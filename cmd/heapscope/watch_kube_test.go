@@ -33,8 +33,8 @@ func TestWatch_oncePodsOfAKubeconfigsCluster(t *testing.T) {
 	}
 	optedIn := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "leaky-7d9f5-x2x", UID: "u1",
-			Labels:      map[string]string{"app": "leaky", "pod-template-hash": "7d9f5"},
-			Annotations: map[string]string{kube.AnnotationScrape: "true", kube.AnnotationPort: u.Port()},
+			Labels:          map[string]string{"app": "leaky", "pod-template-hash": "7d9f5"},
+			Annotations:     map[string]string{kube.AnnotationScrape: "true", kube.AnnotationPort: u.Port()},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "leaky-7d9f5", Controller: ptr(true)}}},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "leaky",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}}}},
