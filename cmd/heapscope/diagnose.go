@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
 type diagnoseOptions struct {
@@ -80,7 +82,7 @@ func diagnoseInput(ctx context.Context, paths []string, o *diagnoseOptions) (dia
 	if o.data == "" {
 		return run.DiagnosePaths(ctx, paths, o.Diagnosis)
 	}
-	since, err := sinceFlag(o.since)
+	since, err := config.Since("--since", o.since, time.Now())
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}

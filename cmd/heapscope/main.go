@@ -119,6 +119,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newGCTraceCmd(e),
 		newWatchCmd(e),
 		newHistoryCmd(e),
+		newServerCmd(e),
 		newStoreCmd(e),
 	)
 	return withHelp(root, "heapscope")

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch"
@@ -24,6 +23,7 @@ import (
 
 type watchOptions struct {
 	config, data, listen, logFormat, webhook string
+	tokens, htpasswd                         string
 	once                                     bool
 	every, window                            time.Duration
 	triggers                                 []string
@@ -44,7 +44,9 @@ func newWatchCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.config, "config", "", "watch configuration `FILE` (YAML); without it, the URLs with the flags below")
 	fs.StringVar(&o.data, "data", "", "store `DIR`: run directories and their index (required)")
 	fs.BoolVar(&o.once, "once", false, "capture every target once and exit")
-	fs.StringVar(&o.listen, "listen", "", "serve /metrics and /healthz on `ADDR`, such as 127.0.0.1:7071")
+	fs.StringVar(&o.listen, "listen", "", "serve /metrics, /healthz and the history API (as heapscope server) on `ADDR`, such as 127.0.0.1:7071")
+	fs.StringVar(&o.tokens, "auth-tokens", "", "the history API beyond loopback: bearer tokens of `FILE`, as heapscope server")
+	fs.StringVar(&o.htpasswd, "htpasswd", "", "the history API beyond loopback: bcrypt users of `FILE`, as heapscope server")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines on stderr: text or json")
 	fs.DurationVar(&o.every, "every", d.Every, "capture each target this often")
 	fs.DurationVar(&o.window, "window", d.Window, "each scheduled capture's window")
@@ -89,14 +91,14 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		return nil
 	}
 	if addr := cmp.Or(o.listen, cfg.Listen); addr != "" {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
+		served := make(chan error, 2)
+		go func() {
+			served <- server.Run(ctx, server.Config{Store: st, Listen: addr, TokensFile: o.tokens, HtpasswdFile: o.htpasswd,
+				Own: w.Handler(), Health: w.ServerHealth, Log: log}, func(url string) { log.Info("serving", "url", url); served <- nil })
+		}()
+		if err := <-served; err != nil {
 			return fmt.Errorf("--listen %s: %w", addr, err)
 		}
-		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		log.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
 	}
 	if err := w.Run(ctx); err != nil {
 		return err
@@ -131,7 +133,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 				return fmt.Errorf("--min-severity: %w", err)
 			}
 			q := store.Query{Target: o.target, Limit: o.limit, Severities: min.AndAbove()}
-			if q.Since, err = sinceFlag(o.since); err != nil {
+			if q.Since, err = config.Since("--since", o.since, time.Now()); err != nil {
 				return err
 			}
 			h, err := st.History(q)
@@ -149,19 +151,6 @@ func newHistoryCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.severity, "min-severity", "low", "list findings of this severity and above: info, low, medium or high")
 	fs.StringVar(&o.format, "format", "text", "output: text, markdown or json")
 	return withHelp(cmd, "history")
-}
-
-// sinceFlag reads --since, a duration back from now such as 24h or 7d;
-// the zero time when empty.
-func sinceFlag(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	d, err := config.ParseDuration(s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--since: %w", err)
-	}
-	return time.Now().Add(-d), nil
 }
 
 // openStore opens an existing store: reading never creates one.

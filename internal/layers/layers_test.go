@@ -38,8 +38,8 @@ var layer = map[string]int{
 	"internal/gcrun": 2, "internal/trigger": 2, "internal/store": 2,
 	// 3: rendering, for the terminal, files and HTTP alike.
 	"internal/report": 3,
-	// 4: the collector and the web UI.
-	"internal/run": 4, "internal/view": 4,
+	// 4: the collector, the web UI of a run, the history server.
+	"internal/run": 4, "internal/view": 4, "internal/server": 4,
 	// 4 also: the bundled example services that demo starts.
 	"examples": 4,
 	// 5: the watcher, which captures through run; internal/watch/config,

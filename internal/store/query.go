@@ -221,6 +221,26 @@ func (s *Store) LastHealthyRun(target string, before time.Time) (Entry, bool, er
 	return e, ok, nil
 }
 
+// EntryAt returns the entry whose run directory is path (relative to the
+// data directory, as Entry.Path); false when the index has none. A path
+// is only ever looked up, never joined to the data directory here, so a
+// caller that opens what EntryAt returned opens an indexed run.
+func (s *Store) EntryAt(path string) (Entry, bool, error) {
+	row := s.reader.QueryRow("SELECT "+entryColumns+" FROM entries e JOIN targets t ON t.id = e.target_id WHERE e.path = ?", path)
+	e, err := scanEntry(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("entry %s: %w", path, err)
+	}
+	es := []Entry{e}
+	if err := s.fillLabels(es); err != nil {
+		return Entry{}, false, fmt.Errorf("entry %s: %w", path, err)
+	}
+	return es[0], true, nil
+}
+
 // lastEntry returns a target's newest entry before a time that meets cond.
 func (s *Store) lastEntry(target string, before time.Time, cond string) (Entry, bool, error) {
 	row := s.reader.QueryRow("SELECT "+entryColumns+` FROM entries e JOIN targets t ON t.id = e.target_id

@@ -2,13 +2,13 @@ package view
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
 	"runtime"
-	"time"
+
+	"github.com/heapscope/heapscope/internal/webguard"
 )
 
 // LoopbackAddr checks an address to listen on, HOST:PORT: the UI serves
@@ -25,45 +25,15 @@ func LoopbackAddr(addr string) (string, error) {
 	return net.JoinHostPort("127.0.0.1", port), nil
 }
 
-// shutdownGrace is how long Serve gives requests in flight once ctx is
-// done.
-const shutdownGrace = 5 * time.Second
-
 // Serve listens on addr, which LoopbackAddr must accept, and serves h
-// until ctx is done, then shuts down, giving requests in flight five
-// seconds. listening, when not nil, gets the server's URL
-// ("http://127.0.0.1:PORT/") once it listens.
+// until ctx is done (webguard.Serve). listening, when not nil, gets the
+// server's URL ("http://127.0.0.1:PORT/") once it listens.
 func Serve(ctx context.Context, addr string, h http.Handler, listening func(url string)) error {
 	addr, err := LoopbackAddr(addr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	url := "http://" + ln.Addr().String() + "/"
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	if listening != nil {
-		listening(url)
-	}
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", url, err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("stop serving %s: %w", url, err)
-	}
-	return nil
+	return webguard.Serve(ctx, addr, h, listening)
 }
 
 // OpenBrowser opens url with the desktop's opener (xdg-open, or open on

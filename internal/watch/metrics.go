@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/heapscope/heapscope/internal/server"
 )
 
 // metrics are watch's own figures, served on /metrics of its listen
@@ -120,4 +122,14 @@ func (w *Watcher) Health() []Health {
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Target < hs[j].Target })
 	return hs
+}
+
+// ServerHealth is Health as the history server takes it, by target: the
+// server of watch --listen shows what the store alone cannot say.
+func (w *Watcher) ServerHealth() map[string]server.TargetHealth {
+	out := map[string]server.TargetHealth{}
+	for _, h := range w.Health() {
+		out[h.Target] = server.TargetHealth{LastError: h.LastError, NextSlot: h.NextSlot}
+	}
+	return out
 }

@@ -24,6 +24,7 @@
 package webguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ContentSecurityPolicy is the policy of every response: the server's own
@@ -49,6 +51,13 @@ type Options struct {
 	// connection reached and localhost with its port, such as the name
 	// of a reverse proxy ("profiles.example.com:443").
 	Hosts []string
+	// AnyHost drops the Host check: for a server that listens beyond
+	// loopback and requires credentials of every request, where a
+	// rebound name gains a page nothing without them.
+	AnyHost bool
+	// ContentSecurityPolicy replaces the package's ContentSecurityPolicy,
+	// for a server whose pages need no inline code.
+	ContentSecurityPolicy string
 }
 
 // Handler returns h behind the checks of the package doc.
@@ -62,13 +71,17 @@ func Handler(h http.Handler, opts Options) http.Handler {
 		http.Error(w, "cross-origin request refused: "+r.Method+" "+r.URL.Path+" is served to pages of this server only", http.StatusForbidden)
 	}))
 	inner := cop.Handler(h)
+	csp := ContentSecurityPolicy
+	if opts.ContentSecurityPolicy != "" {
+		csp = opts.ContentSecurityPolicy
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := w.Header()
 		header.Set("X-Content-Type-Options", "nosniff")
-		header.Set("Content-Security-Policy", ContentSecurityPolicy)
+		header.Set("Content-Security-Policy", csp)
 		header.Set("X-Frame-Options", "DENY")
 		header.Set("Referrer-Policy", "no-referrer")
-		if !hostAllowed(r, hosts) {
+		if !opts.AnyHost && !hostAllowed(r, hosts) {
 			http.Error(w, fmt.Sprintf("host %q refused: this server answers to the address it listens on", r.Host), http.StatusMisdirectedRequest)
 			return
 		}
@@ -180,4 +193,42 @@ func ReadFile(dir, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s in %s: %w", name, dir, err)
 	}
 	return data, nil
+}
+
+// shutdownGrace is how long Serve gives requests in flight once ctx is
+// done.
+const shutdownGrace = 5 * time.Second
+
+// Serve listens on addr and serves h until ctx is done, then shuts down,
+// giving requests in flight five seconds. listening, when not nil, gets
+// the server's URL ("http://HOST:PORT/") once it listens. The caller
+// decides which addresses may be served (view: loopback only; the
+// history server: loopback, or any with credentials).
+func Serve(ctx context.Context, addr string, h http.Handler, listening func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	if listening != nil {
+		listening(url)
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve %s: %w", url, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("stop serving %s: %w", url, err)
+	}
+	return nil
 }

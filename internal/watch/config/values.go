@@ -364,6 +364,20 @@ func targetKey(base *url.URL, pprofPath string) string {
 	return base.String() + pprofPath
 }
 
+// Since reads a flag such as --since that gives a duration back from
+// now, in ParseDuration's forms (24h, 7d): now less it; the zero time
+// when s is empty. Errors name the flag.
+func Since(flag, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	return now.Add(-d), nil
+}
+
 // namespaceName is a Kubernetes namespace's name: a DNS label.
 var namespaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 

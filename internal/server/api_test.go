@@ -1,0 +1,281 @@
+package server_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/server"
+)
+
+// get serves one GET through s and returns the response.
+func get(t *testing.T, s http.Handler, target string, header ...string) *http.Response {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w.Result()
+}
+
+func newServer(t *testing.T, opts server.Options) *server.Server {
+	t.Helper()
+	if opts.Store == nil {
+		opts.Store = filledStore(t).st
+	}
+	s, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// openAPIDocument is the document the server serves.
+func openAPIDocument(t *testing.T) []byte {
+	t.Helper()
+	resp := get(t, newServer(t, server.Options{}), "/api/v1/openapi.json")
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("openapi.json: %d %v", resp.StatusCode, err)
+	}
+	return body
+}
+
+// openAPISchemas compiles the document's schemas, each addressable by a
+// JSON pointer into it.
+func openAPISchemas(t *testing.T) (map[string]any, func(ptr string) *jsonschema.Schema) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(openAPIDocument(t)))
+	if err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	const id = "https://heapscope.invalid/openapi.json"
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(id, doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.(map[string]any), func(ptr string) *jsonschema.Schema {
+		s, err := c.Compile(id + "#" + ptr)
+		if err != nil {
+			t.Fatalf("schema %s: %v", ptr, err)
+		}
+		return s
+	}
+}
+
+// escapePointer escapes a key for a JSON pointer.
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// TestOpenAPI_everyRouteAnswersAsDocumented walks every operation of the
+// document over a store a real watch filled: each is called with its
+// required parameters (from the store) alone, then with every optional
+// one, and each answer's status and body must be what the document says.
+func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
+	f := filledStore(t)
+	res, err := rundir.Read(f.st.Dir() + "/" + f.runs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := f.runs[len(f.runs)-1].Time.Add(-time.Hour).Format(time.RFC3339)
+	to := f.bundle.Time.Add(time.Hour).Format(time.RFC3339)
+	values := map[string][]string{ // parameters taken from the store
+		"target": {f.target}, "run": {f.runs[0].Path}, "profile": {res.Profiles[0].Path},
+		"from": {from}, "to": {to}, "label": {"group=cli"}, "metric": {"heap_after_gc"},
+		"severity": {"high", "medium", "low", "info"}, "limit": {"50"}, "kind": {"bundle"},
+	}
+	s := newServer(t, server.Options{})
+	doc, schema := openAPISchemas(t)
+	resolve := func(p map[string]any) map[string]any {
+		if ref, ok := p["$ref"].(string); ok {
+			return doc["components"].(map[string]any)["parameters"].(map[string]any)[strings.TrimPrefix(ref, "#/components/parameters/")].(map[string]any)
+		}
+		return p
+	}
+	paths := doc["paths"].(map[string]any)
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		op := paths[path].(map[string]any)["get"].(map[string]any)
+		var params []map[string]any
+		if ps, ok := op["parameters"].([]any); ok {
+			for _, p := range ps {
+				params = append(params, resolve(p.(map[string]any)))
+			}
+		}
+		for _, all := range []bool{false, true} {
+			q := url.Values{}
+			for _, p := range params {
+				name := p["name"].(string)
+				if p["required"] == true || all {
+					v, ok := values[name]
+					if !ok {
+						t.Fatalf("%s: no value for parameter %s", path, name)
+					}
+					q[name] = v
+				}
+			}
+			t.Run(fmt.Sprintf("%s all=%v", path, all), func(t *testing.T) {
+				resp := get(t, s, path+"?"+q.Encode())
+				body, _ := io.ReadAll(resp.Body)
+				status := fmt.Sprint(resp.StatusCode)
+				answer, ok := op["responses"].(map[string]any)[status].(map[string]any)
+				if !ok {
+					t.Fatalf("GET %s?%s: status %s, which the document does not list: %s", path, q.Encode(), status, body)
+				}
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("GET %s?%s: %s %s", path, q.Encode(), status, body)
+				}
+				ptr := "/paths/" + escapePointer(path) + "/get/responses/" + status + "/content/"
+				if _, ok := answer["content"].(map[string]any)["application/octet-stream"]; ok {
+					if ct := resp.Header.Get("Content-Type"); ct != "application/octet-stream" || len(body) == 0 {
+						t.Errorf("content type %q, %d bytes: want the profile", ct, len(body))
+					}
+					return
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("content type %q, want application/json", ct)
+				}
+				v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+				if err != nil {
+					t.Fatalf("body is not JSON: %v\n%s", err, body)
+				}
+				if err := schema(ptr + "application~1json/schema").Validate(v); err != nil {
+					t.Errorf("GET %s?%s: the body is not what the document says: %v\n%s", path, q.Encode(), err, body)
+				}
+			})
+		}
+	}
+}
+
+// decode GETs target from s and decodes its JSON body into v, checking
+// the status.
+func decode(t *testing.T, s http.Handler, target string, status int, v any) {
+	t.Helper()
+	resp := get(t, s, target)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("GET %s: %d %s, want %d", target, resp.StatusCode, body, status)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v\n%s", target, err, body)
+	}
+}
+
+func TestAPI_answersWhatTheStoreHolds(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{})
+	q := "target=" + url.QueryEscape(f.target) + "&from=" + url.QueryEscape(f.runs[1].Time.Add(-time.Minute).Format(time.RFC3339))
+
+	var targets struct{ Targets []server.Target }
+	decode(t, s, "/api/v1/targets", 200, &targets)
+	if len(targets.Targets) != 1 || targets.Targets[0].Target != f.target || targets.Targets[0].Health != "ok" ||
+		targets.Targets[0].LastCapture == nil || targets.Targets[0].LastCapture.Path != f.bundle.Path {
+		t.Errorf("targets %+v: want the one target, healthy, its last capture the bundle", targets.Targets)
+	}
+
+	var series server.Series
+	decode(t, s, "/api/v1/series?metric=heap_after_gc&"+q, 200, &series)
+	if len(series.Points) != 2 || series.Unit != "bytes" || series.Points[0].Value <= 0 || !series.Points[0].Time.Before(series.Points[1].Time) {
+		t.Errorf("series %+v: want a point of each run, in bytes, oldest first", series)
+	}
+
+	var runs struct{ Runs, Bundles []json.RawMessage }
+	decode(t, s, "/api/v1/runs?"+q, 200, &runs)
+	if len(runs.Runs) != 2 || len(runs.Bundles) != 1 {
+		t.Errorf("%d runs, %d bundles: want 2 and 1", len(runs.Runs), len(runs.Bundles))
+	}
+	decode(t, s, "/api/v1/runs?kind=bundle&"+q, 200, &runs)
+	if len(runs.Runs) != 0 || len(runs.Bundles) != 1 {
+		t.Errorf("kind=bundle: %d runs, %d bundles: want 0 and 1", len(runs.Runs), len(runs.Bundles))
+	}
+	decode(t, s, "/api/v1/runs?label=group=nope&"+q, 200, &runs)
+	if len(runs.Runs)+len(runs.Bundles) != 0 {
+		t.Errorf("label=group=nope: %d entries, want none", len(runs.Runs)+len(runs.Bundles))
+	}
+
+	var events struct{ Events []server.Event }
+	decode(t, s, "/api/v1/events?"+q, 200, &events)
+	var kinds []string
+	for _, e := range events.Events {
+		kinds = append(kinds, e.Kind)
+		if e.Path != f.bundle.Path {
+			t.Errorf("event %+v: want the bundle's path", e)
+		}
+	}
+	if !slices.Equal(kinds, []string{"trigger", "oom_kill"}) || events.Events[0].Trigger == nil || events.Events[0].Trigger.Expr != "memory>=80%" {
+		t.Errorf("events %+v: want the trigger's bundle and the OOM kill it preceded", events.Events)
+	}
+
+	res, err := rundir.Read(f.st.Dir() + "/" + f.runs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := get(t, s, "/api/v1/profile?run="+url.QueryEscape(f.runs[0].Path)+"&profile="+url.QueryEscape(res.Profiles[0].Path))
+	zr, err := gzip.NewReader(resp.Body)
+	if resp.StatusCode != 200 || err != nil {
+		t.Fatalf("profile: %d, %v", resp.StatusCode, err)
+	}
+	if n, err := io.Copy(io.Discard, zr); err != nil || n == 0 {
+		t.Errorf("profile: %d bytes, %v: want the stored profile", n, err)
+	}
+}
+
+func TestAPI_badRequests(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{Limits: server.Limits{MaxPoints: 1}})
+	target := url.QueryEscape(f.target)
+	run := url.QueryEscape(f.runs[0].Path)
+	tests := []struct {
+		name, target string
+		status       int
+		want         string
+	}{
+		{"series without metric", "/api/v1/series?target=" + target, 400, "give target and metric"},
+		{"unknown metric", "/api/v1/series?target=" + target + "&metric=heap", 400, `metric="heap": want one of rss`},
+		{"bad time", "/api/v1/runs?from=yesterday", 400, `from="yesterday": want an RFC 3339 time`},
+		{"from after to", "/api/v1/runs?from=2026-11-28T00:00:00Z&to=2026-11-27T00:00:00Z", 400, "is not before to"},
+		{"range past the limit", "/api/v1/runs?from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", 400, "is longer than"},
+		{"limit zero", "/api/v1/findings?limit=0", 400, "limit=\"0\": want a number from 1 to 10000"},
+		{"limit past the bound", "/api/v1/findings?limit=10001", 400, "want a number from 1 to 10000"},
+		{"bad label", "/api/v1/runs?label=group", 400, `label="group": want name=value`},
+		{"bad kind", "/api/v1/runs?kind=runs", 400, `kind="runs"`},
+		{"bad severity", "/api/v1/findings?severity=critical", 400, `severity="critical"`},
+		{"too many points", "/api/v1/series?metric=rss&from=2026-01-01T00:00:00Z&to=2026-12-31T00:00:00Z&target=" + target, 422, "more than 1"},
+		{"unknown route", "/api/v1/merge2", 404, "no route GET /api/v1/merge2"},
+		{"profile without run", "/api/v1/profile?profile=x", 400, "give run"},
+		{"run not in the store", "/api/v1/profile?run=runs/x/y&profile=profiles/heap-000.pb.gz", 404, "no such run"},
+		// Path traversal, every way the two parameters could be bent.
+		{"run up the tree", "/api/v1/profile?run=..%2F..%2F..%2Fetc&profile=passwd", 404, "no such run"},
+		{"run absolute", "/api/v1/profile?run=%2Fetc&profile=passwd", 404, "no such run"},
+		{"profile up the tree", "/api/v1/profile?run=" + run + "&profile=..%2F..%2F..%2F..%2Fetc%2Fpasswd", 404, "has no profile"},
+		{"profile absolute", "/api/v1/profile?run=" + run + "&profile=%2Fetc%2Fpasswd", 404, "has no profile"},
+		{"profile not listed", "/api/v1/profile?run=" + run + "&profile=entry.json", 404, "has no profile"},
+		{"profile dot segments", "/api/v1/profile?run=" + run + "&profile=profiles%2F..%2Fentry.json", 404, "has no profile"},
+		{"profile NUL", "/api/v1/profile?run=" + run + "&profile=profiles%2Fheap%00", 404, "has no profile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e struct{ Error string }
+			decode(t, s, tt.target, tt.status, &e)
+			if !strings.Contains(e.Error, tt.want) || strings.Contains(e.Error, "\n") {
+				t.Errorf("error %q, want one line with %q", e.Error, tt.want)
+			}
+		})
+	}
+}

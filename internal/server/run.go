@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/webguard"
+)
+
+// Config is what a command line gives a server: heapscope server's, or
+// watch --listen's, which serves its own routes beside it.
+type Config struct {
+	// Data is the store's directory, opened for reading when Store is nil.
+	Data string
+	// Store is the store when the caller has it open (watch).
+	Store *store.Store
+	// Listen is the address, HOST:PORT.
+	Listen string
+	// TokensFile and HtpasswdFile name the credential files, if any.
+	TokensFile, HtpasswdFile string
+	// Own, when set, are the caller's routes (watch's /metrics and
+	// /healthz), served beside the API. With Own, an address beyond
+	// loopback without credentials serves Own alone, and the API is left
+	// out (with a warning to Log), rather than refused.
+	Own http.Handler
+	// Health is Options.Health.
+	Health func() map[string]TargetHealth
+	// Log receives the warning; slog's default when nil.
+	Log *slog.Logger
+}
+
+// Run serves cfg until ctx ends; listening, when set, gets the URL once
+// it listens. Without Own it refuses an address beyond loopback without
+// credentials (CheckListen).
+func Run(ctx context.Context, cfg Config, listening func(url string)) error {
+	auth, err := Credentials(cfg.TokensFile, cfg.HtpasswdFile)
+	if err != nil {
+		return err
+	}
+	listenErr := CheckListen(cfg.Listen, auth)
+	if listenErr != nil && cfg.Own == nil {
+		return listenErr
+	}
+	st := cfg.Store
+	if st == nil {
+		if cfg.Data == "" {
+			return errors.New("--data DIR is required: the store watch fills")
+		}
+		if st, err = store.OpenExisting(cfg.Data); err != nil {
+			return err
+		}
+		defer st.Close()
+	}
+	var h http.Handler = cfg.Own
+	if listenErr == nil {
+		api, err := New(Options{Store: st, Auth: auth, Loopback: LoopbackAddr(cfg.Listen), Health: cfg.Health, Log: cfg.Log})
+		if err != nil {
+			return err
+		}
+		if cfg.Own != nil {
+			mux := http.NewServeMux()
+			mux.Handle("/api/", api)
+			mux.Handle("/", cfg.Own)
+			h = mux
+		} else {
+			h = api
+		}
+	} else {
+		log := cfg.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("the history API is not served: " + listenErr.Error())
+	}
+	return webguard.Serve(ctx, cfg.Listen, h, listening)
+}
