@@ -58,6 +58,7 @@ var sideways = [][2]string{
 	// A remote target's /metrics.
 	{"internal/trigger", "internal/target"},
 	{"internal/store", "internal/rundir"}, // the one reader of a run directory
+	{"internal/server", "internal/view"},  // a stored run's page is view's
 }
 
 // TestLayers checks every import of heapscope's own packages in non-test

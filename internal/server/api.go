@@ -108,10 +108,21 @@ type Target struct {
 const targetFindings = 3
 
 func (s *Server) targets(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.opts.Store.Targets()
+	ts, err := s.targetList()
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	writeJSON(w, struct {
+		Targets []Target `json:"targets"`
+	}{ts})
+}
+
+// targetList lists the store's targets, and the watcher's, by key.
+func (s *Server) targetList() ([]Target, error) {
+	keys, err := s.opts.Store.Targets()
+	if err != nil {
+		return nil, err
 	}
 	var health map[string]TargetHealth
 	if s.opts.Health != nil {
@@ -122,15 +133,12 @@ func (s *Server) targets(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	out := struct {
-		Targets []Target `json:"targets"`
-	}{Targets: []Target{}}
+	out := []Target{}
 	for _, key := range keys {
 		t := Target{Target: key, Labels: map[string]string{}, Health: "unknown"}
 		h, err := s.opts.Store.History(store.Query{Target: key, Limit: 1})
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return nil, err
 		}
 		if last, ok := newest(h.Runs, h.Bundles); ok {
 			t.LastCapture, t.Health = &last, "ok"
@@ -149,14 +157,13 @@ func (s *Server) targets(w http.ResponseWriter, r *http.Request) {
 		}
 		f, err := s.opts.Store.History(store.Query{Target: key, Limit: targetFindings})
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return nil, err
 		}
 		t.Findings = f.Findings
-		out.Targets = append(out.Targets, t)
+		out = append(out, t)
 	}
-	slices.SortFunc(out.Targets, func(a, b Target) int { return strings.Compare(a.Target, b.Target) })
-	writeJSON(w, out)
+	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.Target, b.Target) })
+	return out, nil
 }
 
 // newest returns the newer of the first entries of two newest-first lists.

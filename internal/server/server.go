@@ -76,6 +76,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	handler http.Handler
+	views   runViews
 }
 
 // New makes a Server.
@@ -129,6 +130,12 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events", s.events)
 	mux.HandleFunc("GET /api/v1/findings", s.findings)
 	mux.HandleFunc("GET /api/v1/profile", s.profile)
+	mux.HandleFunc("GET /{$}", s.targetsPage)
+	mux.HandleFunc("GET /target", s.targetPage)
+	mux.HandleFunc("GET /findings", s.findingsPage)
+	mux.HandleFunc("/run/", s.runPage)
+	mux.Handle("GET /static/", staticFiles())
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s: the API is described at /api/v1/openapi.json", r.Method, r.URL.Path))
 	})

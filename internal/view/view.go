@@ -53,6 +53,11 @@ type Options struct {
 	// MaxDecompressed caps a profile's decompressed size; 0 means
 	// pprofx.DefaultMaxDecompressed.
 	MaxDecompressed int64
+	// Embedded says the Server is mounted, its path prefix stripped, in
+	// another that puts webguard's checks in front of it: it then only
+	// sets the Content-Security-Policy its pages need (their scripts are
+	// inline, pprof's among them). Its links are relative.
+	Embedded bool
 }
 
 // Profile is one profile a Server offers.
@@ -201,6 +206,13 @@ func (s *Server) routes() {
 	// No icon, and no 404 in the browser's console for the one browsers
 	// ask for.
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	if s.opts.Embedded {
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Security-Policy", webguard.ContentSecurityPolicy)
+			mux.ServeHTTP(w, r)
+		})
+		return
+	}
 	s.handler = webguard.Handler(mux, webguard.Options{})
 }
 

@@ -93,6 +93,9 @@ type Axis struct {
 	// Tight starts the axis at the smallest value drawn instead of 0,
 	// for times counted from before the chart's first point.
 	Tight bool
+	// Min, with Tight, makes the axis start at Min or before, such as a
+	// time range's start when the first point comes after it.
+	Min float64
 }
 
 // Chart is a chart to draw.
@@ -143,26 +146,29 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 	return bw.Flush()
 }
 
-func (c *Chart) write(b *bufio.Writer) {
-	e := html.EscapeString
-	width, height := c.Width, c.Height
-	if width <= 0 {
-		width = 960
+// layout is where a chart's parts go, in pixels.
+type layout struct {
+	width, height, top, left int
+	plotW, plotH             float64
+	legend                   []legendEntry
+}
+
+func (c *Chart) layout() layout {
+	l := layout{width: c.Width, height: c.Height, top: marginTop, left: marginLeft, legend: c.legend()}
+	if l.width <= 0 {
+		l.width = 960
 	}
-	if height <= 0 {
-		height = 400
+	if l.height <= 0 {
+		l.height = 400
 	}
-	legend := c.legend()
-	top := marginTop
 	if c.Title != "" {
-		top += titleHeight
+		l.top += titleHeight
 	}
 	if c.Subtitle != "" {
-		top += subHeight
+		l.top += subHeight
 	}
-	left := marginLeft
 	if c.Y.Label != "" {
-		left += yLabelWidth
+		l.left += yLabelWidth
 	}
 	bottom := tickRow + marginEnd
 	if len(c.Marks) > 0 {
@@ -171,11 +177,39 @@ func (c *Chart) write(b *bufio.Writer) {
 	if c.X.Label != "" {
 		bottom += xLabelRow
 	}
-	if len(legend) > 1 {
+	if len(l.legend) > 1 {
 		bottom += legendRow
 	}
-	plotW := float64(width - left - marginRight)
-	plotH := float64(height - top - bottom)
+	l.plotW = float64(l.width - l.left - marginRight)
+	l.plotH = float64(l.height - l.top - bottom)
+	return l
+}
+
+// XScale says where a chart's plot lies across its width and which x
+// values the plot's edges stand for: what a script on the page needs to
+// map a pointer's position to an x.
+type XScale struct {
+	// Width is the chart's width in pixels.
+	Width int
+	// Left and Right are the plot's edges, in pixels from the chart's left.
+	Left, Right float64
+	// From and To are the x values at Left and Right.
+	From, To float64
+}
+
+// XScale returns the chart's x scale, as WriteSVG draws it.
+func (c *Chart) XScale() XScale {
+	l := c.layout()
+	xTicks, _ := c.ticks(l.plotW, l.plotH)
+	return XScale{Width: l.width, Left: float64(l.left), Right: float64(l.left) + l.plotW,
+		From: xTicks[0], To: xTicks[len(xTicks)-1]}
+}
+
+func (c *Chart) write(b *bufio.Writer) {
+	e := html.EscapeString
+	l := c.layout()
+	width, height, top, left, legend := l.width, l.height, l.top, l.left, l.legend
+	plotW, plotH := l.plotW, l.plotH
 
 	xTicks, yTicks := c.ticks(plotW, plotH)
 	x0, x1 := xTicks[0], xTicks[len(xTicks)-1]
@@ -375,6 +409,8 @@ func (c *Chart) ticks(plotW, plotH float64) (xs, ys []float64) {
 	}
 	if !c.X.Tight {
 		xLo = math.Min(xLo, 0)
+	} else if c.X.Min != 0 {
+		xLo = math.Min(xLo, c.X.Min)
 	}
 	xHi = math.Max(xHi, c.X.Max)
 	yHi = math.Max(yHi, c.Y.Max)

@@ -1,0 +1,413 @@
+package server
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"maps"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/report/chart"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/view"
+)
+
+//go:embed ui
+var uiFiles embed.FS
+
+// pages are the UI's templates, parsed once.
+var pages = template.Must(template.New("").ParseFS(uiFiles, "ui/*.html"))
+
+// staticFiles are the UI's script and style sheet, served as files: the
+// CSP allows no inline script.
+func staticFiles() http.Handler {
+	sub, err := fs.Sub(uiFiles, "ui/static")
+	if err != nil {
+		panic(err)
+	}
+	return http.StripPrefix("/static/", http.FileServerFS(sub))
+}
+
+// render writes a page, or the server's failure.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, data any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, page, data); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+// failPage answers a page's request that failed, as text: a person reads it.
+func (s *Server) failPage(w http.ResponseWriter, r *http.Request, err error) {
+	if re, ok := err.(*requestError); ok {
+		http.Error(w, re.Error(), re.status)
+		return
+	}
+	s.log.Error("server", "path", r.URL.Path, "err", err)
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// when formats a time for a page: to the minute, in UTC.
+func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }
+
+// targetLink is the target page of a target over the default range.
+func targetLink(key string) string { return "/target?target=" + url.QueryEscape(key) }
+
+// runLink is the page of a stored run or bundle.
+func runLink(path string) string { return "/run/" + path + "/" }
+
+// sparkSpan is the time the targets page's sparklines cover.
+const sparkSpan = 7 * 24 * time.Hour
+
+// targetRow is one row of the targets page.
+type targetRow struct {
+	Key, Link, Health, LastError string
+	Labels                       []string
+	RSS, Heap                    template.HTML
+	LastRSS, LastHeap            string
+	Last                         *entryRow
+	Findings                     []store.Finding
+}
+
+// entryRow is a stored run or bundle as a page lists it.
+type entryRow struct {
+	When, Kind, Status, Path, Link string
+}
+
+func rowOf(e store.Entry) *entryRow {
+	return &entryRow{When: when(e.Time), Kind: string(e.Kind), Status: e.Status, Path: e.Path, Link: runLink(e.Path)}
+}
+
+// labelList lists labels as name=value, group and instance left out
+// (the key says them).
+func labelList(l map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		if k != "group" && k != "instance" {
+			out = append(out, k+"="+l[k])
+		}
+	}
+	return out
+}
+
+func (s *Server) targetsPage(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.targetList()
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	now := s.opts.now()
+	rows := make([]targetRow, 0, len(ts))
+	for _, t := range ts {
+		row := targetRow{Key: t.Target, Link: targetLink(t.Target), Health: t.Health, Labels: labelList(t.Labels), Findings: t.Findings}
+		if t.Watcher != nil {
+			row.LastError = t.Watcher.LastError
+		}
+		if t.LastCapture != nil {
+			row.Last = rowOf(*t.LastCapture)
+		}
+		for _, m := range []struct {
+			metric string
+			svg    *template.HTML
+			last   *string
+		}{{store.MetricRSS, &row.RSS, &row.LastRSS}, {store.MetricHeapAfterGC, &row.Heap, &row.LastHeap}} {
+			points, err := s.opts.Store.Series(t.Target, m.metric, now.Add(-sparkSpan), now)
+			if err != nil {
+				s.failPage(w, r, err)
+				return
+			}
+			*m.svg = sparkline(points, now.Add(-sparkSpan), now)
+			if len(points) > 0 {
+				*m.last = humanize.Bytes(points[len(points)-1].Value)
+			}
+		}
+		rows = append(rows, row)
+	}
+	s.render(w, r, "targets.html", struct {
+		Title   string
+		Span    string
+		Targets []targetRow
+	}{"Targets", "7 days", rows})
+}
+
+// sparkline draws points over [from, to] as a small SVG line; a point
+// alone is a dot.
+func sparkline(points []store.Point, from, to time.Time) template.HTML {
+	const w, h = 160.0, 32.0
+	if len(points) == 0 {
+		return `<svg class="sparkline" width="160" height="32" role="img" aria-label="no data"></svg>`
+	}
+	lo, hi := points[0].Value, points[0].Value
+	for _, p := range points {
+		lo, hi = min(lo, p.Value), max(hi, p.Value)
+	}
+	if hi == lo {
+		hi, lo = hi+1, lo-1
+	}
+	span := to.Sub(from).Seconds()
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="sparkline" width="160" height="32" viewBox="0 0 160 32" role="img" aria-label="%d points">`, len(points))
+	b.WriteString(`<polyline fill="none" stroke="#4e79a7" stroke-width="1.5" points="`)
+	for _, p := range points {
+		x := p.Time.Sub(from).Seconds() / span * w
+		y := h - 2 - (p.Value-lo)/(hi-lo)*(h-4)
+		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+	}
+	b.WriteString(`"/>`)
+	if len(points) == 1 {
+		p := points[0]
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2" fill="#4e79a7"/>`, p.Time.Sub(from).Seconds()/span*w, h/2)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// timeline is one chart of the target page.
+type timeline struct {
+	Metric, ProfileType string
+	SVG                 template.HTML
+	FromUnix, ToUnix    string
+	Left, Right         string
+	Width, Points       int
+}
+
+// timelineMetrics are the target page's charts: the metric, its title,
+// and the profile whose merge a range selected on it opens.
+var timelineMetrics = []struct{ metric, title, profile string }{
+	{store.MetricRSS, "RSS", "heap"},
+	{store.MetricHeapAfterGC, "Heap after GC", "heap"},
+	{store.MetricAllocRate, "Allocation rate", "allocs"},
+	{store.MetricGoroutines, "Goroutines", "goroutine"},
+}
+
+// presetRange is a link to the target page over a common range.
+type presetRange struct{ Name, Link string }
+
+func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	key := q.Get("target")
+	if key == "" {
+		s.failPage(w, r, badRequest("give target: a target's key, as the targets page links it"))
+		return
+	}
+	from, to, err := s.timeRange(q)
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	h, err := s.opts.Store.History(store.Query{Target: key, Since: from, Until: to, Limit: s.opts.Limits.MaxEntries})
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	var labels map[string]string
+	if last, ok := newest(h.Runs, h.Bundles); ok {
+		labels = last.Labels
+	}
+	var marks []chart.Mark
+	type eventRow struct{ When, What, Path, Link string }
+	var events []eventRow
+	for _, b := range h.Bundles {
+		what := "bundle"
+		if b.Trigger != nil {
+			what = fmt.Sprintf("%s fired at %s", b.Trigger.Expr, strconv.FormatFloat(b.Trigger.Value, 'g', 4, 64))
+		}
+		if b.BeforeOOM {
+			what += "; the last capture before an OOM kill"
+		}
+		events = append(events, eventRow{when(b.Time), what, b.Path, runLink(b.Path)})
+		marks = append(marks, chart.Mark{X: unixSeconds(b.Time), Color: "#e15759", Tip: when(b.Time) + " " + what})
+	}
+	var runs []*entryRow
+	for _, e := range slices.Concat(h.Runs, h.Bundles) {
+		runs = append(runs, rowOf(e))
+		if e.BeforeOOM && e.Kind == store.KindRun {
+			marks = append(marks, chart.Mark{X: unixSeconds(e.Time), Color: "#b07aa1", Tip: when(e.Time) + " the last capture before an OOM kill"})
+		}
+	}
+	slices.SortFunc(runs, func(a, b *entryRow) int { return strings.Compare(b.When+b.Path, a.When+a.Path) })
+
+	var charts []timeline
+	for _, m := range timelineMetrics {
+		points, err := s.opts.Store.Series(key, m.metric, from, to)
+		if err != nil {
+			s.failPage(w, r, err)
+			return
+		}
+		unit, _ := store.MetricUnit(m.metric)
+		c := chart.Chart{ID: "chart-" + m.metric, Title: m.title, Width: 960, Height: 260,
+			X: chart.Axis{Format: func(v float64) string { return time.Unix(int64(v), 0).UTC().Format("01-02 15:04") },
+				Tight: true, Min: unixSeconds(from), Max: unixSeconds(to)},
+			Y: chart.Axis{Bytes: unit == "bytes", Format: valueFormat(unit)}, Marks: marks, MarksLabel: "events"}
+		series := chart.Series{Name: m.title, Color: "#4e79a7", Style: chart.Dots}
+		for _, p := range points {
+			series.Points = append(series.Points, chart.Point{X: unixSeconds(p.Time), Y: p.Value,
+				Tip: when(p.Time) + ": " + valueFormat(unit)(p.Value)})
+		}
+		if len(series.Points) == 0 {
+			// An empty range still shows its axis, from and to.
+			series.Points = []chart.Point{{X: unixSeconds(from)}}
+			series.Name += " (no data)"
+		}
+		c.Series = []chart.Series{series}
+		var svg bytes.Buffer
+		if err := c.WriteSVG(&svg); err != nil {
+			s.failPage(w, r, err)
+			return
+		}
+		xs := c.XScale()
+		charts = append(charts, timeline{Metric: m.metric, ProfileType: m.profile, SVG: template.HTML(svg.String()),
+			FromUnix: strconv.FormatFloat(xs.From, 'f', 0, 64), ToUnix: strconv.FormatFloat(xs.To, 'f', 0, 64),
+			Left: strconv.FormatFloat(xs.Left, 'f', 1, 64), Right: strconv.FormatFloat(xs.Right, 'f', 1, 64),
+			Width: xs.Width, Points: len(points)})
+	}
+	var presets []presetRange
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}} {
+		now := s.opts.now()
+		presets = append(presets, presetRange{p.name, targetLink(key) + "&from=" + url.QueryEscape(now.Add(-p.d).UTC().Format(time.RFC3339)) +
+			"&to=" + url.QueryEscape(now.UTC().Format(time.RFC3339))})
+	}
+	s.render(w, r, "target.html", struct {
+		Title, Key, From, To string
+		Labels               []string
+		Presets              []presetRange
+		Charts               []timeline
+		Events               []eventRow
+		Runs                 []*entryRow
+	}{key, key, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), labelList(labels), presets, charts, events, runs})
+}
+
+// unixSeconds is a time as a chart's x.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// valueFormat writes a value of a unit for a chart.
+func valueFormat(unit string) func(float64) string {
+	switch unit {
+	case "bytes":
+		return humanize.Bytes
+	case "bytes/s":
+		return func(v float64) string { return humanize.Bytes(v) + "/s" }
+	case "fraction":
+		return humanize.Percent
+	case "seconds":
+		return humanize.Seconds
+	}
+	return humanize.Count
+}
+
+// findingRow is one finding of the feed.
+type findingRow struct {
+	When, Severity, Target, TargetLink, Title, Where, Link string
+}
+
+func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	min := q.Get("min")
+	if min == "" {
+		min = "low"
+	}
+	i := slices.Index(severities, min)
+	if i < 0 {
+		s.failPage(w, r, badRequest("min=%q: want one of %s", min, strings.Join(severities, ", ")))
+		return
+	}
+	now := s.opts.now()
+	h, err := s.opts.Store.History(store.Query{Since: now.Add(-sparkSpan), Until: now, Severities: severities[i:], Limit: 500})
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	rows := make([]findingRow, 0, len(h.Findings))
+	for _, f := range h.Findings {
+		row := findingRow{When: when(f.Time), Severity: f.Severity, Target: f.Target, TargetLink: targetLink(f.Target), Title: f.Title, Where: f.Where}
+		if f.Source != store.SourceSeries && f.Path != "" {
+			row.Link = runLink(f.Path)
+		}
+		rows = append(rows, row)
+	}
+	s.render(w, r, "findings.html", struct {
+		Title, Severity, Span string
+		Findings              []findingRow
+	}{"Findings", min, "7 days", rows})
+}
+
+// runViews keeps the view servers of the runs lately opened: each reads
+// its run's result and builds pprof's UI of a profile once.
+type runViews struct {
+	mu    sync.Mutex
+	views map[string]*view.Server
+	order []string // oldest first
+}
+
+// maxRunViews bounds the run views kept.
+const maxRunViews = 16
+
+// runPage serves /run/PATH/…: the run directory the index has at PATH
+// (kind/slug/stamp), through view's UI — its report, flame graphs and
+// pprof's UI of each profile. A path the index does not hold is 404.
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/run/")
+	parts := strings.SplitN(rest, "/", 4)
+	if len(parts) < 3 {
+		s.failPage(w, r, notFound("no run at %s", r.URL.Path))
+		return
+	}
+	runPath := strings.Join(parts[:3], "/")
+	e, ok, err := s.opts.Store.EntryAt(runPath)
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	if !ok {
+		s.failPage(w, r, notFound("no run %s in the store", runPath))
+		return
+	}
+	if len(parts) == 3 {
+		http.Redirect(w, r, "/run/"+e.Path+"/", http.StatusMovedPermanently)
+		return
+	}
+	v, err := s.views.get(e.Path, s.opts.Store.Dir())
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	http.StripPrefix("/run/"+e.Path, v).ServeHTTP(w, r)
+}
+
+// get returns the view of the run at path, opening it when not kept.
+func (rv *runViews) get(path, dataDir string) (*view.Server, error) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if v, ok := rv.views[path]; ok {
+		return v, nil
+	}
+	v, err := view.Open(filepath.Join(dataDir, filepath.FromSlash(path)), view.Options{Embedded: true})
+	if err != nil {
+		return nil, err
+	}
+	if rv.views == nil {
+		rv.views = map[string]*view.Server{}
+	}
+	if len(rv.order) >= maxRunViews {
+		delete(rv.views, rv.order[0])
+		rv.order = rv.order[1:]
+	}
+	rv.views[path] = v
+	rv.order = append(rv.order, path)
+	return v, nil
+}

@@ -1,0 +1,78 @@
+package server_test
+
+import (
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/heapscope/heapscope/internal/server"
+)
+
+// page GETs a page and returns its status and body.
+func page(t *testing.T, s *server.Server, target string) (int, string) {
+	t.Helper()
+	resp := get(t, s, target)
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestUI_pages(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{})
+	target := url.QueryEscape(f.target)
+	tests := []struct {
+		name, path string
+		want       []string
+	}{
+		{"targets", "/", []string{`<a href="/target?target=` + target + `">`, `class="health ok"`, `aria-label="2 points"`}},
+		{"target", "/target?target=" + target + "&from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format("2006-01-02T15:04:05Z07:00")),
+			[]string{`<figure class="timeline" data-metric="rss"`, `data-metric="heap_after_gc"`, `data-points="2"`, "memory&gt;=80% fired at 83.5",
+				"the last capture before an OOM kill", `href="/run/` + f.bundle.Path + `/"`}},
+		{"findings", "/findings?min=info", []string{`<table class="findings-feed"`, `href="/target?target=` + target + `"`}},
+		{"a run", "/run/" + f.runs[0].Path + "/", []string{`href="pprof/heap-000/"`, `href="flamegraph/heap-000"`}},
+		{"the run's flame graph", "/run/" + f.runs[0].Path + "/flamegraph/heap-000", []string{`class="hsflame"`}},
+		{"the script", "/static/app.js", []string{"figure.timeline"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := page(t, s, tt.path)
+			if status != 200 {
+				t.Fatalf("GET %s: %d %s", tt.path, status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("GET %s: no %q in the page", tt.path, w)
+				}
+			}
+			if strings.HasSuffix(tt.path, ".js") || strings.HasPrefix(tt.path, "/run/") {
+				return
+			}
+			if regexp.MustCompile(`<script>|<script [^>]*>[^<]`).MatchString(body) || regexp.MustCompile(` on[a-z]+="`).MatchString(body) {
+				t.Errorf("GET %s: the page has inline script, which the CSP refuses", tt.path)
+			}
+		})
+	}
+}
+
+func TestUI_runPagesOnlyOfIndexedRuns(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{})
+	for _, path := range []string{
+		"/run/runs/none/20261128T000000Z/",
+		"/run/" + f.runs[0].Path + "/../../../../../etc/passwd",
+		"/run/..%2F..%2F..%2Fetc/passwd/x/",
+		"/run/" + f.runs[0].Path + "/run/..%2F..%2F..%2F..%2Fstore.db",
+		"/run/" + f.runs[0].Path + "/run/%2E%2E/%2E%2E/%2E%2E/index.db",
+		"/run/runs/",
+	} {
+		status, body := page(t, s, path)
+		if status == 200 || strings.Contains(body, "root:") || strings.Contains(body, "SQLite") {
+			t.Errorf("GET %s: %d %.80q: want it refused", path, status, body)
+		}
+	}
+	if status, _ := page(t, s, "/target"); status != 400 {
+		t.Errorf("target page without target: %d, want 400", status)
+	}
+}
