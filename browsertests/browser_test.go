@@ -106,7 +106,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
 		t.Errorf("screenshot is %dx%d, want the window", b.Dx(), b.Dy())
 	}
-	path := filepath.Join(t.TempDir(), name)
+	// $HEAPSCOPE_SCREENSHOTS keeps them (docs/images are made so).
+	dir := os.Getenv("HEAPSCOPE_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,168 @@
+package browsertests
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/server"
+	"github.com/heapscope/heapscope/internal/store"
+	watcher "github.com/heapscope/heapscope/internal/watch"
+	"github.com/heapscope/heapscope/internal/watch/config"
+)
+
+// watchedStore fills a store with three runs of the named example that a
+// real watch captured, and serves it.
+func watchedStore(t *testing.T, name string) (*httptest.Server, string) {
+	t.Helper()
+	base, _ := startExample(t, name)
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg, err := config.ForURLs([]string{base}, config.Settings{Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watcher.New(watcher.Options{Config: cfg, Store: st, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := w.Once(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := st.Targets()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("targets %v, %v", keys, err)
+	}
+	s, err := server.New(server.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv, keys[0]
+}
+
+// TestServer_TargetsToARangeSelection opens the server's pages as a
+// person does — the targets page, a target's timelines — checks that
+// what they draw is what the API answers, and drives two range
+// selections on a chart into the links to the merged flame graph and to
+// the comparison.
+func TestServer_TargetsToARangeSelection(t *testing.T) {
+	srv, key := watchedStore(t, "leaky")
+	var series struct {
+		Points []struct {
+			Time  time.Time
+			Value float64
+		}
+	}
+	resp, err := http.Get(srv.URL + "/api/v1/series?metric=rss&target=" + url.QueryEscape(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&series)
+	resp.Body.Close()
+	if len(series.Points) != 3 {
+		t.Fatalf("the API has %d RSS points, want one of each run", len(series.Points))
+	}
+
+	ctx := newBrowser(t)
+	w := watch(t, ctx)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#targets`)))
+	type row struct {
+		Target, Health, LastRSS string
+		SparkPoints             int
+		SparkWidth              float64
+	}
+	rows := run(t, ctx, chromedp.Evaluate[[]row](`[...document.querySelectorAll("#targets tbody tr")].map(tr => ({
+		Target: tr.dataset.target,
+		Health: tr.querySelector(".health").textContent,
+		LastRSS: tr.querySelector('.last[data-metric="rss"]').textContent,
+		SparkPoints: tr.querySelector(".spark polyline").getAttribute("points").trim().split(/\s+/).length,
+		SparkWidth: tr.querySelector(".spark svg").getBoundingClientRect().width,
+	}))`))
+	if len(rows) != 1 || rows[0].Target != key || rows[0].Health != "ok" || rows[0].SparkPoints != 3 || rows[0].SparkWidth < 100 {
+		t.Fatalf("targets page rows %+v: want %s, healthy, its sparkline drawn through the 3 runs", rows, key)
+	}
+	if want := humanize.Bytes(series.Points[2].Value); rows[0].LastRSS != want {
+		t.Errorf("the targets page says the last RSS is %s, the API %s", rows[0].LastRSS, want)
+	}
+	screenshot(t, ctx, "server-targets.png")
+
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#targets tbody tr td a`)), chromedp.WaitVisible(chromedp.CSS(`figure.timeline svg`)))
+	type figure struct {
+		Metric     string
+		Dots       int
+		Width      float64
+		Top, Left  float64
+		PlotLeft   float64
+		PlotRight  float64
+		ChartWidth float64
+	}
+	figs := run(t, ctx, chromedp.Evaluate[[]figure](`[...document.querySelectorAll("figure.timeline")].map(f => {
+		const r = f.querySelector("svg").getBoundingClientRect();
+		return {Metric: f.dataset.metric, Dots: f.querySelectorAll("svg circle").length, Width: r.width,
+			Top: r.top + window.scrollY, Left: r.left, PlotLeft: Number(f.dataset.left), PlotRight: Number(f.dataset.right), ChartWidth: Number(f.dataset.width)};
+	})`))
+	if len(figs) != 4 || figs[0].Metric != "rss" {
+		t.Fatalf("target page figures %+v: want four timelines, RSS first", figs)
+	}
+	if figs[0].Dots != len(series.Points) || figs[0].Width < 600 {
+		t.Errorf("the RSS timeline draws %d dots %.0f px wide: want the API's %d points", figs[0].Dots, figs[0].Width, len(series.Points))
+	}
+	screenshot(t, ctx, "server-target.png")
+
+	// Drag across the first half of the RSS chart's plot, then shift-drag
+	// across the second half.
+	f := figs[0]
+	scale := f.Width / f.ChartWidth
+	x := func(frac float64) float64 { return f.Left + (f.PlotLeft+frac*(f.PlotRight-f.PlotLeft))*scale }
+	y := f.Top + 120 - run(t, ctx, chromedp.Evaluate[float64](`window.scrollY`))
+	drag := func(from, to float64, mods ...chromedp.Modifier) []chromedp.Action[chromedp.Void] {
+		m := chromedp.ButtonModifiers(mods...)
+		return []chromedp.Action[chromedp.Void]{
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x(from), y, chromedp.ButtonLeft, chromedp.ClickCount(1), m),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x((from+to)/2), y, chromedp.ButtonLeft, m),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x(to), y, chromedp.ButtonLeft, m),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x(to), y, chromedp.ButtonLeft, chromedp.ClickCount(1), m),
+		}
+	}
+	do(t, ctx, append(drag(0.05, 0.45), chromedp.WaitVisible(chromedp.CSS(`#selection`)))...)
+	flame := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("flame-link").getAttribute("href")`))
+	fu, err := url.Parse(flame)
+	if err != nil || fu.Path != "/flame" || fu.Query().Get("target") != key || fu.Query().Get("type") != "heap" {
+		t.Fatalf("flame link %q: want /flame of %s's heap", flame, key)
+	}
+	a0, _ := time.Parse(time.RFC3339, fu.Query().Get("from"))
+	a1, _ := time.Parse(time.RFC3339, fu.Query().Get("to"))
+	if !a0.Before(a1) {
+		t.Errorf("flame link's range %v to %v is empty", a0, a1)
+	}
+	do(t, ctx, drag(0.55, 0.95, chromedp.ModifierShift)...)
+	compare := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("compare-link").hidden ? "" : document.getElementById("compare-link").getAttribute("href")`))
+	cu, err := url.Parse(compare)
+	if err != nil || cu.Path != "/compare" || cu.Query().Get("base_from") != fu.Query().Get("from") {
+		t.Fatalf("compare link %q: want /compare with the first range as the base", compare)
+	}
+	b0, _ := time.Parse(time.RFC3339, cu.Query().Get("from"))
+	if !b0.After(a1) {
+		t.Errorf("second range starts %v, before the first ends %v", b0, a1)
+	}
+	if !strings.Contains(run(t, ctx, chromedp.Evaluate[string](`document.getElementById("selection").textContent`)), "B: ") {
+		t.Error("the selection does not show the second range")
+	}
+	screenshot(t, ctx, "server-selection.png")
+	w.check(t, srv.URL+"/")
+}
