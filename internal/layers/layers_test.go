@@ -59,6 +59,7 @@ var sideways = [][2]string{
 	{"internal/trigger", "internal/target"},
 	{"internal/store", "internal/rundir"}, // the one reader of a run directory
 	{"internal/server", "internal/view"},  // a stored run's page is view's
+	{"internal/server", "internal/run"},   // a diff reads its sides as compare does
 }
 
 // TestLayers checks every import of heapscope's own packages in non-test

@@ -100,6 +100,8 @@ func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
 		"target": {f.target}, "run": {f.runs[0].Path}, "profile": {res.Profiles[0].Path},
 		"from": {from}, "to": {to}, "label": {"group=cli"}, "metric": {"heap_after_gc"},
 		"severity": {"high", "medium", "low", "info"}, "limit": {"50"}, "kind": {"bundle"},
+		// The diff's base: the older run alone; from–to holds both.
+		"base_from": {from}, "base_to": {f.runs[0].Time.Format(time.RFC3339Nano)},
 	}
 	s := newServer(t, server.Options{})
 	doc, schema := openAPISchemas(t)
@@ -258,6 +260,8 @@ func TestAPI_badRequests(t *testing.T) {
 		{"bad severity", "/api/v1/findings?severity=critical", 400, `severity="critical"`},
 		{"too many points", "/api/v1/series?metric=rss&from=2026-01-01T00:00:00Z&to=2026-12-31T00:00:00Z&target=" + target, 422, "more than 1"},
 		{"unknown route", "/api/v1/merge2", 404, "no route GET /api/v1/merge2"},
+		{"diff without its base", "/api/v1/diff?from=2026-11-27T00:00:00Z&to=2026-11-28T00:00:00Z&target=" + target, 400, "give base_from"},
+		{"diff of a range without runs", "/api/v1/diff?base_from=2020-01-01T00:00:00Z&base_to=2020-01-02T00:00:00Z&from=2020-01-03T00:00:00Z&to=2020-01-04T00:00:00Z&target=" + target, 404, "no run of"},
 		{"profile without run", "/api/v1/profile?profile=x", 400, "give run"},
 		{"run not in the store", "/api/v1/profile?run=runs/x/y&profile=profiles/heap-000.pb.gz", 404, "no such run"},
 		// Path traversal, every way the two parameters could be bent.

@@ -53,6 +53,8 @@ type Limits struct {
 	MaxEntries int
 	// MaxPoints is the most points a series returns.
 	MaxPoints int
+	// MaxRangeRuns is the most runs a merge, or a side of a diff, reads.
+	MaxRangeRuns int
 }
 
 // The default limits.
@@ -100,6 +102,9 @@ func New(opts Options) (*Server, error) {
 	if l.MaxPoints <= 0 {
 		l.MaxPoints = DefaultMaxPoints
 	}
+	if l.MaxRangeRuns <= 0 {
+		l.MaxRangeRuns = DefaultMaxRangeRuns
+	}
 	s := &Server{opts: opts, log: opts.Log}
 	mux := http.NewServeMux()
 	s.routes(mux)
@@ -130,6 +135,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events", s.events)
 	mux.HandleFunc("GET /api/v1/findings", s.findings)
 	mux.HandleFunc("GET /api/v1/profile", s.profile)
+	mux.HandleFunc("GET /api/v1/diff", s.diff)
+	mux.HandleFunc("GET /compare", s.comparePage)
 	mux.HandleFunc("GET /{$}", s.targetsPage)
 	mux.HandleFunc("GET /target", s.targetPage)
 	mux.HandleFunc("GET /findings", s.findingsPage)

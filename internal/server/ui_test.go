@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heapscope/heapscope/internal/server"
 )
@@ -34,6 +35,9 @@ func TestUI_pages(t *testing.T) {
 		{"a run", "/run/" + f.runs[0].Path + "/", []string{`href="pprof/heap-000/"`, `href="flamegraph/heap-000"`}},
 		{"the run's flame graph", "/run/" + f.runs[0].Path + "/flamegraph/heap-000", []string{`class="hsflame"`}},
 		{"the script", "/static/app.js", []string{"figure.timeline"}},
+		{"a comparison", "/compare?target=" + target + "&base_from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format(time.RFC3339)) +
+			"&base_to=" + url.QueryEscape(f.runs[0].Time.Format(time.RFC3339Nano)) + "&from=" + url.QueryEscape(f.runs[0].Time.Format(time.RFC3339Nano)) +
+			"&to=" + url.QueryEscape(f.runs[0].Time.Add(60e9).Format(time.RFC3339)), []string{`<table id="figures">`, "(1 run)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +50,7 @@ func TestUI_pages(t *testing.T) {
 					t.Errorf("GET %s: no %q in the page", tt.path, w)
 				}
 			}
-			if strings.HasSuffix(tt.path, ".js") || strings.HasPrefix(tt.path, "/run/") {
+			if strings.HasSuffix(tt.path, ".js") || strings.HasPrefix(tt.path, "/run/") || strings.HasPrefix(tt.path, "/compare") {
 				return
 			}
 			if regexp.MustCompile(`<script>|<script [^>]*>[^<]`).MatchString(body) || regexp.MustCompile(` on[a-z]+="`).MatchString(body) {
