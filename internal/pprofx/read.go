@@ -2,11 +2,13 @@ package pprofx
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
+	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -49,6 +51,22 @@ type ReadOptions struct {
 // Gzip decompression runs in a goroutine of its own, overlapping the
 // decoding; it has ended when ReadStacks returns.
 func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
+	d, legacy, err := decodeStream(r, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	if legacy != nil {
+		return StacksOf(legacy)
+	}
+	return d.finish(), nil
+}
+
+// decodeStream decodes a profile from r, gzipped or not, as ReadStacks
+// describes, and returns the decoder having read and checked the whole
+// protobuf, or, for input in one of the legacy formats, the profile Parse
+// made of it. det, when not nil, is filled with what merging needs
+// beyond the stacks (Merger).
+func decodeStream(r io.Reader, opts ReadOptions, det *detail) (*streamDecoder, *profile.Profile, error) {
 	limit := opts.MaxDecompressed
 	if limit <= 0 {
 		limit = DefaultMaxDecompressed
@@ -57,16 +75,16 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 	head, err := in.Peek(2)
 	if len(head) == 0 {
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("read profile: %w", err)
+			return nil, nil, fmt.Errorf("read profile: %w", err)
 		}
-		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+		return nil, nil, fmt.Errorf("%w: empty input", ErrNotProfile)
 	}
 	var src io.Reader = in
 	gzipped := isGzip(head)
 	if gzipped {
 		zr, err := gzip.NewReader(in)
 		if err != nil {
-			return nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
+			return nil, nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
 		}
 		defer zr.Close()
 		ar := newAsyncReader(zr, 256<<10)
@@ -81,33 +99,34 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 	switch {
 	case len(head) == 0:
 		if err != nil && err != io.EOF {
-			return nil, err
+			return nil, nil, err
 		}
 		if gzipped {
-			return nil, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
+			return nil, nil, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
 		}
-		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+		return nil, nil, fmt.Errorf("%w: empty input", ErrNotProfile)
 	case gzipped && isGzip(head):
-		return nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
+		return nil, nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
 	}
 
 	d := newStreamDecoder(br)
 	d.unmerged = opts.Unmerged
 	d.maxCost = opts.MaxDecoded
+	d.detail = det
 	// Once a sample has decoded, the input is a protobuf profile: no
 	// legacy format would need the prefix handed to Parse.
 	d.isProtobuf = rec.stop
-	s, err := d.decode()
+	err = d.decode()
 	if err == nil {
-		return s, nil
+		return d, nil, nil
 	}
 	var format *formatError
 	if !errors.As(err, &format) {
 		// I/O: a truncated or oversized stream.
-		return nil, err
+		return nil, nil, err
 	}
 	if rec.overflowed {
-		return nil, fmt.Errorf("%w: %v", ErrNotProfile, format.err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrNotProfile, format.err)
 	}
 	// Not a protobuf profile as far as the decoder got: let Parse decide,
 	// with the legacy formats it knows, on the whole input, when it is
@@ -116,21 +135,21 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 	maxLegacy := DefaultMaxDecoded / costLegacy
 	rest, err := io.ReadAll(io.LimitReader(lim, maxLegacy+1-int64(len(rec.buf))))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data := append(rec.buf, rest...)
 	if size := int64(len(data)); size > maxLegacy {
 		n, err := io.Copy(io.Discard, lim)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, &TooLargeError{Limit: DefaultMaxDecoded, Decoded: true, Estimate: (size + n) * costLegacy}
+		return nil, nil, &TooLargeError{Limit: DefaultMaxDecoded, Decoded: true, Estimate: (size + n) * costLegacy}
 	}
 	p, err := Parse(data, DefaultMaxDecompressed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return StacksOf(p)
+	return nil, p, nil
 }
 
 // formatError is a protobuf or validity error of the decoder, as opposed
@@ -319,17 +338,82 @@ type valueTypeDef struct{ typ, unit int64 }
 type locationDef struct {
 	id, mapping, address uint64
 	start, end           int32 // range in lineDefs
+	folded               bool
 }
 
 type lineDef struct {
-	function uint64
-	line     int64
+	function     uint64
+	line, column int64
 }
 
 type functionDef struct {
 	id                         uint64
 	name, systemName, filename int64
 	startLine                  int64
+}
+
+// detail is what the decoder keeps for merging beyond the stacks: the
+// label sets of the samples (interned per profile, as string indices),
+// the mappings in profile order, and the comments.
+type detail struct {
+	cur      []rawLabel // the labels of the sample being decoded
+	flat     []rawLabel // the label sets, one after another
+	setStart []int32    // set i is flat[setStart[i]:setStart[i+1]]; set 0 is empty
+	setIndex map[string]int32
+	key      []byte
+	mappings []mappingDef
+	comments []int64
+}
+
+// rawLabel is a sample label as the protobuf gives it: string indices
+// and a number.
+type rawLabel struct{ key, str, num, unit int64 }
+
+type mappingDef struct {
+	id, start, limit, offset uint64
+	file, buildID            int64
+	hasFunctions             bool
+	hasFilenames             bool
+	hasLineNumbers           bool
+	hasInlineFrames          bool
+}
+
+// intern returns the number of the current sample's label set, the same
+// for the same labels in the same order; 0 is the empty set.
+func (x *detail) intern() int32 {
+	if len(x.cur) == 0 {
+		return 0
+	}
+	if x.setStart == nil {
+		x.setStart, x.setIndex = []int32{0, 0}, map[string]int32{}
+	}
+	k := x.key[:0]
+	for _, l := range x.cur {
+		k = binary.AppendUvarint(k, uint64(l.key))
+		k = binary.AppendUvarint(k, uint64(l.str))
+		k = binary.AppendUvarint(k, uint64(l.num))
+		k = binary.AppendUvarint(k, uint64(l.unit))
+	}
+	x.key = k
+	if id, ok := x.setIndex[string(k)]; ok {
+		return id
+	}
+	x.flat = append(x.flat, x.cur...)
+	x.setStart = append(x.setStart, int32(len(x.flat)))
+	id := int32(len(x.setStart) - 2)
+	x.setIndex[string(k)] = id
+	return id
+}
+
+// sets returns the number of label sets, the empty one included.
+func (x *detail) sets() int { return max(len(x.setStart)-1, 1) }
+
+// set returns the labels of set i.
+func (x *detail) set(i int32) []rawLabel {
+	if i == 0 {
+		return nil
+	}
+	return x.flat[x.setStart[i]:x.setStart[i+1]]
 }
 
 // streamDecoder decodes a profile's protobuf from a stream. It follows
@@ -347,6 +431,8 @@ type streamDecoder struct {
 	isProtobuf func()
 	r          *bufio.Reader
 	big        []byte // payloads larger than r's buffer
+	// detail, when set, keeps what merging needs beyond stacks.
+	detail *detail
 
 	agg     *aggregator
 	nt      int
@@ -388,14 +474,16 @@ func (d *streamDecoder) ref(i int64) {
 	d.maxStr = max(d.maxStr, uint64(i))
 }
 
-func (d *streamDecoder) decode() (*Stacks, error) {
+// decode reads the protobuf to its end, then checks it as
+// profile.Parse does.
+func (d *streamDecoder) decode() error {
 	for {
 		tag, err := d.readVarint()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		field, wire := tag>>3, int(tag&7)
 		var v uint64
@@ -403,37 +491,37 @@ func (d *streamDecoder) decode() (*Stacks, error) {
 		switch wire {
 		case 0:
 			if v, err = d.readVarint(); err != nil {
-				return nil, eofIsTruncation(err)
+				return eofIsTruncation(err)
 			}
 		case 1:
 			if _, err = d.readFixed(8); err != nil {
-				return nil, err
+				return err
 			}
 		case 5:
 			if _, err = d.readFixed(4); err != nil {
-				return nil, err
+				return err
 			}
 		case 2:
 			n, err := d.readVarint()
 			if err != nil {
-				return nil, eofIsTruncation(err)
+				return eofIsTruncation(err)
 			}
 			if payload, err = d.readPayload(n); err != nil {
-				return nil, err
+				return err
 			}
 		default:
-			return nil, formatErr("unknown wire type: %d", wire)
+			return formatErr("unknown wire type: %d", wire)
 		}
 		if err := d.field(field, wire, v, payload); err != nil {
-			return nil, err
+			return err
 		}
 		if wire == 2 {
 			if err := d.release(len(payload)); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return d.finish()
+	return d.check()
 }
 
 // field handles one field of the Profile message.
@@ -521,16 +609,14 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 	case 13: // comment, packed or not
 		switch wire {
 		case 0:
-			d.ref(int64(v))
-			d.comments++
+			d.comment(int64(v))
 		case 2:
 			for p := payload; len(p) > 0; {
 				x, rest, err := varint(p)
 				if err != nil {
 					return err
 				}
-				d.ref(int64(x))
-				d.comments++
+				d.comment(int64(x))
 				p = rest
 			}
 		default:
@@ -540,8 +626,20 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 	return nil
 }
 
+// comment records the string index of a comment.
+func (d *streamDecoder) comment(i int64) {
+	d.ref(i)
+	d.comments++
+	if d.detail != nil {
+		d.detail.comments = append(d.detail.comments, i)
+	}
+}
+
 func (d *streamDecoder) sample(p []byte) error {
 	d.stack, d.vals, d.labels = d.stack[:0], d.vals[:0], 0
+	if d.detail != nil {
+		d.detail.cur = d.detail.cur[:0]
+	}
 	for len(p) > 0 {
 		// Fast path: the packed location ids that make up most of a
 		// profile (field 1, wire type 2).
@@ -617,10 +715,15 @@ func (d *streamDecoder) sample(p []byte) error {
 		d.nt = len(d.vals)
 		d.agg = newAggregator(d.nt, 1024)
 		d.agg.unmerged = d.unmerged
+		d.agg.labeled = d.detail != nil
 	} else if len(d.vals) != d.nt {
 		return formatErr("malformed profile: samples have %d and %d values", d.nt, len(d.vals))
 	}
-	if err := d.agg.add(d.stack, d.vals); err != nil {
+	var set int32
+	if d.detail != nil {
+		set = d.detail.intern()
+	}
+	if err := d.agg.addLabeled(d.stack, set, d.vals); err != nil {
 		if errors.Is(err, ErrOverflow) {
 			return err // a valid profile, refused for what it says
 		}
@@ -694,7 +797,7 @@ func (d *streamDecoder) appendLocation(id uint64) error {
 // label checks a sample label's string indices, as profile.postDecode
 // resolves them: the key always, the unit only for numeric labels.
 func (d *streamDecoder) label(p []byte) error {
-	var key, str, unit int64
+	var key, str, num, unit int64
 	for len(p) > 0 {
 		f, err := nextField(p)
 		if err != nil {
@@ -710,10 +813,15 @@ func (d *streamDecoder) label(p []byte) error {
 				key = int64(f.v)
 			case 2:
 				str = int64(f.v)
+			case 3:
+				num = int64(f.v)
 			case 4:
 				unit = int64(f.v)
 			}
 		}
+	}
+	if d.detail != nil {
+		d.detail.cur = append(d.detail.cur, rawLabel{key: key, str: str, num: num, unit: unit})
 	}
 	d.labels++
 	if unit != 0 {
@@ -729,8 +837,7 @@ func (d *streamDecoder) label(p []byte) error {
 }
 
 func (d *streamDecoder) mapping(p []byte) error {
-	var id uint64
-	var file, buildID int64
+	var m mappingDef
 	for len(p) > 0 {
 		f, err := nextField(p)
 		if err != nil {
@@ -743,27 +850,47 @@ func (d *streamDecoder) mapping(p []byte) error {
 			}
 			switch f.num {
 			case 1:
-				id = f.v
+				m.id = f.v
+			case 2:
+				m.start = f.v
+			case 3:
+				m.limit = f.v
+			case 4:
+				m.offset = f.v
 			case 5:
-				file = int64(f.v)
+				m.file = int64(f.v)
 			case 6:
-				buildID = int64(f.v)
+				m.buildID = int64(f.v)
+			case 7:
+				m.hasFunctions = f.v != 0
+			case 8:
+				m.hasFilenames = f.v != 0
+			case 9:
+				m.hasLineNumbers = f.v != 0
+			case 10:
+				m.hasInlineFrames = f.v != 0
 			}
 		}
 	}
-	d.ref(file)
-	d.ref(buildID)
+	d.ref(m.file)
+	d.ref(m.buildID)
 	if err := d.charge(costMapping); err != nil {
 		return err
 	}
-	if id == 0 {
+	if m.id == 0 {
 		return formatErr("malformed profile: found mapping with reserved ID=0")
 	}
-	if _, dup := d.mappings.get(id); dup {
-		return formatErr("malformed profile: multiple mappings with same id: %d", id)
+	if _, dup := d.mappings.get(m.id); dup {
+		return formatErr("malformed profile: multiple mappings with same id: %d", m.id)
 	}
-	d.mappings.put(id, d.nMappings)
+	if d.nMappings == 1<<31-1 {
+		return formatErr("too many mappings")
+	}
+	d.mappings.put(m.id, d.nMappings)
 	d.nMappings++
+	if d.detail != nil {
+		d.detail.mappings = append(d.detail.mappings, m)
+	}
 	return nil
 }
 
@@ -787,6 +914,8 @@ func (d *streamDecoder) location(p []byte) error {
 				l.mapping = f.v
 			case 3:
 				l.address = f.v
+			case 5:
+				l.folded = f.v != 0
 			}
 		case 4:
 			if f.wire != 2 {
@@ -834,6 +963,8 @@ func decodeLine(p []byte) (lineDef, error) {
 				ln.function = f.v
 			case 2:
 				ln.line = int64(f.v)
+			case 3:
+				ln.column = int64(f.v)
 			}
 		}
 	}
@@ -908,9 +1039,8 @@ func decodeValueType(p []byte) (valueTypeDef, error) {
 	return vt, nil
 }
 
-// finish checks what profile.postDecode and CheckValid check, then
-// resolves the ids and strings.
-func (d *streamDecoder) finish() (*Stacks, error) {
+// check checks what profile.postDecode and CheckValid check.
+func (d *streamDecoder) check() error {
 	for _, vt := range d.sampleTypes {
 		d.ref(vt.typ)
 		d.ref(vt.unit)
@@ -922,23 +1052,38 @@ func (d *streamDecoder) finish() (*Stacks, error) {
 	d.ref(d.defaultSampleType)
 	d.ref(d.docURL)
 	if d.maxStr >= uint64(len(d.strs)) {
-		return nil, formatErr("malformed profile format")
+		return formatErr("malformed profile format")
 	}
 	nt := len(d.sampleTypes)
 	if d.samples > 0 && nt == 0 {
-		return nil, formatErr("malformed profile: missing sample type information")
+		return formatErr("malformed profile: missing sample type information")
 	}
 	if d.samples > 0 && d.nt != nt {
-		return nil, formatErr("malformed profile: mismatch: sample has %d values vs. %d types", d.nt, nt)
+		return formatErr("malformed profile: mismatch: sample has %d values vs. %d types", d.nt, nt)
 	}
 	for _, l := range d.locs {
 		for _, ln := range d.lines[l.start:l.end] {
 			if _, ok := d.funcByID.get(ln.function); !ok || ln.function == 0 {
-				return nil, formatErr("malformed profile: location id: %d has a line with nil function", l.id)
+				return formatErr("malformed profile: location id: %d has a line with nil function", l.id)
 			}
 		}
 	}
+	for _, id := range d.usedIDs {
+		if _, ok := d.locByID.get(id); !ok {
+			return formatErr("malformed profile: sample has nil location")
+		}
+	}
+	if d.agg == nil {
+		d.agg = newAggregator(nt, 0)
+		d.agg.unmerged = d.unmerged
+		d.agg.labeled = d.detail != nil
+	}
+	return nil
+}
 
+// finish resolves the ids and strings of a checked profile into Stacks.
+func (d *streamDecoder) finish() *Stacks {
+	nt := len(d.sampleTypes)
 	str := func(i int64) string { return d.strs[i] }
 	s := &Stacks{
 		SampleTypes:       make([]ValueType, nt),
@@ -951,19 +1096,13 @@ func (d *streamDecoder) finish() (*Stacks, error) {
 	for i, vt := range d.sampleTypes {
 		s.SampleTypes[i] = ValueType{Type: str(vt.typ), Unit: str(vt.unit)}
 	}
-	if d.agg == nil {
-		d.agg = newAggregator(nt, 0)
-	}
 	d.agg.finish(s)
 
 	s.Locations = make([]Location, len(d.usedIDs))
 	lines := make([]Line, 0, len(d.usedIDs)+len(d.usedIDs)/4)
 	var funcIdx idIndex
 	for i, id := range d.usedIDs {
-		li, ok := d.locByID.get(id)
-		if !ok {
-			return nil, formatErr("malformed profile: sample has nil location")
-		}
+		li, _ := d.locByID.get(id)
 		l := d.locs[li]
 		start := len(lines)
 		for _, ln := range d.lines[l.start:l.end] {
@@ -979,7 +1118,7 @@ func (d *streamDecoder) finish() (*Stacks, error) {
 		}
 		s.Locations[i] = Location{Address: l.address, Lines: lines[start:len(lines):len(lines)]}
 	}
-	return s, nil
+	return s
 }
 
 // readVarint reads a varint from the stream; io.EOF only when the stream

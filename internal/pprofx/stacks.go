@@ -249,6 +249,10 @@ type aggregator struct {
 	// unmerged adds every sample as a stack of its own, without looking
 	// for an equal one (ReadOptions.Unmerged).
 	unmerged bool
+	// labeled keeps a label set per stack (labels), part of its identity:
+	// samples merge when their stacks and label sets are equal.
+	labeled bool
+	labels  records[int32]
 	// table is an open-addressing hash set of stack indices + 1.
 	table []uint32
 	// hashes[i] is the hash of stack i, kept to grow the table without
@@ -268,6 +272,7 @@ func newAggregator(nt, sizeHint int) *aggregator {
 		table:     make([]uint32, size),
 		values:    records[int64]{width: nt},
 		hashes:    records[uint64]{width: 1},
+		labels:    records[int32]{width: 1},
 		store:     stackStore{refs: records[stackRef]{width: 1}},
 	}
 }
@@ -289,6 +294,12 @@ const maxStacks = 1 << 31
 
 // add adds a sample's values to its stack.
 func (a *aggregator) add(stack []int32, values []int64) error {
+	return a.addLabeled(stack, 0, values)
+}
+
+// addLabeled adds a sample's values to its stack and label set (ignored
+// unless the aggregator is labeled).
+func (a *aggregator) addLabeled(stack []int32, set int32, values []int64) error {
 	for i, v := range values {
 		if !addMagnitude(&a.magnitude[i], v) {
 			return fmt.Errorf("%w (sample type %d)", ErrOverflow, i+1)
@@ -303,16 +314,24 @@ func (a *aggregator) add(stack []int32, values []int64) error {
 			return err
 		}
 		a.values.add(values...)
+		if a.labeled {
+			a.labels.add(set)
+		}
 		return nil
 	}
 	h := hashStack(stack)
+	if a.labeled {
+		h = (h ^ uint64(uint32(set))) * 0x9e3779b97f4a7c15
+		h ^= h >> 32
+	}
 	mask := uint64(len(a.table) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
 		e := a.table[j]
 		if e == 0 {
 			break
 		}
-		if a.hashes.at(int(e - 1))[0] == h && slices.Equal(a.store.stack(int(e-1)), stack) {
+		if a.hashes.at(int(e - 1))[0] == h && slices.Equal(a.store.stack(int(e-1)), stack) &&
+			(!a.labeled || a.labels.at(int(e - 1))[0] == set) {
 			vs := a.values.at(int(e - 1))
 			for i, v := range values {
 				vs[i] += v
@@ -329,6 +348,9 @@ func (a *aggregator) add(stack []int32, values []int64) error {
 	}
 	a.hashes.add(h)
 	a.values.add(values...)
+	if a.labeled {
+		a.labels.add(set)
+	}
 	if 2*(n+1) > len(a.table) {
 		a.grow()
 	} else {
