@@ -97,6 +97,9 @@ type Merger struct {
 	labelSets  []labelSet // [0] is the empty set
 	labelIdx   map[string]int32
 
+	// decode is the decoder and its buffers, reused from one profile to
+	// the next.
+	decode decodeState
 	// Per-profile tables, reused: the merged number + 1 of each of the
 	// profile's mappings, functions, used locations and label sets, 0
 	// until it is looked up.
@@ -228,7 +231,7 @@ func (m *Merger) Add(name string, r io.Reader) error {
 
 func (m *Merger) add(r io.Reader) error {
 	opts := ReadOptions{MaxDecompressed: m.opts.MaxDecompressed, MaxDecoded: m.opts.MaxDecoded, Unmerged: true}
-	d, legacy, err := decodeStream(r, opts, &detail{})
+	d, legacy, err := decodeStream(r, opts, true, &m.decode)
 	if err != nil {
 		return err
 	}
@@ -239,7 +242,7 @@ func (m *Merger) add(r io.Reader) error {
 		if err := legacy.WriteUncompressed(&buf); err != nil {
 			return fmt.Errorf("encode legacy profile: %w", err)
 		}
-		if d, _, err = decodeStream(&buf, ReadOptions{Unmerged: true}, &detail{}); err != nil {
+		if d, _, err = decodeStream(&buf, ReadOptions{Unmerged: true}, true, &m.decode); err != nil {
 			return fmt.Errorf("decode legacy profile: %w", err)
 		}
 	}
@@ -362,6 +365,7 @@ func (m *Merger) fold(d *streamDecoder) {
 		m.mapMapping(d, 0)
 	}
 	agg := d.agg
+	guess := -1
 	for i := range agg.values.n {
 		vals := agg.values.at(i)
 		if isZero(vals) {
@@ -383,8 +387,11 @@ func (m *Merger) fold(d *streamDecoder) {
 			g = m.mapLabels(d, set) + 1
 			m.labelRef[set] = g
 		}
-		// Cannot fail: room checked the values and the sizes.
-		_ = m.agg.addLabeled(stack, g-1, vals)
+		// Cannot fail: room checked the values and the sizes. Profiles of
+		// one process list their samples in much the same order (the Go
+		// runtime's newest first), so the next sample is likely the
+		// merged sample after this one's.
+		guess, _ = m.agg.addGuess(stack, g-1, vals, guess+1)
 	}
 }
 

@@ -51,7 +51,7 @@ type ReadOptions struct {
 // Gzip decompression runs in a goroutine of its own, overlapping the
 // decoding; it has ended when ReadStacks returns.
 func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
-	d, legacy, err := decodeStream(r, opts, nil)
+	d, legacy, err := decodeStream(r, opts, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -61,17 +61,35 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 	return d.finish(), nil
 }
 
+// decodeState is what decoding one profile after another reuses: the
+// read buffers, the gzip reader, and the decoder with its tables.
+type decodeState struct {
+	in, br *bufio.Reader
+	zr     *gzip.Reader
+	chunks [][]byte // the asyncReader's
+	prefix []byte
+	d      *streamDecoder
+}
+
+// maxKeptPrefix is the largest prefix buffer decodeState keeps.
+const maxKeptPrefix = 1 << 20
+
 // decodeStream decodes a profile from r, gzipped or not, as ReadStacks
 // describes, and returns the decoder having read and checked the whole
 // protobuf, or, for input in one of the legacy formats, the profile Parse
-// made of it. det, when not nil, is filled with what merging needs
-// beyond the stacks (Merger).
-func decodeStream(r io.Reader, opts ReadOptions, det *detail) (*streamDecoder, *profile.Profile, error) {
+// made of it. With detail, the decoder keeps what merging needs beyond
+// the stacks (Merger). st, when not nil, holds what an earlier call
+// allocated, for this one to reuse: the decoder it returned is then
+// reset.
+func decodeStream(r io.Reader, opts ReadOptions, detailed bool, st *decodeState) (*streamDecoder, *profile.Profile, error) {
 	limit := opts.MaxDecompressed
 	if limit <= 0 {
 		limit = DefaultMaxDecompressed
 	}
-	in := bufio.NewReaderSize(r, 64<<10)
+	if st == nil {
+		st = &decodeState{}
+	}
+	in := resetReader(&st.in, r, 64<<10)
 	head, err := in.Peek(2)
 	if len(head) == 0 {
 		if err != nil && err != io.EOF {
@@ -82,18 +100,29 @@ func decodeStream(r io.Reader, opts ReadOptions, det *detail) (*streamDecoder, *
 	var src io.Reader = in
 	gzipped := isGzip(head)
 	if gzipped {
-		zr, err := gzip.NewReader(in)
+		if st.zr == nil {
+			st.zr, err = gzip.NewReader(in)
+		} else {
+			err = st.zr.Reset(in)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
 		}
+		zr := st.zr
 		defer zr.Close()
-		ar := newAsyncReader(zr, 256<<10)
+		ar := newAsyncReader(zr, 256<<10, st.chunks)
+		st.chunks = ar.bufs
 		defer ar.close()
 		src = ar
 	}
 	lim := &limitedReader{r: src, left: limit, limit: limit, gzipped: gzipped}
-	rec := &prefixRecorder{r: lim, max: 4 << 20}
-	br := bufio.NewReaderSize(rec, 256<<10)
+	rec := &prefixRecorder{r: lim, max: 4 << 20, buf: st.prefix[:0]}
+	defer func() {
+		if cap(rec.buf) <= maxKeptPrefix {
+			st.prefix = rec.buf[:0]
+		}
+	}()
+	br := resetReader(&st.br, rec, 256<<10)
 
 	head, err = br.Peek(2)
 	switch {
@@ -109,10 +138,22 @@ func decodeStream(r io.Reader, opts ReadOptions, det *detail) (*streamDecoder, *
 		return nil, nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
 	}
 
-	d := newStreamDecoder(br)
+	if st.d == nil {
+		st.d = newStreamDecoder(br)
+	} else {
+		st.d.reset(br)
+	}
+	d := st.d
 	d.unmerged = opts.Unmerged
 	d.maxCost = opts.MaxDecoded
-	d.detail = det
+	if detailed {
+		if d.detail == nil {
+			d.detail = &detail{}
+		}
+		d.detail.reset()
+	} else {
+		d.detail = nil
+	}
 	// Once a sample has decoded, the input is a protobuf profile: no
 	// legacy format would need the prefix handed to Parse.
 	d.isProtobuf = rec.stop
@@ -138,6 +179,7 @@ func decodeStream(r io.Reader, opts ReadOptions, det *detail) (*streamDecoder, *
 		return nil, nil, err
 	}
 	data := append(rec.buf, rest...)
+	rec.buf = nil // data goes to Parse, which may keep it
 	if size := int64(len(data)); size > maxLegacy {
 		n, err := io.Copy(io.Discard, lim)
 		if err != nil {
@@ -150,6 +192,16 @@ func decodeStream(r io.Reader, opts ReadOptions, det *detail) (*streamDecoder, *
 		return nil, nil, err
 	}
 	return nil, p, nil
+}
+
+// resetReader returns *b reset to read from r, making it first.
+func resetReader(b **bufio.Reader, r io.Reader, size int) *bufio.Reader {
+	if *b == nil {
+		*b = bufio.NewReaderSize(r, size)
+	} else {
+		(*b).Reset(r)
+	}
+	return *b
 }
 
 // formatError is a protobuf or validity error of the decoder, as opposed
@@ -203,13 +255,13 @@ type prefixRecorder struct {
 }
 
 // stop ends the recording: the decoder knows the input is a protobuf.
-func (p *prefixRecorder) stop() { p.overflowed, p.buf = true, nil }
+func (p *prefixRecorder) stop() { p.overflowed, p.buf = true, p.buf[:0] }
 
 func (p *prefixRecorder) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if !p.overflowed {
 		if len(p.buf)+n > p.max {
-			p.overflowed, p.buf = true, nil
+			p.overflowed, p.buf = true, p.buf[:0]
 		} else {
 			p.buf = append(p.buf, b[:n]...)
 		}
@@ -220,6 +272,7 @@ func (p *prefixRecorder) Read(b []byte) (int, error) {
 // asyncReader reads its source in a goroutine, a chunk ahead of its
 // reader.
 type asyncReader struct {
+	bufs       [][]byte // every chunk, to reuse once closed
 	full, free chan []byte
 	stop       chan struct{}
 	wg         sync.WaitGroup
@@ -228,14 +281,23 @@ type asyncReader struct {
 	once       sync.Once
 }
 
-func newAsyncReader(src io.Reader, size int) *asyncReader {
+// newAsyncReader starts reading src in chunks of size bytes, four at a
+// time, reusing bufs when they are the chunks of a closed asyncReader.
+func newAsyncReader(src io.Reader, size int, bufs [][]byte) *asyncReader {
 	a := &asyncReader{
+		bufs: bufs,
 		full: make(chan []byte, 2),
 		free: make(chan []byte, 4),
 		stop: make(chan struct{}),
 	}
-	for range 4 {
-		a.free <- make([]byte, size)
+	if len(a.bufs) != 4 || len(a.bufs[0]) != size {
+		a.bufs = make([][]byte, 4)
+		for i := range a.bufs {
+			a.bufs[i] = make([]byte, size)
+		}
+	}
+	for _, b := range a.bufs {
+		a.free <- b
 	}
 	a.wg.Add(1)
 	go a.fill(src)
@@ -318,6 +380,12 @@ func (x *idIndex) get(id uint64) (int32, bool) {
 	return v, ok
 }
 
+// reset empties x, keeping its dense table.
+func (x idIndex) reset() idIndex {
+	clear(x.dense)
+	return idIndex{dense: x.dense}
+}
+
 func (x *idIndex) put(id uint64, v int32) {
 	if id < maxDenseID {
 		if id >= uint64(len(x.dense)) {
@@ -360,6 +428,7 @@ type detail struct {
 	flat     []rawLabel // the label sets, one after another
 	setStart []int32    // set i is flat[setStart[i]:setStart[i+1]]; set 0 is empty
 	setIndex map[string]int32
+	single   map[rawLabel]int32 // the sets of one label, most of them
 	key      []byte
 	mappings []mappingDef
 	comments []int64
@@ -385,7 +454,15 @@ func (x *detail) intern() int32 {
 		return 0
 	}
 	if x.setStart == nil {
-		x.setStart, x.setIndex = []int32{0, 0}, map[string]int32{}
+		x.setStart, x.setIndex, x.single = []int32{0, 0}, map[string]int32{}, map[rawLabel]int32{}
+	}
+	if len(x.cur) == 1 {
+		if id, ok := x.single[x.cur[0]]; ok {
+			return id
+		}
+		id := x.newSet()
+		x.single[x.cur[0]] = id
+		return id
 	}
 	k := x.key[:0]
 	for _, l := range x.cur {
@@ -398,11 +475,28 @@ func (x *detail) intern() int32 {
 	if id, ok := x.setIndex[string(k)]; ok {
 		return id
 	}
-	x.flat = append(x.flat, x.cur...)
-	x.setStart = append(x.setStart, int32(len(x.flat)))
-	id := int32(len(x.setStart) - 2)
+	id := x.newSet()
 	x.setIndex[string(k)] = id
 	return id
+}
+
+// newSet adds the current sample's labels as a set and returns its
+// number.
+func (x *detail) newSet() int32 {
+	x.flat = append(x.flat, x.cur...)
+	x.setStart = append(x.setStart, int32(len(x.flat)))
+	return int32(len(x.setStart) - 2)
+}
+
+// reset empties x for another profile, keeping its memory.
+func (x *detail) reset() {
+	x.cur, x.flat, x.key = x.cur[:0], x.flat[:0], x.key[:0]
+	x.mappings, x.comments = x.mappings[:0], x.comments[:0]
+	if x.setStart != nil {
+		x.setStart = x.setStart[:2]
+		clear(x.setIndex)
+		clear(x.single)
+	}
 }
 
 // sets returns the number of label sets, the empty one included.
@@ -435,6 +529,7 @@ type streamDecoder struct {
 	detail *detail
 
 	agg     *aggregator
+	spare   *aggregator // an earlier profile's, unmerged, to reuse
 	nt      int
 	samples int
 	vals    []int64
@@ -467,6 +562,52 @@ type streamDecoder struct {
 
 func newStreamDecoder(r *bufio.Reader) *streamDecoder {
 	return &streamDecoder{r: r, nt: -1}
+}
+
+// reset readies d to decode another profile from r, keeping the memory
+// of its tables, and of its aggregator when unmerged (a merged one has
+// moved into the Stacks finish returned).
+func (d *streamDecoder) reset(r *bufio.Reader) {
+	old := *d
+	*d = streamDecoder{
+		r:           r,
+		nt:          -1,
+		big:         old.big[:0],
+		detail:      old.detail,
+		vals:        old.vals[:0],
+		stack:       old.stack[:0],
+		used:        old.used.reset(),
+		usedIDs:     old.usedIDs[:0],
+		locByID:     old.locByID.reset(),
+		locs:        old.locs[:0],
+		lines:       old.lines[:0],
+		funcByID:    old.funcByID.reset(),
+		funcs:       old.funcs[:0],
+		mappings:    old.mappings.reset(),
+		strs:        old.strs[:0],
+		sampleTypes: old.sampleTypes[:0],
+	}
+	clear(old.strs) // let the strings go
+	if old.agg != nil && old.agg.unmerged {
+		d.spare = old.agg
+	} else {
+		d.spare = old.spare
+	}
+}
+
+// newAggregator returns the decoder's aggregator for nt sample types: the
+// spare one of an earlier profile, reset, when it fits.
+func (d *streamDecoder) newAggregator(nt int) *aggregator {
+	if a := d.spare; a != nil && a.nt == nt && d.unmerged {
+		d.spare = nil
+		a.reset()
+		a.labeled = d.detail != nil
+		return a
+	}
+	a := newAggregator(nt, 1024)
+	a.unmerged = d.unmerged
+	a.labeled = d.detail != nil
+	return a
 }
 
 // ref records a string index for the final range check.
@@ -642,8 +783,9 @@ func (d *streamDecoder) sample(p []byte) error {
 	}
 	for len(p) > 0 {
 		// Fast path: the packed location ids that make up most of a
-		// profile (field 1, wire type 2).
-		if p[0] == 0x0a {
+		// profile, the packed values and the labels (fields 1, 2 and 3,
+		// wire type 2).
+		if tag := p[0]; tag == 0x0a || tag == 0x12 || tag == 0x1a {
 			n, rest, err := varint(p[1:])
 			if err != nil {
 				return err
@@ -651,10 +793,19 @@ func (d *streamDecoder) sample(p []byte) error {
 			if n > uint64(len(rest)) {
 				return formatErr("too much data")
 			}
-			if err := d.appendLocations(rest[:n]); err != nil {
+			data := rest[:n]
+			p = rest[n:]
+			switch tag {
+			case 0x0a:
+				err = d.appendLocations(data)
+			case 0x12:
+				err = d.appendValues(data)
+			default:
+				err = d.label(data)
+			}
+			if err != nil {
 				return err
 			}
-			p = rest[n:]
 			continue
 		}
 		f, err := nextField(p)
@@ -681,13 +832,8 @@ func (d *streamDecoder) sample(p []byte) error {
 			case 0:
 				d.vals = append(d.vals, int64(f.v))
 			case 2:
-				for q := f.data; len(q) > 0; {
-					x, rest, err := varint(q)
-					if err != nil {
-						return err
-					}
-					d.vals = append(d.vals, int64(x))
-					q = rest
+				if err := d.appendValues(f.data); err != nil {
+					return err
 				}
 			default:
 				return errTypeMismatch
@@ -713,9 +859,7 @@ func (d *streamDecoder) sample(p []byte) error {
 	}
 	if d.nt < 0 {
 		d.nt = len(d.vals)
-		d.agg = newAggregator(d.nt, 1024)
-		d.agg.unmerged = d.unmerged
-		d.agg.labeled = d.detail != nil
+		d.agg = d.newAggregator(d.nt)
 	} else if len(d.vals) != d.nt {
 		return formatErr("malformed profile: samples have %d and %d values", d.nt, len(d.vals))
 	}
@@ -731,6 +875,24 @@ func (d *streamDecoder) sample(p []byte) error {
 	}
 	if d.samples == 1 && d.isProtobuf != nil {
 		d.isProtobuf()
+	}
+	return nil
+}
+
+// appendValues appends a packed list of values to the current sample's.
+func (d *streamDecoder) appendValues(q []byte) error {
+	for len(q) > 0 {
+		if q[0] < 0x80 {
+			d.vals = append(d.vals, int64(q[0]))
+			q = q[1:]
+			continue
+		}
+		x, rest, err := varint(q)
+		if err != nil {
+			return err
+		}
+		d.vals = append(d.vals, int64(x))
+		q = rest
 	}
 	return nil
 }
@@ -799,6 +961,25 @@ func (d *streamDecoder) appendLocation(id uint64) error {
 func (d *streamDecoder) label(p []byte) error {
 	var key, str, num, unit int64
 	for len(p) > 0 {
+		// Fast path: fields 1 to 4 as varints, as they always are.
+		if tag := p[0]; tag&7 == 0 && tag >= 0x08 && tag <= 0x20 {
+			v, rest, err := varint(p[1:])
+			if err != nil {
+				return err
+			}
+			p = rest
+			switch tag >> 3 {
+			case 1:
+				key = int64(v)
+			case 2:
+				str = int64(v)
+			case 3:
+				num = int64(v)
+			case 4:
+				unit = int64(v)
+			}
+			continue
+		}
 		f, err := nextField(p)
 		if err != nil {
 			return err
@@ -1074,9 +1255,7 @@ func (d *streamDecoder) check() error {
 		}
 	}
 	if d.agg == nil {
-		d.agg = newAggregator(nt, 0)
-		d.agg.unmerged = d.unmerged
-		d.agg.labeled = d.detail != nil
+		d.agg = d.newAggregator(nt)
 	}
 	return nil
 }
