@@ -96,6 +96,7 @@ type Merger struct {
 	locIdx     map[string]int32
 	labelSets  []labelSet // [0] is the empty set
 	labelIdx   map[string]int32
+	labels     labelSet // mapLabels's scratch space
 
 	// decode is the decoder and its buffers, reused from one profile to
 	// the next.
@@ -537,7 +538,9 @@ func (m *Merger) mapLabels(d *streamDecoder, i int32) int32 {
 		return 0
 	}
 	str := func(i int64) string { return d.strs[i] }
-	var ls labelSet
+	// Built in scratch space, copied only when new.
+	ls := &m.labels
+	ls.str, ls.num = ls.str[:0], ls.num[:0]
 	for _, l := range raw {
 		key := str(l.key)
 		switch {
@@ -545,14 +548,17 @@ func (m *Merger) mapLabels(d *streamDecoder, i int32) int32 {
 			j := slices.IndexFunc(ls.str, func(s strLabel) bool { return s.key == key })
 			if j < 0 {
 				j = len(ls.str)
-				ls.str = append(ls.str, strLabel{key: key})
+				ls.str = growOne(ls.str)
+				ls.str[j].key, ls.str[j].values = key, ls.str[j].values[:0]
 			}
 			ls.str[j].values = append(ls.str[j].values, str(l.str))
 		case l.num != 0 || l.unit != 0:
 			j := slices.IndexFunc(ls.num, func(n numLabel) bool { return n.key == key })
 			if j < 0 {
 				j = len(ls.num)
-				ls.num = append(ls.num, numLabel{key: key})
+				ls.num = growOne(ls.num)
+				n := &ls.num[j]
+				n.key, n.values, n.units = key, n.values[:0], n.units[:0]
 			}
 			n := &ls.num[j]
 			if l.unit != 0 {
@@ -598,9 +604,30 @@ func (m *Merger) mapLabels(d *streamDecoder, i int32) int32 {
 		return g
 	}
 	g := int32(len(m.labelSets))
-	m.labelSets = append(m.labelSets, ls)
+	m.labelSets = append(m.labelSets, ls.clone())
 	m.labelIdx[string(k)] = g
 	return g
+}
+
+// growOne returns s one element longer, reusing what its capacity holds.
+func growOne[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s[:len(s)+1]
+	}
+	var zero T
+	return append(s, zero)
+}
+
+// clone returns a copy of ls that shares no memory with it.
+func (ls *labelSet) clone() labelSet {
+	out := labelSet{str: make([]strLabel, len(ls.str)), num: make([]numLabel, len(ls.num))}
+	for j, s := range ls.str {
+		out.str[j] = strLabel{key: s.key, values: slices.Clone(s.values)}
+	}
+	for j, n := range ls.num {
+		out.num[j] = numLabel{key: n.key, values: slices.Clone(n.values), units: slices.Clone(n.units)}
+	}
+	return out
 }
 
 // padUnits pads units with empty strings to n, as profile.Parse does.

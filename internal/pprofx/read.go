@@ -148,11 +148,11 @@ func decodeStream(r io.Reader, opts ReadOptions, detailed bool, st *decodeState)
 	d.maxCost = opts.MaxDecoded
 	if detailed {
 		if d.detail == nil {
-			d.detail = &detail{}
+			d.detail, d.strings = &detail{}, map[string]string{}
 		}
 		d.detail.reset()
 	} else {
-		d.detail = nil
+		d.detail, d.strings = nil, nil
 	}
 	// Once a sample has decoded, the input is a protobuf profile: no
 	// legacy format would need the prefix handed to Parse.
@@ -527,6 +527,8 @@ type streamDecoder struct {
 	big        []byte // payloads larger than r's buffer
 	// detail, when set, keeps what merging needs beyond stacks.
 	detail *detail
+	// strings, when set, interns the strings of the string table.
+	strings map[string]string
 
 	agg     *aggregator
 	spare   *aggregator // an earlier profile's, unmerged, to reuse
@@ -574,6 +576,7 @@ func (d *streamDecoder) reset(r *bufio.Reader) {
 		nt:          -1,
 		big:         old.big[:0],
 		detail:      old.detail,
+		strings:     old.strings,
 		vals:        old.vals[:0],
 		stack:       old.stack[:0],
 		used:        old.used.reset(),
@@ -710,7 +713,7 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 		if err := d.charge(costString + int64(len(payload))); err != nil {
 			return err
 		}
-		d.strs = append(d.strs, string(payload))
+		d.strs = append(d.strs, d.str(payload))
 		if d.strs[0] != "" {
 			return formatErr("string_table[0] must be ''")
 		}
@@ -896,6 +899,27 @@ func (d *streamDecoder) appendValues(q []byte) error {
 	}
 	return nil
 }
+
+// str returns payload as a string: the one seen before when the decoder
+// interns strings (as it does for a Merger, whose profiles repeat their
+// function and file names), else a new one.
+func (d *streamDecoder) str(payload []byte) string {
+	if d.strings == nil {
+		return string(payload)
+	}
+	if s, ok := d.strings[string(payload)]; ok {
+		return s
+	}
+	s := string(payload)
+	if len(d.strings) < maxInterned {
+		d.strings[s] = s
+	}
+	return s
+}
+
+// maxInterned bounds the strings a decoder interns, so that junk strings
+// cannot grow it without end.
+const maxInterned = 1 << 16
 
 // charge adds cost to what decoding would take, failing beyond maxCost.
 func (d *streamDecoder) charge(cost int64) error {
