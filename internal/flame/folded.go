@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
 )
 
 // Pseudo-frames of the folded output.
@@ -54,7 +56,7 @@ func WriteFolded(w io.Writer, t *Tree, sample string) error {
 		depth := int(t.Nodes[n].Depth)
 		path = path[:max(depth-1, 0)]
 		if n > 0 {
-			path = append(path, foldedName(t.Name(n)))
+			path = append(path, pprofx.FoldedFrame(t.Name(n)))
 		}
 		if v := t.Self(n, typ); v != 0 {
 			if n == 0 {
@@ -147,7 +149,7 @@ func WriteFoldedDiff(w io.Writer, base, after *Tree, sample string) error {
 			} else {
 				name = after.Name(na)
 			}
-			path = append(path, foldedName(name))
+			path = append(path, pprofx.FoldedFrame(name))
 			walk(nb, na)
 			path = path[:len(path)-1]
 		}
@@ -159,13 +161,4 @@ func WriteFoldedDiff(w io.Writer, base, after *Tree, sample string) error {
 		return fmt.Errorf("write folded stacks: %w", err)
 	}
 	return nil
-}
-
-// foldedName keeps a frame name from breaking the folded format: no
-// semicolons (frame separators) or line breaks.
-func foldedName(name string) string {
-	if !strings.ContainsAny(name, ";\n\r") {
-		return name
-	}
-	return strings.NewReplacer(";", ":", "\n", " ", "\r", " ").Replace(name)
 }

@@ -3,9 +3,14 @@ package flame
 import (
 	"bufio"
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
 )
 
 // readFolded sums the value columns of folded lines by stack.
@@ -100,8 +105,67 @@ func TestWriteFoldedDiff(t *testing.T) {
 	}
 }
 
-func TestFoldedName(t *testing.T) {
-	if got := foldedName("a;b\nc"); got != "a:b c" {
-		t.Errorf("foldedName = %q", got)
+func TestWriteFolded_frameNames(t *testing.T) {
+	p := synthetic()
+	p.Function[0].Name = "main.main;evil\nname"
+	var buf bytes.Buffer
+	if err := WriteFolded(&buf, build(t, stacksOf(t, p), Options{}), ""); err != nil {
+		t.Fatal(err)
 	}
+	if !strings.Contains(buf.String(), "main.main:evil name") {
+		t.Errorf("a name with ';' and a line break is not escaped:\n%s", buf.String())
+	}
+}
+
+// TestWriteFolded_matchesMerger checks that the folded stacks of
+// pprofx.Merger, which the server writes without a tree, are the lines
+// WriteFolded writes for the merged profile unpruned.
+func TestWriteFolded_matchesMerger(t *testing.T) {
+	for _, files := range [][]string{
+		{"heap-before.pb.gz", "heap-after.pb.gz"},
+		{"cpu.pb.gz", "cpu.pb.gz"},
+	} {
+		t.Run(strings.Join(files, "+"), func(t *testing.T) {
+			m := pprofx.NewMerger(pprofx.MergeOptions{})
+			for _, name := range files {
+				data, err := os.ReadFile(filepath.Join("testdata", name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := m.Add(name, bytes.NewReader(data)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var merged bytes.Buffer
+			if err := m.WriteProfile(&merged); err != nil {
+				t.Fatal(err)
+			}
+			s, err := pprofx.ReadStacks(&merged, pprofx.ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range m.SampleTypes() {
+				var fromMerger, fromTree bytes.Buffer
+				if err := m.WriteFolded(&fromMerger, i); err != nil {
+					t.Fatal(err)
+				}
+				if err := WriteFolded(&fromTree, build(t, s, Options{Sample: st.Type}), st.Type); err != nil {
+					t.Fatal(err)
+				}
+				a, b := sortedLines(fromMerger.String()), sortedLines(fromTree.String())
+				if a != b {
+					t.Errorf("%s: Merger.WriteFolded and WriteFolded differ:\nmerger:\n%.2000s\ntree:\n%.2000s", st.Type, a, b)
+				}
+				if len(a) < 100 {
+					t.Errorf("%s: only %d bytes of folded stacks", st.Type, len(a))
+				}
+			}
+		})
+	}
+}
+
+func sortedLines(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }

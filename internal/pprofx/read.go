@@ -2,11 +2,13 @@ package pprofx
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
+	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -49,65 +51,123 @@ type ReadOptions struct {
 // Gzip decompression runs in a goroutine of its own, overlapping the
 // decoding; it has ended when ReadStacks returns.
 func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
+	d, legacy, err := decodeStream(r, opts, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if legacy != nil {
+		return StacksOf(legacy)
+	}
+	return d.finish(), nil
+}
+
+// decodeState is what decoding one profile after another reuses: the
+// read buffers, the gzip reader, and the decoder with its tables.
+type decodeState struct {
+	in, br *bufio.Reader
+	zr     *gzip.Reader
+	chunks [][]byte // the asyncReader's
+	prefix []byte
+	d      *streamDecoder
+}
+
+// maxKeptPrefix is the largest prefix buffer decodeState keeps.
+const maxKeptPrefix = 1 << 20
+
+// decodeStream decodes a profile from r, gzipped or not, as ReadStacks
+// describes, and returns the decoder having read and checked the whole
+// protobuf, or, for input in one of the legacy formats, the profile Parse
+// made of it. With detail, the decoder keeps what merging needs beyond
+// the stacks (Merger). st, when not nil, holds what an earlier call
+// allocated, for this one to reuse: the decoder it returned is then
+// reset.
+func decodeStream(r io.Reader, opts ReadOptions, detailed bool, st *decodeState) (*streamDecoder, *profile.Profile, error) {
 	limit := opts.MaxDecompressed
 	if limit <= 0 {
 		limit = DefaultMaxDecompressed
 	}
-	in := bufio.NewReaderSize(r, 64<<10)
+	if st == nil {
+		st = &decodeState{}
+	}
+	in := resetReader(&st.in, r, 64<<10)
 	head, err := in.Peek(2)
 	if len(head) == 0 {
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("read profile: %w", err)
+			return nil, nil, fmt.Errorf("read profile: %w", err)
 		}
-		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+		return nil, nil, fmt.Errorf("%w: empty input", ErrNotProfile)
 	}
 	var src io.Reader = in
 	gzipped := isGzip(head)
 	if gzipped {
-		zr, err := gzip.NewReader(in)
-		if err != nil {
-			return nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
+		if st.zr == nil {
+			st.zr, err = gzip.NewReader(in)
+		} else {
+			err = st.zr.Reset(in)
 		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("decompress profile: %w", gzipErr(err))
+		}
+		zr := st.zr
 		defer zr.Close()
-		ar := newAsyncReader(zr, 256<<10)
+		ar := newAsyncReader(zr, 256<<10, st.chunks)
+		st.chunks = ar.bufs
 		defer ar.close()
 		src = ar
 	}
 	lim := &limitedReader{r: src, left: limit, limit: limit, gzipped: gzipped}
-	rec := &prefixRecorder{r: lim, max: 4 << 20}
-	br := bufio.NewReaderSize(rec, 256<<10)
+	rec := &prefixRecorder{r: lim, max: 4 << 20, buf: st.prefix[:0]}
+	defer func() {
+		if cap(rec.buf) <= maxKeptPrefix {
+			st.prefix = rec.buf[:0]
+		}
+	}()
+	br := resetReader(&st.br, rec, 256<<10)
 
 	head, err = br.Peek(2)
 	switch {
 	case len(head) == 0:
 		if err != nil && err != io.EOF {
-			return nil, err
+			return nil, nil, err
 		}
 		if gzipped {
-			return nil, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
+			return nil, nil, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
 		}
-		return nil, fmt.Errorf("%w: empty input", ErrNotProfile)
+		return nil, nil, fmt.Errorf("%w: empty input", ErrNotProfile)
 	case gzipped && isGzip(head):
-		return nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
+		return nil, nil, fmt.Errorf("%w: gzip inside gzip", ErrNotProfile)
 	}
 
-	d := newStreamDecoder(br)
+	if st.d == nil {
+		st.d = newStreamDecoder(br)
+	} else {
+		st.d.reset(br)
+	}
+	d := st.d
 	d.unmerged = opts.Unmerged
 	d.maxCost = opts.MaxDecoded
+	if detailed {
+		if d.detail == nil {
+			d.detail, d.strings = &detail{}, map[string]string{}
+		}
+		d.detail.reset()
+	} else {
+		d.detail, d.strings = nil, nil
+	}
 	// Once a sample has decoded, the input is a protobuf profile: no
 	// legacy format would need the prefix handed to Parse.
 	d.isProtobuf = rec.stop
-	s, err := d.decode()
+	err = d.decode()
 	if err == nil {
-		return s, nil
+		return d, nil, nil
 	}
 	var format *formatError
 	if !errors.As(err, &format) {
 		// I/O: a truncated or oversized stream.
-		return nil, err
+		return nil, nil, err
 	}
 	if rec.overflowed {
-		return nil, fmt.Errorf("%w: %v", ErrNotProfile, format.err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrNotProfile, format.err)
 	}
 	// Not a protobuf profile as far as the decoder got: let Parse decide,
 	// with the legacy formats it knows, on the whole input, when it is
@@ -116,21 +176,32 @@ func ReadStacks(r io.Reader, opts ReadOptions) (*Stacks, error) {
 	maxLegacy := DefaultMaxDecoded / costLegacy
 	rest, err := io.ReadAll(io.LimitReader(lim, maxLegacy+1-int64(len(rec.buf))))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data := append(rec.buf, rest...)
+	rec.buf = nil // data goes to Parse, which may keep it
 	if size := int64(len(data)); size > maxLegacy {
 		n, err := io.Copy(io.Discard, lim)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, &TooLargeError{Limit: DefaultMaxDecoded, Decoded: true, Estimate: (size + n) * costLegacy}
+		return nil, nil, &TooLargeError{Limit: DefaultMaxDecoded, Decoded: true, Estimate: (size + n) * costLegacy}
 	}
 	p, err := Parse(data, DefaultMaxDecompressed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return StacksOf(p)
+	return nil, p, nil
+}
+
+// resetReader returns *b reset to read from r, making it first.
+func resetReader(b **bufio.Reader, r io.Reader, size int) *bufio.Reader {
+	if *b == nil {
+		*b = bufio.NewReaderSize(r, size)
+	} else {
+		(*b).Reset(r)
+	}
+	return *b
 }
 
 // formatError is a protobuf or validity error of the decoder, as opposed
@@ -184,13 +255,13 @@ type prefixRecorder struct {
 }
 
 // stop ends the recording: the decoder knows the input is a protobuf.
-func (p *prefixRecorder) stop() { p.overflowed, p.buf = true, nil }
+func (p *prefixRecorder) stop() { p.overflowed, p.buf = true, p.buf[:0] }
 
 func (p *prefixRecorder) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if !p.overflowed {
 		if len(p.buf)+n > p.max {
-			p.overflowed, p.buf = true, nil
+			p.overflowed, p.buf = true, p.buf[:0]
 		} else {
 			p.buf = append(p.buf, b[:n]...)
 		}
@@ -201,6 +272,7 @@ func (p *prefixRecorder) Read(b []byte) (int, error) {
 // asyncReader reads its source in a goroutine, a chunk ahead of its
 // reader.
 type asyncReader struct {
+	bufs       [][]byte // every chunk, to reuse once closed
 	full, free chan []byte
 	stop       chan struct{}
 	wg         sync.WaitGroup
@@ -209,14 +281,23 @@ type asyncReader struct {
 	once       sync.Once
 }
 
-func newAsyncReader(src io.Reader, size int) *asyncReader {
+// newAsyncReader starts reading src in chunks of size bytes, four at a
+// time, reusing bufs when they are the chunks of a closed asyncReader.
+func newAsyncReader(src io.Reader, size int, bufs [][]byte) *asyncReader {
 	a := &asyncReader{
+		bufs: bufs,
 		full: make(chan []byte, 2),
 		free: make(chan []byte, 4),
 		stop: make(chan struct{}),
 	}
-	for range 4 {
-		a.free <- make([]byte, size)
+	if len(a.bufs) != 4 || len(a.bufs[0]) != size {
+		a.bufs = make([][]byte, 4)
+		for i := range a.bufs {
+			a.bufs[i] = make([]byte, size)
+		}
+	}
+	for _, b := range a.bufs {
+		a.free <- b
 	}
 	a.wg.Add(1)
 	go a.fill(src)
@@ -299,6 +380,12 @@ func (x *idIndex) get(id uint64) (int32, bool) {
 	return v, ok
 }
 
+// reset empties x, keeping its dense table.
+func (x idIndex) reset() idIndex {
+	clear(x.dense)
+	return idIndex{dense: x.dense}
+}
+
 func (x *idIndex) put(id uint64, v int32) {
 	if id < maxDenseID {
 		if id >= uint64(len(x.dense)) {
@@ -319,17 +406,108 @@ type valueTypeDef struct{ typ, unit int64 }
 type locationDef struct {
 	id, mapping, address uint64
 	start, end           int32 // range in lineDefs
+	folded               bool
 }
 
 type lineDef struct {
-	function uint64
-	line     int64
+	function     uint64
+	line, column int64
 }
 
 type functionDef struct {
 	id                         uint64
 	name, systemName, filename int64
 	startLine                  int64
+}
+
+// detail is what the decoder keeps for merging beyond the stacks: the
+// label sets of the samples (interned per profile, as string indices),
+// the mappings in profile order, and the comments.
+type detail struct {
+	cur      []rawLabel // the labels of the sample being decoded
+	flat     []rawLabel // the label sets, one after another
+	setStart []int32    // set i is flat[setStart[i]:setStart[i+1]]; set 0 is empty
+	setIndex map[string]int32
+	single   map[rawLabel]int32 // the sets of one label, most of them
+	key      []byte
+	mappings []mappingDef
+	comments []int64
+}
+
+// rawLabel is a sample label as the protobuf gives it: string indices
+// and a number.
+type rawLabel struct{ key, str, num, unit int64 }
+
+type mappingDef struct {
+	id, start, limit, offset uint64
+	file, buildID            int64
+	hasFunctions             bool
+	hasFilenames             bool
+	hasLineNumbers           bool
+	hasInlineFrames          bool
+}
+
+// intern returns the number of the current sample's label set, the same
+// for the same labels in the same order; 0 is the empty set.
+func (x *detail) intern() int32 {
+	if len(x.cur) == 0 {
+		return 0
+	}
+	if x.setStart == nil {
+		x.setStart, x.setIndex, x.single = []int32{0, 0}, map[string]int32{}, map[rawLabel]int32{}
+	}
+	if len(x.cur) == 1 {
+		if id, ok := x.single[x.cur[0]]; ok {
+			return id
+		}
+		id := x.newSet()
+		x.single[x.cur[0]] = id
+		return id
+	}
+	k := x.key[:0]
+	for _, l := range x.cur {
+		k = binary.AppendUvarint(k, uint64(l.key))
+		k = binary.AppendUvarint(k, uint64(l.str))
+		k = binary.AppendUvarint(k, uint64(l.num))
+		k = binary.AppendUvarint(k, uint64(l.unit))
+	}
+	x.key = k
+	if id, ok := x.setIndex[string(k)]; ok {
+		return id
+	}
+	id := x.newSet()
+	x.setIndex[string(k)] = id
+	return id
+}
+
+// newSet adds the current sample's labels as a set and returns its
+// number.
+func (x *detail) newSet() int32 {
+	x.flat = append(x.flat, x.cur...)
+	x.setStart = append(x.setStart, int32(len(x.flat)))
+	return int32(len(x.setStart) - 2)
+}
+
+// reset empties x for another profile, keeping its memory.
+func (x *detail) reset() {
+	x.cur, x.flat, x.key = x.cur[:0], x.flat[:0], x.key[:0]
+	x.mappings, x.comments = x.mappings[:0], x.comments[:0]
+	if x.setStart != nil {
+		x.setStart = x.setStart[:2]
+		clear(x.setIndex)
+		clear(x.single)
+	}
+}
+
+// sets returns the number of label sets, the empty one included.
+func (x *detail) sets() int { return max(len(x.setStart)-1, 1) }
+
+// set returns the labels of set i.
+func (x *detail) set(i int32) []rawLabel {
+	if i == 0 {
+		return nil
+	}
+	return x.flat[x.setStart[i]:x.setStart[i+1]]
 }
 
 // streamDecoder decodes a profile's protobuf from a stream. It follows
@@ -347,8 +525,13 @@ type streamDecoder struct {
 	isProtobuf func()
 	r          *bufio.Reader
 	big        []byte // payloads larger than r's buffer
+	// detail, when set, keeps what merging needs beyond stacks.
+	detail *detail
+	// strings, when set, interns the strings of the string table.
+	strings map[string]string
 
 	agg     *aggregator
+	spare   *aggregator // an earlier profile's, unmerged, to reuse
 	nt      int
 	samples int
 	vals    []int64
@@ -383,19 +566,68 @@ func newStreamDecoder(r *bufio.Reader) *streamDecoder {
 	return &streamDecoder{r: r, nt: -1}
 }
 
+// reset readies d to decode another profile from r, keeping the memory
+// of its tables, and of its aggregator when unmerged (a merged one has
+// moved into the Stacks finish returned).
+func (d *streamDecoder) reset(r *bufio.Reader) {
+	old := *d
+	*d = streamDecoder{
+		r:           r,
+		nt:          -1,
+		big:         old.big[:0],
+		detail:      old.detail,
+		strings:     old.strings,
+		vals:        old.vals[:0],
+		stack:       old.stack[:0],
+		used:        old.used.reset(),
+		usedIDs:     old.usedIDs[:0],
+		locByID:     old.locByID.reset(),
+		locs:        old.locs[:0],
+		lines:       old.lines[:0],
+		funcByID:    old.funcByID.reset(),
+		funcs:       old.funcs[:0],
+		mappings:    old.mappings.reset(),
+		strs:        old.strs[:0],
+		sampleTypes: old.sampleTypes[:0],
+	}
+	clear(old.strs) // let the strings go
+	if old.agg != nil && old.agg.unmerged {
+		d.spare = old.agg
+	} else {
+		d.spare = old.spare
+	}
+}
+
+// newAggregator returns the decoder's aggregator for nt sample types: the
+// spare one of an earlier profile, reset, when it fits.
+func (d *streamDecoder) newAggregator(nt int) *aggregator {
+	if a := d.spare; a != nil && a.nt == nt && d.unmerged {
+		d.spare = nil
+		a.reset()
+		a.labeled = d.detail != nil
+		return a
+	}
+	a := newAggregator(nt, 1024)
+	a.unmerged = d.unmerged
+	a.labeled = d.detail != nil
+	return a
+}
+
 // ref records a string index for the final range check.
 func (d *streamDecoder) ref(i int64) {
 	d.maxStr = max(d.maxStr, uint64(i))
 }
 
-func (d *streamDecoder) decode() (*Stacks, error) {
+// decode reads the protobuf to its end, then checks it as
+// profile.Parse does.
+func (d *streamDecoder) decode() error {
 	for {
 		tag, err := d.readVarint()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		field, wire := tag>>3, int(tag&7)
 		var v uint64
@@ -403,37 +635,37 @@ func (d *streamDecoder) decode() (*Stacks, error) {
 		switch wire {
 		case 0:
 			if v, err = d.readVarint(); err != nil {
-				return nil, eofIsTruncation(err)
+				return eofIsTruncation(err)
 			}
 		case 1:
 			if _, err = d.readFixed(8); err != nil {
-				return nil, err
+				return err
 			}
 		case 5:
 			if _, err = d.readFixed(4); err != nil {
-				return nil, err
+				return err
 			}
 		case 2:
 			n, err := d.readVarint()
 			if err != nil {
-				return nil, eofIsTruncation(err)
+				return eofIsTruncation(err)
 			}
 			if payload, err = d.readPayload(n); err != nil {
-				return nil, err
+				return err
 			}
 		default:
-			return nil, formatErr("unknown wire type: %d", wire)
+			return formatErr("unknown wire type: %d", wire)
 		}
 		if err := d.field(field, wire, v, payload); err != nil {
-			return nil, err
+			return err
 		}
 		if wire == 2 {
 			if err := d.release(len(payload)); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return d.finish()
+	return d.check()
 }
 
 // field handles one field of the Profile message.
@@ -481,7 +713,7 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 		if err := d.charge(costString + int64(len(payload))); err != nil {
 			return err
 		}
-		d.strs = append(d.strs, string(payload))
+		d.strs = append(d.strs, d.str(payload))
 		if d.strs[0] != "" {
 			return formatErr("string_table[0] must be ''")
 		}
@@ -521,16 +753,14 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 	case 13: // comment, packed or not
 		switch wire {
 		case 0:
-			d.ref(int64(v))
-			d.comments++
+			d.comment(int64(v))
 		case 2:
 			for p := payload; len(p) > 0; {
 				x, rest, err := varint(p)
 				if err != nil {
 					return err
 				}
-				d.ref(int64(x))
-				d.comments++
+				d.comment(int64(x))
 				p = rest
 			}
 		default:
@@ -540,12 +770,25 @@ func (d *streamDecoder) field(field uint64, wire int, v uint64, payload []byte) 
 	return nil
 }
 
+// comment records the string index of a comment.
+func (d *streamDecoder) comment(i int64) {
+	d.ref(i)
+	d.comments++
+	if d.detail != nil {
+		d.detail.comments = append(d.detail.comments, i)
+	}
+}
+
 func (d *streamDecoder) sample(p []byte) error {
 	d.stack, d.vals, d.labels = d.stack[:0], d.vals[:0], 0
+	if d.detail != nil {
+		d.detail.cur = d.detail.cur[:0]
+	}
 	for len(p) > 0 {
 		// Fast path: the packed location ids that make up most of a
-		// profile (field 1, wire type 2).
-		if p[0] == 0x0a {
+		// profile, the packed values and the labels (fields 1, 2 and 3,
+		// wire type 2).
+		if tag := p[0]; tag == 0x0a || tag == 0x12 || tag == 0x1a {
 			n, rest, err := varint(p[1:])
 			if err != nil {
 				return err
@@ -553,10 +796,19 @@ func (d *streamDecoder) sample(p []byte) error {
 			if n > uint64(len(rest)) {
 				return formatErr("too much data")
 			}
-			if err := d.appendLocations(rest[:n]); err != nil {
+			data := rest[:n]
+			p = rest[n:]
+			switch tag {
+			case 0x0a:
+				err = d.appendLocations(data)
+			case 0x12:
+				err = d.appendValues(data)
+			default:
+				err = d.label(data)
+			}
+			if err != nil {
 				return err
 			}
-			p = rest[n:]
 			continue
 		}
 		f, err := nextField(p)
@@ -583,13 +835,8 @@ func (d *streamDecoder) sample(p []byte) error {
 			case 0:
 				d.vals = append(d.vals, int64(f.v))
 			case 2:
-				for q := f.data; len(q) > 0; {
-					x, rest, err := varint(q)
-					if err != nil {
-						return err
-					}
-					d.vals = append(d.vals, int64(x))
-					q = rest
+				if err := d.appendValues(f.data); err != nil {
+					return err
 				}
 			default:
 				return errTypeMismatch
@@ -615,12 +862,15 @@ func (d *streamDecoder) sample(p []byte) error {
 	}
 	if d.nt < 0 {
 		d.nt = len(d.vals)
-		d.agg = newAggregator(d.nt, 1024)
-		d.agg.unmerged = d.unmerged
+		d.agg = d.newAggregator(d.nt)
 	} else if len(d.vals) != d.nt {
 		return formatErr("malformed profile: samples have %d and %d values", d.nt, len(d.vals))
 	}
-	if err := d.agg.add(d.stack, d.vals); err != nil {
+	var set int32
+	if d.detail != nil {
+		set = d.detail.intern()
+	}
+	if err := d.agg.addLabeled(d.stack, set, d.vals); err != nil {
 		if errors.Is(err, ErrOverflow) {
 			return err // a valid profile, refused for what it says
 		}
@@ -631,6 +881,45 @@ func (d *streamDecoder) sample(p []byte) error {
 	}
 	return nil
 }
+
+// appendValues appends a packed list of values to the current sample's.
+func (d *streamDecoder) appendValues(q []byte) error {
+	for len(q) > 0 {
+		if q[0] < 0x80 {
+			d.vals = append(d.vals, int64(q[0]))
+			q = q[1:]
+			continue
+		}
+		x, rest, err := varint(q)
+		if err != nil {
+			return err
+		}
+		d.vals = append(d.vals, int64(x))
+		q = rest
+	}
+	return nil
+}
+
+// str returns payload as a string: the one seen before when the decoder
+// interns strings (as it does for a Merger, whose profiles repeat their
+// function and file names), else a new one.
+func (d *streamDecoder) str(payload []byte) string {
+	if d.strings == nil {
+		return string(payload)
+	}
+	if s, ok := d.strings[string(payload)]; ok {
+		return s
+	}
+	s := string(payload)
+	if len(d.strings) < maxInterned {
+		d.strings[s] = s
+	}
+	return s
+}
+
+// maxInterned bounds the strings a decoder interns, so that junk strings
+// cannot grow it without end.
+const maxInterned = 1 << 16
 
 // charge adds cost to what decoding would take, failing beyond maxCost.
 func (d *streamDecoder) charge(cost int64) error {
@@ -694,8 +983,27 @@ func (d *streamDecoder) appendLocation(id uint64) error {
 // label checks a sample label's string indices, as profile.postDecode
 // resolves them: the key always, the unit only for numeric labels.
 func (d *streamDecoder) label(p []byte) error {
-	var key, str, unit int64
+	var key, str, num, unit int64
 	for len(p) > 0 {
+		// Fast path: fields 1 to 4 as varints, as they always are.
+		if tag := p[0]; tag&7 == 0 && tag >= 0x08 && tag <= 0x20 {
+			v, rest, err := varint(p[1:])
+			if err != nil {
+				return err
+			}
+			p = rest
+			switch tag >> 3 {
+			case 1:
+				key = int64(v)
+			case 2:
+				str = int64(v)
+			case 3:
+				num = int64(v)
+			case 4:
+				unit = int64(v)
+			}
+			continue
+		}
 		f, err := nextField(p)
 		if err != nil {
 			return err
@@ -710,10 +1018,15 @@ func (d *streamDecoder) label(p []byte) error {
 				key = int64(f.v)
 			case 2:
 				str = int64(f.v)
+			case 3:
+				num = int64(f.v)
 			case 4:
 				unit = int64(f.v)
 			}
 		}
+	}
+	if d.detail != nil {
+		d.detail.cur = append(d.detail.cur, rawLabel{key: key, str: str, num: num, unit: unit})
 	}
 	d.labels++
 	if unit != 0 {
@@ -729,8 +1042,7 @@ func (d *streamDecoder) label(p []byte) error {
 }
 
 func (d *streamDecoder) mapping(p []byte) error {
-	var id uint64
-	var file, buildID int64
+	var m mappingDef
 	for len(p) > 0 {
 		f, err := nextField(p)
 		if err != nil {
@@ -743,27 +1055,47 @@ func (d *streamDecoder) mapping(p []byte) error {
 			}
 			switch f.num {
 			case 1:
-				id = f.v
+				m.id = f.v
+			case 2:
+				m.start = f.v
+			case 3:
+				m.limit = f.v
+			case 4:
+				m.offset = f.v
 			case 5:
-				file = int64(f.v)
+				m.file = int64(f.v)
 			case 6:
-				buildID = int64(f.v)
+				m.buildID = int64(f.v)
+			case 7:
+				m.hasFunctions = f.v != 0
+			case 8:
+				m.hasFilenames = f.v != 0
+			case 9:
+				m.hasLineNumbers = f.v != 0
+			case 10:
+				m.hasInlineFrames = f.v != 0
 			}
 		}
 	}
-	d.ref(file)
-	d.ref(buildID)
+	d.ref(m.file)
+	d.ref(m.buildID)
 	if err := d.charge(costMapping); err != nil {
 		return err
 	}
-	if id == 0 {
+	if m.id == 0 {
 		return formatErr("malformed profile: found mapping with reserved ID=0")
 	}
-	if _, dup := d.mappings.get(id); dup {
-		return formatErr("malformed profile: multiple mappings with same id: %d", id)
+	if _, dup := d.mappings.get(m.id); dup {
+		return formatErr("malformed profile: multiple mappings with same id: %d", m.id)
 	}
-	d.mappings.put(id, d.nMappings)
+	if d.nMappings == 1<<31-1 {
+		return formatErr("too many mappings")
+	}
+	d.mappings.put(m.id, d.nMappings)
 	d.nMappings++
+	if d.detail != nil {
+		d.detail.mappings = append(d.detail.mappings, m)
+	}
 	return nil
 }
 
@@ -787,6 +1119,8 @@ func (d *streamDecoder) location(p []byte) error {
 				l.mapping = f.v
 			case 3:
 				l.address = f.v
+			case 5:
+				l.folded = f.v != 0
 			}
 		case 4:
 			if f.wire != 2 {
@@ -834,6 +1168,8 @@ func decodeLine(p []byte) (lineDef, error) {
 				ln.function = f.v
 			case 2:
 				ln.line = int64(f.v)
+			case 3:
+				ln.column = int64(f.v)
 			}
 		}
 	}
@@ -908,9 +1244,8 @@ func decodeValueType(p []byte) (valueTypeDef, error) {
 	return vt, nil
 }
 
-// finish checks what profile.postDecode and CheckValid check, then
-// resolves the ids and strings.
-func (d *streamDecoder) finish() (*Stacks, error) {
+// check checks what profile.postDecode and CheckValid check.
+func (d *streamDecoder) check() error {
 	for _, vt := range d.sampleTypes {
 		d.ref(vt.typ)
 		d.ref(vt.unit)
@@ -922,23 +1257,36 @@ func (d *streamDecoder) finish() (*Stacks, error) {
 	d.ref(d.defaultSampleType)
 	d.ref(d.docURL)
 	if d.maxStr >= uint64(len(d.strs)) {
-		return nil, formatErr("malformed profile format")
+		return formatErr("malformed profile format")
 	}
 	nt := len(d.sampleTypes)
 	if d.samples > 0 && nt == 0 {
-		return nil, formatErr("malformed profile: missing sample type information")
+		return formatErr("malformed profile: missing sample type information")
 	}
 	if d.samples > 0 && d.nt != nt {
-		return nil, formatErr("malformed profile: mismatch: sample has %d values vs. %d types", d.nt, nt)
+		return formatErr("malformed profile: mismatch: sample has %d values vs. %d types", d.nt, nt)
 	}
 	for _, l := range d.locs {
 		for _, ln := range d.lines[l.start:l.end] {
 			if _, ok := d.funcByID.get(ln.function); !ok || ln.function == 0 {
-				return nil, formatErr("malformed profile: location id: %d has a line with nil function", l.id)
+				return formatErr("malformed profile: location id: %d has a line with nil function", l.id)
 			}
 		}
 	}
+	for _, id := range d.usedIDs {
+		if _, ok := d.locByID.get(id); !ok {
+			return formatErr("malformed profile: sample has nil location")
+		}
+	}
+	if d.agg == nil {
+		d.agg = d.newAggregator(nt)
+	}
+	return nil
+}
 
+// finish resolves the ids and strings of a checked profile into Stacks.
+func (d *streamDecoder) finish() *Stacks {
+	nt := len(d.sampleTypes)
 	str := func(i int64) string { return d.strs[i] }
 	s := &Stacks{
 		SampleTypes:       make([]ValueType, nt),
@@ -951,19 +1299,13 @@ func (d *streamDecoder) finish() (*Stacks, error) {
 	for i, vt := range d.sampleTypes {
 		s.SampleTypes[i] = ValueType{Type: str(vt.typ), Unit: str(vt.unit)}
 	}
-	if d.agg == nil {
-		d.agg = newAggregator(nt, 0)
-	}
 	d.agg.finish(s)
 
 	s.Locations = make([]Location, len(d.usedIDs))
 	lines := make([]Line, 0, len(d.usedIDs)+len(d.usedIDs)/4)
 	var funcIdx idIndex
 	for i, id := range d.usedIDs {
-		li, ok := d.locByID.get(id)
-		if !ok {
-			return nil, formatErr("malformed profile: sample has nil location")
-		}
+		li, _ := d.locByID.get(id)
 		l := d.locs[li]
 		start := len(lines)
 		for _, ln := range d.lines[l.start:l.end] {
@@ -979,7 +1321,7 @@ func (d *streamDecoder) finish() (*Stacks, error) {
 		}
 		s.Locations[i] = Location{Address: l.address, Lines: lines[start:len(lines):len(lines)]}
 	}
-	return s, nil
+	return s
 }
 
 // readVarint reads a varint from the stream; io.EOF only when the stream

@@ -249,11 +249,16 @@ type aggregator struct {
 	// unmerged adds every sample as a stack of its own, without looking
 	// for an equal one (ReadOptions.Unmerged).
 	unmerged bool
-	// table is an open-addressing hash set of stack indices + 1.
-	table []uint32
-	// hashes[i] is the hash of stack i, kept to grow the table without
+	// labeled keeps a label set per stack (labels), part of its identity:
+	// samples merge when their stacks and label sets are equal.
+	labeled bool
+	labels  records[int32]
+	// table is an open-addressing hash set of stacks: each entry holds a
+	// stack's index + 1 in its low 32 bits (0 is an empty slot) and 32
+	// bits of its hash in the high ones, which place it, tell most other
+	// stacks apart without reading them, and let the table grow without
 	// rehashing stacks.
-	hashes records[uint64]
+	table []uint64
 }
 
 func newAggregator(nt, sizeHint int) *aggregator {
@@ -265,18 +270,27 @@ func newAggregator(nt, sizeHint int) *aggregator {
 		nt:        nt,
 		total:     make([]int64, nt),
 		magnitude: make([]int64, nt),
-		table:     make([]uint32, size),
+		table:     make([]uint64, size),
 		values:    records[int64]{width: nt},
-		hashes:    records[uint64]{width: 1},
+		labels:    records[int32]{width: 1},
 		store:     stackStore{refs: records[stackRef]{width: 1}},
 	}
+}
+
+// reset empties an unmerged aggregator for another profile, keeping the
+// memory of its stacks and values.
+func (a *aggregator) reset() {
+	clear(a.total)
+	clear(a.magnitude)
+	a.values.reset()
+	a.labels.reset()
+	a.store.reset()
 }
 
 // reserve sizes the first chunks for this many stacks and frames, when
 // they are known in advance.
 func (a *aggregator) reserve(stacks, frames int) {
 	a.values.reserve(stacks)
-	a.hashes.reserve(stacks)
 	a.store.refs.reserve(stacks)
 	if len(a.store.chunks) == 0 && frames > 0 {
 		a.store.chunks = append(a.store.chunks, make([]int32, 0, min(frames, chunkLen)))
@@ -289,57 +303,93 @@ const maxStacks = 1 << 31
 
 // add adds a sample's values to its stack.
 func (a *aggregator) add(stack []int32, values []int64) error {
+	return a.addLabeled(stack, 0, values)
+}
+
+// addLabeled adds a sample's values to its stack and label set (ignored
+// unless the aggregator is labeled).
+func (a *aggregator) addLabeled(stack []int32, set int32, values []int64) error {
+	_, err := a.addGuess(stack, set, values, -1)
+	return err
+}
+
+// addGuess is addLabeled for a caller that guesses the index the stack
+// and label set have, if any (-1 for no guess): a right guess costs a
+// comparison instead of a hash table's lookup. It returns the index of
+// the stack added to.
+func (a *aggregator) addGuess(stack []int32, set int32, values []int64, guess int) (int, error) {
 	for i, v := range values {
 		if !addMagnitude(&a.magnitude[i], v) {
-			return fmt.Errorf("%w (sample type %d)", ErrOverflow, i+1)
+			return 0, fmt.Errorf("%w (sample type %d)", ErrOverflow, i+1)
 		}
 		a.total[i] += v
 	}
+	n := a.values.n
 	if a.unmerged {
-		if a.values.n >= maxStacks-1 {
-			return errors.New("aggregate stacks: too many distinct stacks")
+		if n >= maxStacks-1 {
+			return 0, errors.New("aggregate stacks: too many distinct stacks")
 		}
 		if err := a.store.add(stack); err != nil {
-			return err
+			return 0, err
 		}
 		a.values.add(values...)
-		return nil
+		if a.labeled {
+			a.labels.add(set)
+		}
+		return n, nil
+	}
+	if guess >= 0 && guess < n && slices.Equal(a.store.stack(guess), stack) && (!a.labeled || a.labels.at(guess)[0] == set) {
+		vs := a.values.at(guess)
+		for k, v := range values {
+			vs[k] += v
+		}
+		return guess, nil
 	}
 	h := hashStack(stack)
+	if a.labeled {
+		h = (h ^ uint64(uint32(set))) * 0x9e3779b97f4a7c15
+		h ^= h >> 32
+	}
+	h32 := uint64(uint32(h))
 	mask := uint64(len(a.table) - 1)
-	for j := h & mask; ; j = (j + 1) & mask {
+	for j := h32 & mask; ; j = (j + 1) & mask {
 		e := a.table[j]
 		if e == 0 {
 			break
 		}
-		if a.hashes.at(int(e - 1))[0] == h && slices.Equal(a.store.stack(int(e-1)), stack) {
-			vs := a.values.at(int(e - 1))
-			for i, v := range values {
-				vs[i] += v
+		if e>>32 != h32 {
+			continue
+		}
+		i := int(uint32(e) - 1)
+		if slices.Equal(a.store.stack(i), stack) && (!a.labeled || a.labels.at(i)[0] == set) {
+			vs := a.values.at(i)
+			for k, v := range values {
+				vs[k] += v
 			}
-			return nil
+			return i, nil
 		}
 	}
-	n := a.hashes.n
 	if n >= maxStacks-1 {
-		return errors.New("aggregate stacks: too many distinct stacks")
+		return 0, errors.New("aggregate stacks: too many distinct stacks")
 	}
 	if err := a.store.add(stack); err != nil {
-		return err
+		return 0, err
 	}
-	a.hashes.add(h)
 	a.values.add(values...)
+	if a.labeled {
+		a.labels.add(set)
+	}
 	if 2*(n+1) > len(a.table) {
 		a.grow()
-	} else {
-		a.insert(h, uint32(n+1))
 	}
-	return nil
+	a.insert(h32<<32 | uint64(n+1))
+	return n, nil
 }
 
-func (a *aggregator) insert(h uint64, e uint32) {
+// insert puts entry e (index + 1 and hash bits) in the table.
+func (a *aggregator) insert(e uint64) {
 	mask := uint64(len(a.table) - 1)
-	j := h & mask
+	j := e >> 32 & mask
 	for a.table[j] != 0 {
 		j = (j + 1) & mask
 	}
@@ -347,9 +397,12 @@ func (a *aggregator) insert(h uint64, e uint32) {
 }
 
 func (a *aggregator) grow() {
-	a.table = make([]uint32, 2*len(a.table))
-	for i := range a.hashes.n {
-		a.insert(a.hashes.at(i)[0], uint32(i+1))
+	old := a.table
+	a.table = make([]uint64, 2*len(old))
+	for _, e := range old {
+		if e != 0 {
+			a.insert(e)
+		}
 	}
 }
 
@@ -358,7 +411,7 @@ func (a *aggregator) finish(s *Stacks) {
 	s.store = a.store
 	s.values = a.values
 	s.total = a.total
-	a.table, a.hashes = nil, records[uint64]{}
+	a.table = nil
 }
 
 func hashStack(stack []int32) uint64 {
@@ -376,6 +429,17 @@ func hashStack(stack []int32) uint64 {
 type stackStore struct {
 	chunks [][]int32
 	refs   records[stackRef]
+	spare  [][]int32 // emptied chunks, to reuse
+}
+
+// reset empties the store, keeping its chunks to fill again.
+func (st *stackStore) reset() {
+	for _, c := range st.chunks {
+		st.spare = append(st.spare, c[:0])
+	}
+	clear(st.chunks)
+	st.chunks = st.chunks[:0]
+	st.refs.reset()
 }
 
 type stackRef struct {
@@ -398,7 +462,13 @@ func (st *stackStore) add(stack []int32) error {
 			size = c
 		}
 		size = max(size, n)
-		st.chunks = append(st.chunks, make([]int32, 0, size))
+		var c []int32
+		if k := len(st.spare) - 1; k >= 0 && cap(st.spare[k]) >= n {
+			c, st.spare = st.spare[k], st.spare[:k]
+		} else {
+			c = make([]int32, 0, size)
+		}
+		st.chunks = append(st.chunks, c)
 		last++
 		if len(st.chunks) > 1<<30 {
 			return errors.New("aggregate stacks: too many frames")
@@ -422,6 +492,16 @@ type records[T any] struct {
 	width  int
 	n      int
 	chunks [][]T
+	spare  [][]T // emptied chunks, to reuse
+}
+
+// reset empties r, keeping its chunks to fill again.
+func (r *records[T]) reset() {
+	for i := len(r.chunks) - 1; i >= 0; i-- {
+		r.spare = append(r.spare, r.chunks[i][:0])
+	}
+	clear(r.chunks)
+	r.chunks, r.n = r.chunks[:0], 0
 }
 
 const recordShift = 16
@@ -433,7 +513,11 @@ func (r *records[T]) add(v ...T) {
 		if c > 0 {
 			size = 1 << recordShift
 		}
-		r.chunks = append(r.chunks, make([]T, 0, size*r.width))
+		if k := len(r.spare) - 1; k >= 0 {
+			r.chunks, r.spare = append(r.chunks, r.spare[k]), r.spare[:k]
+		} else {
+			r.chunks = append(r.chunks, make([]T, 0, size*r.width))
+		}
 	}
 	r.chunks[c] = append(r.chunks[c], v...)
 	r.n++

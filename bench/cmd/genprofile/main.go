@@ -18,6 +18,14 @@
 // values grow and a tenth of the new allocations stay in use), to the
 // file names -o gives with the snapshot's number (a printf verb).
 //
+// With -replay M as well, each later snapshot also follows M walks
+// taken before, picked at random, again: the same stacks allocate the
+// same sizes once more, and a tenth of what was kept is let go, so the
+// snapshots share most of their stacks and differ in their values, as a
+// service's heap profiles over a day do (bench/merge-vs-pprof.sh).
+//
+//	genprofile -size 300KB -series 96 -replay 500 -o 'heap-%03d.pb.gz'
+//
 // The profile is written as the runtime writes it (runtime/pprof), gzipped,
 // with its sample, location and function messages in the runtime's order.
 // -size is reached by calibration: a first batch of walks gives the bytes
@@ -47,6 +55,7 @@ func main() {
 	out := flag.String("o", "heap.pb.gz", "file to write the profile to")
 	seed := flag.Uint64("seed", 1, "seed of the random walks")
 	nseries := flag.Int("series", 1, "write this many snapshots of one process, named by -o with a printf verb for the number")
+	replay := flag.Int("replay", 0, "with -series, walks taken before to take again between snapshots (their stacks' values grow)")
 	flag.Parse()
 	want, err := parseSize(*size)
 	if err != nil {
@@ -67,9 +76,16 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "genprofile: wrote %s: %d bytes, %d walks\n", first, got, n)
+	picks := rand.New(rand.NewPCG(*seed, 1))
 	for i := 1; i < *nseries; i++ {
 		for range 30 {
 			w.walk()
+		}
+		if *replay > 0 {
+			w.release(picks)
+			for range *replay {
+				w.replay(picks.IntN(w.walks))
+			}
 		}
 		data, err := heapProfile()
 		if err == nil {
@@ -105,8 +121,10 @@ func parseSize(s string) (int64, error) {
 // generate walks until the heap profile reaches want bytes, writes it to
 // out, and returns the walker, the number of walks and the profile's size.
 func generate(want int64, seed uint64, out string) (*walker, int, int64, error) {
-	w := &walker{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
-	const calibration = 20000
+	src := rand.NewPCG(seed, 0)
+	w := &walker{src: src, rng: rand.New(src), seed: seed}
+	w.start()
+	const calibration = 2000
 	walks := 0
 	var data []byte
 	batch := calibration
@@ -149,17 +167,70 @@ func heapProfile() ([]byte, error) {
 // walker holds the state of the walks: the random source, how deep the
 // current walk goes, and the allocations kept alive.
 type walker struct {
+	src   *rand.PCG
 	rng   *rand.Rand
 	depth int // frames left to descend
 	keep  [][]byte
 	sink  []byte
+	// seed and walks: walk i draws from the source seeded with seed and
+	// i, so that replay can take it again.
+	seed  uint64
+	walks int
+	// jobs and done hand walks to the walker's goroutine and wait for
+	// them: -1 for a new walk, else the number of one to take again.
+	jobs chan int
+	done chan struct{}
 }
 
-// walk runs one walk of 20 to 60 frames in all.
+// start starts the goroutine every walk runs on, so that every walk,
+// first or taken again, has the same outer frames: a walk taken again
+// adds to the samples of the first.
+func (w *walker) start() {
+	w.jobs, w.done = make(chan int), make(chan struct{})
+	go func() {
+		for j := range w.jobs {
+			w.take(j)
+			w.done <- struct{}{}
+		}
+	}()
+}
+
+// walk runs one new walk of 20 to 60 frames in all.
 func (w *walker) walk() {
-	// Six outer frames (runtime.main, main, generate, walk, serve, route)
-	// and one to three leaf frames surround the walk through the table,
-	// where every step is two frames: the step and next.
+	w.jobs <- -1
+	<-w.done
+}
+
+// replay takes walk i again: the same frames and the same sizes, so the
+// runtime adds to the same samples.
+func (w *walker) replay(i int) {
+	w.jobs <- i
+	<-w.done
+}
+
+// release lets go of a tenth of the allocations kept, picked at random,
+// so in-use values fall as well as rise.
+func (w *walker) release(picks *rand.Rand) {
+	kept := w.keep[:0]
+	for _, b := range w.keep {
+		if picks.IntN(10) != 0 {
+			kept = append(kept, b)
+		}
+	}
+	clear(w.keep[len(kept):])
+	w.keep = kept
+}
+
+func (w *walker) take(j int) {
+	if j < 0 {
+		j = w.walks
+		w.walks++
+	}
+	w.src.Seed(w.seed, uint64(j))
+	// Five outer frames (runtime.goexit, the walker's goroutine, take,
+	// serve, route) and one to three leaf frames surround the walk
+	// through the table, where every step is two frames: the step and
+	// next.
 	frames := 20 + w.rng.IntN(41)
 	w.depth = (frames - 8) / 2
 	serve(w)
