@@ -1,76 +1,129 @@
 package store
 
 import (
-	"fmt"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
 
-// The series benchmark's store: 500 targets, 30 days at a 15-minute
-// cadence, every metric.
-const (
-	benchTargets = 500
-	benchPoints  = 30 * 24 * 4 // 2,880 per target and metric
-	benchCadence = 15 * time.Minute
+// The series benchmark's store: targets captured every 15 minutes for 30
+// days. 50 targets by default, filled in seconds; bench/timeline.sh runs
+// it at 500 (1.44 million entries) through these flags
+// (go test … -args -series.targets=500).
+var (
+	seriesTargets = flag.Int("series.targets", 50, "BenchmarkSeries: targets in the store")
+	seriesDays    = flag.Int("series.days", 30, "BenchmarkSeries: days of captures per target, and of each timeline")
+	seriesDir     = flag.String("series.dir", "", "BenchmarkSeries: the store's directory, filled when it has no index, else reused as it is (default: a fresh temporary directory)")
 )
 
-// seedSeries fills the index with the benchmark's points directly (as
-// Commit would leave them, without the run directories), in one
-// statement: 10 million rows through the driver one by one would take
-// minutes.
-func seedSeries(b *testing.B, s *Store, start time.Time) {
-	b.Helper()
-	tx, err := s.writer.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tx.Rollback()
-	for i := range benchTargets {
-		key := benchTarget(i)
-		if _, err := tx.Exec("INSERT INTO targets (id, key, slug) VALUES (?, ?, ?)", i+1, key, targetSlug(key)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// Entry ids as Commit numbers them: one per target and time.
-	_, err = tx.Exec(`WITH RECURSIVE
-		t(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM t WHERE id < ?),
-		m(id) AS (SELECT id FROM metrics),
-		n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
-		INSERT INTO points (target_id, metric_id, time_ns, entry_id, value)
-		SELECT t.id, m.id, ? + n.i * ?, n.i * ? + t.id, (t.id * 1000 + n.i) * 1.5
-		FROM t, m, n ORDER BY t.id, m.id, n.i`,
-		benchTargets, benchPoints, unixNano(start), int64(benchCadence), benchTargets)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
-}
+// benchCadence is the benchmark store's schedule.
+const benchCadence = 15 * time.Minute
 
-func benchTarget(i int) string { return fmt.Sprintf("http://10.0.%d.%d:6060", i/250, i%250) }
-
-// BenchmarkSeries reads one target's heap after GC over 30 days (2,880
-// points) out of 500 targets' every series: a timeline's query.
+// BenchmarkSeries reads a 30-day timeline (2,880 points) of one metric of
+// one target, both drawn at random, out of a store that a watch of
+// -series.targets targets filled for 30 days (watchFill: the index as Commit writes it,
+// in the order a watch commits, without the run directories). Besides
+// the mean it reports the latency's p50, p99 and max over the iterations,
+// the index's bytes on disk and the time the fill took.
 func BenchmarkSeries(b *testing.B) {
-	s := openStore(b)
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := watchFill{
+		targets: *seriesTargets,
+		slots:   *seriesDays * int(24*time.Hour/benchCadence),
+		start:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		every:   benchCadence,
+		fixture: fixtureLeaky,
+		vary:    true,
+	}
+	dir := *seriesDir
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	_, err := os.Stat(filepath.Join(dir, IndexFile))
+	reuse := err == nil
+	s, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
 	t0 := time.Now()
-	seedSeries(b, s, start)
-	b.Logf("seeded %d points in %s", count(b, s.reader, "points"), time.Since(t0).Round(time.Millisecond))
-	target := benchTarget(benchTargets / 2)
-	end := start.Add(benchPoints * benchCadence)
+	if !reuse {
+		f.fill(b, s)
+	}
+	filled := time.Since(t0)
+	// Reopened, as a server starting on it would find it: the WAL
+	// checkpointed into index.db, SQLite's page cache empty.
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if s, err = Open(dir); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	size := indexBytes(b, dir)
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := Metrics()
+	from, to := f.start, f.end()
+	lat := make([]time.Duration, 0, 1<<14)
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
-		pts, err := s.Series(target, MetricHeapAfterGC, start, end)
+		target, metric := fillTarget(rng.IntN(f.targets)), names[rng.IntN(len(names))]
+		t := time.Now()
+		pts, err := s.Series(target, metric, from, to)
+		lat = append(lat, time.Since(t))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(pts) != benchPoints {
-			b.Fatalf("%d points, want %d", len(pts), benchPoints)
+		if len(pts) != f.slots {
+			b.Fatalf("%s of %s: %d points, want %d", metric, target, len(pts), f.slots)
 		}
 	}
+	b.StopTimer()
+	// Counted after the timelines, so that a store reused cold is read
+	// cold by them, not by the counts.
+	how := "filled in " + filled.Round(time.Second).String()
+	if reuse {
+		how = "reused from " + dir
+	}
+	runs, err := s.Size()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d targets × %d days every %s: %d entries, %d points, %d findings, %d labels; index %.0f MiB, %s; the run directories (not written) would hold %.0f GiB",
+		f.targets, *seriesDays, f.every, count(b, s.reader, "entries"), count(b, s.reader, "points"),
+		count(b, s.reader, "findings"), count(b, s.reader, "labels"), float64(size)/(1<<20), how, float64(runs)/(1<<30))
+	slices.Sort(lat)
+	ms := func(q float64) float64 {
+		return float64(lat[min(int(q*float64(len(lat))), len(lat)-1)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(ms(0.50), "p50-ms")
+	b.ReportMetric(ms(0.99), "p99-ms")
+	b.ReportMetric(ms(1), "max-ms")
+	b.ReportMetric(float64(size)/(1<<20), "index-MiB")
+	if !reuse {
+		b.ReportMetric(filled.Seconds(), "fill-s")
+	}
+}
+
+// indexBytes returns the bytes of the index's files in a data directory:
+// index.db, its -wal and -shm.
+func indexBytes(b *testing.B, dir string) int64 {
+	b.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, IndexFile+"*"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
 }
 
 // BenchmarkCommit stores a capture: the run written under .tmp (a copy of
