@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/heapscope/heapscope/internal/rundir"
@@ -102,6 +105,7 @@ func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
 		"severity": {"high", "medium", "low", "info"}, "limit": {"50"}, "kind": {"bundle"},
 		// The diff's base: the older run alone; from–to holds both.
 		"base_from": {from}, "base_to": {f.runs[0].Time.Format(time.RFC3339Nano)},
+		"type": {"heap"}, "format": {"folded"}, "sample": {"inuse_space"},
 	}
 	s := newServer(t, server.Options{})
 	doc, schema := openAPISchemas(t)
@@ -144,14 +148,15 @@ func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
 					t.Fatalf("GET %s?%s: %s %s", path, q.Encode(), status, body)
 				}
 				ptr := "/paths/" + escapePointer(path) + "/get/responses/" + status + "/content/"
-				if _, ok := answer["content"].(map[string]any)["application/octet-stream"]; ok {
-					if ct := resp.Header.Get("Content-Type"); ct != "application/octet-stream" || len(body) == 0 {
-						t.Errorf("content type %q, %d bytes: want the profile", ct, len(body))
+				ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+				if _, ok := answer["content"].(map[string]any)[ct]; !ok {
+					t.Fatalf("content type %q, which the document does not list", ct)
+				}
+				if ct != "application/json" {
+					if len(body) == 0 {
+						t.Errorf("an empty %s body", ct)
 					}
 					return
-				}
-				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-					t.Errorf("content type %q, want application/json", ct)
 				}
 				v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 				if err != nil {
@@ -282,4 +287,113 @@ func TestAPI_badRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAPI_mergeIsProfileMerge merges the heap profiles of the two runs
+// through the API and checks the result against pprof's own merge of
+// each run's last heap snapshot.
+func TestAPI_mergeIsProfileMerge(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{})
+	var want []*profile.Profile
+	for _, e := range f.runs {
+		res, err := rundir.Read(f.st.Dir() + "/" + e.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := ""
+		for _, p := range res.Profiles {
+			if p.Kind == "heap" {
+				last = p.Path
+			}
+		}
+		data, err := os.ReadFile(f.st.Dir() + "/" + e.Path + "/" + last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.ParseData(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, p)
+	}
+	wantMerged, err := profile.Merge(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "/api/v1/merge?type=heap&target=" + url.QueryEscape(f.target) +
+		"&from=" + url.QueryEscape(f.runs[1].Time.Add(-time.Minute).Format(time.RFC3339)) +
+		"&to=" + url.QueryEscape(f.runs[0].Time.Add(time.Second).Format(time.RFC3339))
+	resp := get(t, s, q)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Heapscope-Profiles") != "2" {
+		t.Fatalf("merge: %d, %s profiles: %.200s", resp.StatusCode, resp.Header.Get("X-Heapscope-Profiles"), body)
+	}
+	got, err := profile.ParseData(body)
+	if err != nil {
+		t.Fatalf("the merge is not a profile: %v", err)
+	}
+	total := func(p *profile.Profile, i int) (n int64) {
+		for _, s := range p.Sample {
+			n += s.Value[i]
+		}
+		return n
+	}
+	for i, st := range wantMerged.SampleType {
+		if g, w := total(got, i), total(wantMerged, i); g != w {
+			t.Errorf("%s: merged total %d, pprof's merge %d", st.Type, g, w)
+		}
+	}
+	if len(got.Sample) != len(wantMerged.Sample) {
+		t.Errorf("%d samples merged, pprof's merge has %d", len(got.Sample), len(wantMerged.Sample))
+	}
+
+	// Folded stacks add up to the same total.
+	resp = get(t, s, q+"&format=folded&sample=inuse_space")
+	folded, _ := io.ReadAll(resp.Body)
+	var sum int64
+	for _, line := range strings.Split(strings.TrimSpace(string(folded)), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("folded line %q", line)
+		}
+		sum += n
+	}
+	if want := total(wantMerged, 3); sum != want {
+		t.Errorf("folded inuse_space sums to %d, want %d", sum, want)
+	}
+
+	// The flame graph page of the range draws the merge.
+	if status, page := pageOf(t, s, strings.Replace(q, "/api/v1/merge", "/flame", 1)); status != 200 || !strings.Contains(page, `class="hsflame"`) || !strings.Contains(page, "2 runs merged") {
+		t.Errorf("flame page: %d %.200s", status, page)
+	}
+
+	// Bounds.
+	for _, tt := range []struct {
+		limits server.Limits
+		query  string
+		status int
+		want   string
+	}{
+		{server.Limits{MaxRangeRuns: 1}, q, 422, "more than 1 runs"},
+		{server.Limits{MaxMergeBytes: 1}, q, 422, "take more than 0 MiB stored"},
+		{server.Limits{}, strings.Replace(q, "type=heap", "type=memory", 1), 400, "give target and type"},
+		{server.Limits{}, q + "&format=svg", 400, `format="svg"`},
+		{server.Limits{}, q + "&format=folded&sample=bytes", 400, `sample="bytes"`},
+	} {
+		var e struct{ Error string }
+		decode(t, newServer(t, server.Options{Limits: tt.limits}), tt.query, tt.status, &e)
+		if !strings.Contains(e.Error, tt.want) {
+			t.Errorf("%s with %+v: error %q, want %q", tt.query, tt.limits, e.Error, tt.want)
+		}
+	}
+}
+
+// pageOf GETs a page and returns its status and body.
+func pageOf(t *testing.T, s *server.Server, target string) (int, string) {
+	t.Helper()
+	resp := get(t, s, target)
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

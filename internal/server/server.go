@@ -55,6 +55,10 @@ type Limits struct {
 	MaxPoints int
 	// MaxRangeRuns is the most runs a merge, or a side of a diff, reads.
 	MaxRangeRuns int
+	// MaxMergeBytes is the most stored bytes of profiles a merge reads.
+	MaxMergeBytes int64
+	// MergeTimeout bounds the time a merge takes.
+	MergeTimeout time.Duration
 }
 
 // The default limits.
@@ -105,6 +109,12 @@ func New(opts Options) (*Server, error) {
 	if l.MaxRangeRuns <= 0 {
 		l.MaxRangeRuns = DefaultMaxRangeRuns
 	}
+	if l.MaxMergeBytes <= 0 {
+		l.MaxMergeBytes = DefaultMaxMergeBytes
+	}
+	if l.MergeTimeout <= 0 {
+		l.MergeTimeout = DefaultMergeTimeout
+	}
 	s := &Server{opts: opts, log: opts.Log}
 	mux := http.NewServeMux()
 	s.routes(mux)
@@ -136,6 +146,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/findings", s.findings)
 	mux.HandleFunc("GET /api/v1/profile", s.profile)
 	mux.HandleFunc("GET /api/v1/diff", s.diff)
+	mux.HandleFunc("GET /api/v1/merge", s.merge)
+	mux.HandleFunc("GET /flame", s.flamePage)
 	mux.HandleFunc("GET /compare", s.comparePage)
 	mux.HandleFunc("GET /{$}", s.targetsPage)
 	mux.HandleFunc("GET /target", s.targetPage)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"io"
 	"net/url"
 	"regexp"
 	"strings"
@@ -10,14 +9,6 @@ import (
 
 	"github.com/heapscope/heapscope/internal/server"
 )
-
-// page GETs a page and returns its status and body.
-func page(t *testing.T, s *server.Server, target string) (int, string) {
-	t.Helper()
-	resp := get(t, s, target)
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
 
 func TestUI_pages(t *testing.T) {
 	f := filledStore(t)
@@ -41,7 +32,7 @@ func TestUI_pages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body := page(t, s, tt.path)
+			status, body := pageOf(t, s, tt.path)
 			if status != 200 {
 				t.Fatalf("GET %s: %d %s", tt.path, status, body)
 			}
@@ -71,12 +62,12 @@ func TestUI_runPagesOnlyOfIndexedRuns(t *testing.T) {
 		"/run/" + f.runs[0].Path + "/run/%2E%2E/%2E%2E/%2E%2E/index.db",
 		"/run/runs/",
 	} {
-		status, body := page(t, s, path)
+		status, body := pageOf(t, s, path)
 		if status == 200 || strings.Contains(body, "root:") || strings.Contains(body, "SQLite") {
 			t.Errorf("GET %s: %d %.80q: want it refused", path, status, body)
 		}
 	}
-	if status, _ := page(t, s, "/target"); status != 400 {
+	if status, _ := pageOf(t, s, "/target"); status != 400 {
 		t.Errorf("target page without target: %d, want 400", status)
 	}
 }

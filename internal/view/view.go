@@ -287,7 +287,7 @@ func (s *Server) flamegraph(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	page, err := flamePage(p, prof)
+	page, err := FlamePage("Flame graph of "+filepath.Base(p.Path), p.Name, prof)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 		return
@@ -296,23 +296,24 @@ func (s *Server) flamegraph(w http.ResponseWriter, r *http.Request) {
 	w.Write(page)
 }
 
-// flamePage draws the interactive flame graph of a profile, every sample
-// type, pruned as heapscope flame prunes HTML.
-func flamePage(p Profile, prof *profile.Profile) ([]byte, error) {
+// FlamePage draws heapscope's interactive flame graph of a profile as a
+// page of its own, every sample type, pruned as heapscope flame prunes
+// HTML: what view serves at /flamegraph/NAME, and the history server for
+// a merged range. name labels the view in the page.
+func FlamePage(title, name string, prof *profile.Profile) ([]byte, error) {
 	st, err := pprofx.StacksOf(prof)
 	if err != nil {
-		return nil, fmt.Errorf("flame graph of %s: %w", p.Path, err)
+		return nil, fmt.Errorf("%s: %w", title, err)
 	}
 	if st.Len() == 0 {
-		return nil, fmt.Errorf("flame graph of %s: the profile has no samples", p.Path)
+		return nil, fmt.Errorf("%s: the profile has no samples", title)
 	}
 	t, err := flame.Build(st, flame.Options{AllTypes: true, MinShare: 0.00001})
 	if err != nil {
-		return nil, fmt.Errorf("flame graph of %s: %w", p.Path, err)
+		return nil, fmt.Errorf("%s: %w", title, err)
 	}
 	var buf bytes.Buffer
-	title := "Flame graph of " + filepath.Base(p.Path)
-	if err := flame.WriteHTML(&buf, title, flame.HTMLWidget{ID: "flame", Views: []flame.HTMLView{{Name: p.Name, Tree: t}}}); err != nil {
+	if err := flame.WriteHTML(&buf, title, flame.HTMLWidget{ID: "flame", Views: []flame.HTMLView{{Name: name, Tree: t}}}); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

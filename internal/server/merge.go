@@ -1,0 +1,197 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/view"
+	"github.com/heapscope/heapscope/internal/webguard"
+)
+
+// profileKinds maps a merge's type to the kind of profile a run's
+// result lists: for a snapshot (heap, goroutine), a run's last, so that
+// no run counts twice; for what covers the window (allocations, CPU,
+// block, mutex), its one.
+var profileKinds = map[string]string{
+	"heap": "heap", "allocs": "allocs-delta", "goroutine": "goroutine",
+	"cpu": "cpu", "block": "block", "mutex": "mutex",
+}
+
+// The bounds of a merge besides its count of runs.
+const (
+	// DefaultMaxMergeBytes bounds the stored (compressed) bytes a merge reads.
+	DefaultMaxMergeBytes = 2 << 30
+	// DefaultMergeTimeout bounds the time a merge takes.
+	DefaultMergeTimeout = 2 * time.Minute
+)
+
+// merged is a merge of a range's profiles.
+type merged struct {
+	m                 *pprofx.Merger
+	typ               string
+	from, to          time.Time
+	profiles, skipped int
+	firstSkip         error
+}
+
+// mergeRange merges the profiles of one type of a target's runs in a
+// range, one at a time: the merge holds the aggregate of their distinct
+// stacks, never the profiles. A profile that cannot be read is skipped
+// and counted; none at all is 404.
+func (s *Server) mergeRange(ctx context.Context, q url.Values) (*merged, error) {
+	target, typ := q.Get("target"), q.Get("type")
+	kind, ok := profileKinds[typ]
+	if target == "" || !ok {
+		return nil, badRequest("give target and type (heap, allocs, goroutine, cpu, block or mutex)")
+	}
+	from, to, err := s.timeRange(q)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := s.rangeRuns(target, from, to)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Limits.MergeTimeout)
+	defer cancel()
+	out := &merged{m: pprofx.NewMerger(pprofx.MergeOptions{}), typ: typ, from: from, to: to}
+	var read int64
+	for _, e := range runs {
+		if err := ctx.Err(); err != nil {
+			return nil, &requestError{http.StatusServiceUnavailable,
+				fmt.Errorf("merge of %d runs stopped after %d, at %s: ask for a shorter range", len(runs), out.profiles+out.skipped, s.opts.Limits.MergeTimeout)}
+		}
+		dir := s.opts.Store.Dir() + "/" + e.Path
+		res, err := rundir.Read(dir)
+		if err != nil {
+			out.skip(fmt.Errorf("%s: %w", e.Path, err))
+			continue
+		}
+		path := ""
+		for _, p := range res.Profiles {
+			if p.Kind == kind {
+				path = p.Path // the last of its kind
+			}
+		}
+		if path == "" {
+			continue
+		}
+		f, st, err := webguard.OpenFile(dir, path)
+		if err != nil {
+			out.skip(fmt.Errorf("%s/%s: %w", e.Path, path, err))
+			continue
+		}
+		if read += st.Size(); read > s.opts.Limits.MaxMergeBytes {
+			f.Close()
+			return nil, &requestError{http.StatusUnprocessableEntity,
+				fmt.Errorf("the %s profiles of the range take more than %d MiB stored: ask for a shorter range", typ, s.opts.Limits.MaxMergeBytes>>20)}
+		}
+		err = out.m.Add(e.Path+"/"+path, f)
+		f.Close()
+		if errors.Is(err, pprofx.ErrIncompatible) {
+			return nil, &requestError{http.StatusUnprocessableEntity, err}
+		}
+		if err != nil {
+			out.skip(err)
+			continue
+		}
+		out.profiles++
+	}
+	if out.profiles == 0 {
+		return nil, notFound("no %s profile of %s from %s to %s", typ, target, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	}
+	return out, nil
+}
+
+func (m *merged) skip(err error) {
+	m.skipped++
+	if m.firstSkip == nil {
+		m.firstSkip = err
+	}
+}
+
+// header says what a merge took, for the response.
+func (m *merged) header(h http.Header) {
+	h.Set("X-Heapscope-Profiles", strconv.Itoa(m.profiles))
+	if m.skipped > 0 {
+		h.Set("X-Heapscope-Skipped", fmt.Sprintf("%d: %v", m.skipped, m.firstSkip))
+	}
+}
+
+// merge answers the merged profile of a range: one gzipped pprof, or
+// folded stacks (format=folded, of sample index sample, the default
+// sample type when absent).
+func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	format := q.Get("format")
+	if format != "" && format != "pprof" && format != "folded" {
+		s.fail(w, r, badRequest("format=%q: want pprof or folded", format))
+		return
+	}
+	m, err := s.mergeRange(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	m.header(w.Header())
+	name := fmt.Sprintf("%s-%s-%s", m.typ, m.from.UTC().Format("20060102T150405Z"), m.to.UTC().Format("20060102T150405Z"))
+	if format == "folded" {
+		idx := len(m.m.SampleTypes()) - 1
+		if sample := q.Get("sample"); sample != "" {
+			if idx, err = m.m.SampleIndex(sample); err != nil {
+				s.fail(w, r, badRequest("sample=%q: %v", sample, err))
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name+".folded"))
+		err = m.m.WriteFolded(w, idx)
+	} else {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name+".pb.gz"))
+		err = m.m.WriteProfile(w)
+	}
+	if err != nil {
+		s.log.Error("server", "path", r.URL.Path, "err", err)
+	}
+}
+
+// flamePage draws the interactive flame graph of a range's merged
+// profile, every sample type, as view draws a stored profile's.
+func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
+	m, err := s.mergeRange(r.Context(), r.URL.Query())
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := m.m.WriteProfile(&buf); err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	prof, err := pprofx.Parse(buf.Bytes(), 0)
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	title := fmt.Sprintf("%s of %s, %s – %s, %d runs merged", m.typ, r.URL.Query().Get("target"),
+		m.from.UTC().Format(time.RFC3339), m.to.UTC().Format(time.RFC3339), m.profiles)
+	page, err := view.FlamePage(title, strings.ReplaceAll(m.typ, " ", "-"), prof)
+	if err != nil {
+		s.failPage(w, r, &requestError{http.StatusUnprocessableEntity, err})
+		return
+	}
+	m.header(w.Header())
+	w.Header().Set("Content-Security-Policy", webguard.ContentSecurityPolicy)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(page)
+}
