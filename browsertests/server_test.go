@@ -102,6 +102,12 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 	screenshot(t, ctx, "server-targets.png")
 
 	do(t, ctx, chromedp.Click(chromedp.CSS(`#targets tbody tr td a`)), chromedp.WaitVisible(chromedp.CSS(`figure.timeline svg`)))
+	screenshot(t, ctx, "server-target.png")
+	// The range of the runs, a second either side: the selections below
+	// hold runs to merge and compare.
+	first, last := series.Points[0].Time.Add(-time.Second), series.Points[2].Time.Add(time.Second)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/target?target="+url.QueryEscape(key)+"&from="+first.UTC().Format(time.RFC3339)+"&to="+last.UTC().Format(time.RFC3339)),
+		chromedp.WaitVisible(chromedp.CSS(`figure.timeline svg`)))
 	type figure struct {
 		Metric     string
 		Dots       int
@@ -122,7 +128,15 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 	if figs[0].Dots != len(series.Points) || figs[0].Width < 600 {
 		t.Errorf("the RSS timeline draws %d dots %.0f px wide: want the API's %d points", figs[0].Dots, figs[0].Width, len(series.Points))
 	}
-	screenshot(t, ctx, "server-target.png")
+	// Where the dots are: the runs' times on the axis, to select around them.
+	pos := run(t, ctx, chromedp.Evaluate[[]float64](`(() => {
+		const f = document.querySelector("figure.timeline");
+		const l = Number(f.dataset.left), r = Number(f.dataset.right);
+		return [...f.querySelectorAll("svg circle")].map(c => (Number(c.getAttribute("cx")) - l) / (r - l));
+	})()`))
+	if len(pos) != 3 {
+		t.Fatalf("dots at %v", pos)
+	}
 
 	// Drag across the first half of the RSS chart's plot, then shift-drag
 	// across the second half.
@@ -139,24 +153,25 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x(to), y, chromedp.ButtonLeft, chromedp.ClickCount(1), m),
 		}
 	}
-	do(t, ctx, append(drag(0.05, 0.45), chromedp.WaitVisible(chromedp.CSS(`#selection`)))...)
+	// The first two runs, then the third.
+	do(t, ctx, append(drag(pos[0]-0.01, (pos[1]+pos[2])/2), chromedp.WaitVisible(chromedp.CSS(`#selection`)))...)
 	flame := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("flame-link").getAttribute("href")`))
 	fu, err := url.Parse(flame)
 	if err != nil || fu.Path != "/flame" || fu.Query().Get("target") != key || fu.Query().Get("type") != "heap" {
 		t.Fatalf("flame link %q: want /flame of %s's heap", flame, key)
 	}
-	a0, _ := time.Parse(time.RFC3339, fu.Query().Get("from"))
-	a1, _ := time.Parse(time.RFC3339, fu.Query().Get("to"))
+	a0, _ := time.Parse(time.RFC3339Nano, fu.Query().Get("from"))
+	a1, _ := time.Parse(time.RFC3339Nano, fu.Query().Get("to"))
 	if !a0.Before(a1) {
 		t.Errorf("flame link's range %v to %v is empty", a0, a1)
 	}
-	do(t, ctx, drag(0.55, 0.95, chromedp.ModifierShift)...)
+	do(t, ctx, drag((pos[1]+pos[2])/2+0.01, pos[2]+0.01, chromedp.ModifierShift)...)
 	compare := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("compare-link").hidden ? "" : document.getElementById("compare-link").getAttribute("href")`))
 	cu, err := url.Parse(compare)
 	if err != nil || cu.Path != "/compare" || cu.Query().Get("base_from") != fu.Query().Get("from") {
 		t.Fatalf("compare link %q: want /compare with the first range as the base", compare)
 	}
-	b0, _ := time.Parse(time.RFC3339, cu.Query().Get("from"))
+	b0, _ := time.Parse(time.RFC3339Nano, cu.Query().Get("from"))
 	if !b0.After(a1) {
 		t.Errorf("second range starts %v, before the first ends %v", b0, a1)
 	}
@@ -164,5 +179,25 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 		t.Error("the selection does not show the second range")
 	}
 	screenshot(t, ctx, "server-selection.png")
-	w.check(t, srv.URL+"/")
+
+	// The merged flame graph of the first range: two runs' heaps, drawn.
+	do(t, ctx, chromedp.Navigate(srv.URL+flame),
+		chromedp.Poll[chromedp.Void](`document.querySelector(".hsflame canvas") !== null && document.title.includes("2 runs merged")`, chromedp.WithPollingTimeout(20*time.Second)))
+	canvas := run(t, ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(".hsflame canvas").getBoundingClientRect(); return [r.width, r.height]; })()`))
+	if canvas[0] < 600 || canvas[1] < 50 {
+		t.Errorf("the merged flame graph is %.0f×%.0f", canvas[0], canvas[1])
+	}
+	screenshot(t, ctx, "server-flame.png")
+
+	// The comparison of the two ranges: its tables name both sides.
+	do(t, ctx, chromedp.Navigate(srv.URL+compare))
+	sides := run(t, ctx, chromedp.Evaluate[string](`document.body.textContent`))
+	if !run(t, ctx, chromedp.Evaluate[bool](`document.getElementById("figures") !== null`)) {
+		t.Fatalf("the comparison page has no figures: %.300s", sides)
+	}
+	if !strings.Contains(sides, "(2 runs)") || !strings.Contains(sides, "Headline figures") {
+		t.Errorf("the comparison does not name its sides' runs: %.300s", sides)
+	}
+	screenshot(t, ctx, "server-compare.png")
+	w.check(t, srv.URL+"/", "data:")
 }

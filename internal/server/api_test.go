@@ -323,7 +323,7 @@ func TestAPI_mergeIsProfileMerge(t *testing.T) {
 	}
 	q := "/api/v1/merge?type=heap&target=" + url.QueryEscape(f.target) +
 		"&from=" + url.QueryEscape(f.runs[1].Time.Add(-time.Minute).Format(time.RFC3339)) +
-		"&to=" + url.QueryEscape(f.runs[0].Time.Add(time.Second).Format(time.RFC3339))
+		"&to=" + url.QueryEscape(f.runs[0].Time.Add(time.Minute).Format(time.RFC3339))
 	resp := get(t, s, q)
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || resp.Header.Get("X-Heapscope-Profiles") != "2" {

@@ -17,24 +17,31 @@ import (
 // DefaultMaxRangeRuns bounds the runs a merge or a side of a diff reads.
 const DefaultMaxRangeRuns = 2000
 
-// rangeRuns lists the paths of a target's scheduled and one-off runs in
-// [from, to), oldest first, within the limit.
+// windowSlack is how long before a range a run's window may start and
+// still end in it: longer than any window watch takes in practice.
+const windowSlack = time.Hour
+
+// rangeRuns lists a target's runs whose windows end in [from, to) — a
+// run is where its series' points are, at its window's end — oldest
+// first, within the limit.
 func (s *Server) rangeRuns(target string, from, to time.Time) ([]store.Entry, error) {
 	max := s.opts.Limits.MaxRangeRuns
-	h, err := s.opts.Store.History(store.Query{Target: target, Since: from, Until: to, Limit: max + 1})
+	h, err := s.opts.Store.History(store.Query{Target: target, Since: from.Add(-windowSlack), Until: to, Limit: 2*max + 1})
 	if err != nil {
 		return nil, err
 	}
+	var runs []store.Entry
+	for i := len(h.Runs) - 1; i >= 0; i-- {
+		if e := h.Runs[i]; !e.End.Before(from) && e.End.Before(to) {
+			runs = append(runs, e)
+		}
+	}
 	switch {
-	case len(h.Runs) == 0:
+	case len(runs) == 0:
 		return nil, notFound("no run of %s from %s to %s", target, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
-	case len(h.Runs) > max:
+	case len(runs) > max || len(h.Runs) > 2*max:
 		return nil, &requestError{http.StatusUnprocessableEntity,
 			fmt.Errorf("more than %d runs of %s from %s to %s: ask for a shorter range", max, target, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))}
-	}
-	runs := h.Runs
-	for i, j := 0, len(runs)-1; i < j; i, j = i+1, j-1 {
-		runs[i], runs[j] = runs[j], runs[i]
 	}
 	return runs, nil
 }
@@ -77,11 +84,7 @@ func (s *Server) diffOf(q url.Values) (report.Comparison, error) {
 		for k := range sides[i].Samples {
 			sides[i].Samples[k].Label = strings.TrimPrefix(sides[i].Samples[k].Label, s.opts.Store.Dir()+"/")
 		}
-		n := fmt.Sprintf("%d runs", len(runs))
-		if len(runs) == 1 {
-			n = "1 run"
-		}
-		sides[i].Label = fmt.Sprintf("%s – %s (%s)", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), n)
+		sides[i].Label = from.UTC().Format(time.RFC3339) + " – " + to.UTC().Format(time.RFC3339)
 	}
 	c, err := compare.Compare(sides[0], sides[1], compare.Options{})
 	if err != nil {

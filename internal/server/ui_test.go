@@ -28,7 +28,7 @@ func TestUI_pages(t *testing.T) {
 		{"the script", "/static/app.js", []string{"figure.timeline"}},
 		{"a comparison", "/compare?target=" + target + "&base_from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format(time.RFC3339)) +
 			"&base_to=" + url.QueryEscape(f.runs[0].Time.Format(time.RFC3339Nano)) + "&from=" + url.QueryEscape(f.runs[0].Time.Format(time.RFC3339Nano)) +
-			"&to=" + url.QueryEscape(f.runs[0].Time.Add(60e9).Format(time.RFC3339)), []string{`<table id="figures">`, "(1 run)"}},
+			"&to=" + url.QueryEscape(f.runs[0].Time.Add(60e9).Format(time.RFC3339)), []string{`<table id="figures">`, "One run per side"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,6 +34,9 @@ type Entry struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Time is when the capture began: by default its window's start.
 	Time time.Time `json:"time"`
+	// End is when its window ended: the time of its series' points. Only
+	// read from the index, never written by a caller.
+	End time.Time `json:"-"`
 	// Path is the run directory, relative to the data directory, with
 	// forward slashes.
 	Path string `json:"path"`

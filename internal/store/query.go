@@ -12,7 +12,7 @@ import (
 
 // entryColumns are the columns scanEntry reads, from entries e joined
 // with targets t.
-const entryColumns = `e.id, e.kind, t.key, e.time_ns, e.path, e.status, e.bytes, e.scheduled, e.before_oom,
+const entryColumns = `e.id, e.kind, t.key, e.time_ns, e.end_ns, e.path, e.status, e.bytes, e.scheduled, e.before_oom,
 	e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds`
 
 type scanner interface{ Scan(...any) error }
@@ -20,14 +20,14 @@ type scanner interface{ Scan(...any) error }
 func scanEntry(row scanner) (Entry, error) {
 	var e Entry
 	var kind string
-	var ns int64
+	var ns, end int64
 	var trigExpr, trigUnit sql.NullString
 	var trigValue, trigThreshold, capture sql.NullFloat64
-	if err := row.Scan(&e.ID, &kind, &e.Target, &ns, &e.Path, &e.Status, &e.Bytes, &e.Scheduled, &e.BeforeOOM,
+	if err := row.Scan(&e.ID, &kind, &e.Target, &ns, &end, &e.Path, &e.Status, &e.Bytes, &e.Scheduled, &e.BeforeOOM,
 		&trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture); err != nil {
 		return Entry{}, err
 	}
-	e.Kind, e.Time, e.CaptureSeconds = Kind(kind), fromNano(ns), capture.Float64
+	e.Kind, e.Time, e.End, e.CaptureSeconds = Kind(kind), fromNano(ns), fromNano(end), capture.Float64
 	if trigExpr.Valid {
 		e.Trigger = &Trigger{Expr: trigExpr.String, Value: trigValue.Float64, Threshold: trigThreshold.Float64, Unit: trigUnit.String}
 	}

@@ -13,7 +13,7 @@
   var ranges = []; // [{from, to}] in Unix seconds, at most two
 
   function iso(sec) {
-    return new Date(sec * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    return new Date(sec * 1000).toISOString();
   }
 
   function query(params) {
@@ -98,7 +98,7 @@
         brush.remove();
         return;
       }
-      ranges.push({from: Math.floor(a), to: Math.ceil(b)});
+      ranges.push({from: a, to: b});
       show(fig);
     });
   });
