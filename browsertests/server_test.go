@@ -156,6 +156,9 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 	// The first two runs, then the third.
 	do(t, ctx, append(drag(pos[0]-0.01, (pos[1]+pos[2])/2), chromedp.WaitVisible(chromedp.CSS(`#selection`)))...)
 	flame := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("flame-link").getAttribute("href")`))
+	if pl := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("pprof-link").getAttribute("href")`)); pl != strings.Replace(flame, "/flame?", "/merged?", 1) {
+		t.Errorf("pprof link %q, want the flame link's range at /merged", pl)
+	}
 	fu, err := url.Parse(flame)
 	if err != nil || fu.Path != "/flame" || fu.Query().Get("target") != key || fu.Query().Get("type") != "heap" {
 		t.Fatalf("flame link %q: want /flame of %s's heap", flame, key)
@@ -188,6 +191,14 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 		t.Errorf("the merged flame graph is %.0f×%.0f", canvas[0], canvas[1])
 	}
 	screenshot(t, ctx, "server-flame.png")
+
+	// pprof's own UI of the same merge, as the selection links it.
+	if pl := run(t, ctx, chromedp.Evaluate[string](`document.getElementById("pprof-link") ? document.getElementById("pprof-link").getAttribute("href") : ""`)); pl != "" {
+		t.Errorf("the flame graph page has a pprof link %q: want it on the target page only", pl)
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/merged?"+fu.RawQuery),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#stack-chart .boxtext").length > 3`, chromedp.WithPollingTimeout(20*time.Second)))
+	screenshot(t, ctx, "server-pprof.png")
 
 	// The comparison of the two ranges: its tables name both sides.
 	do(t, ctx, chromedp.Navigate(srv.URL+compare))

@@ -369,6 +369,19 @@ func TestAPI_mergeIsProfileMerge(t *testing.T) {
 		t.Errorf("flame page: %d %.200s", status, page)
 	}
 
+	// pprof's own UI of the merge.
+	resp = get(t, s, strings.Replace(q, "/api/v1/merge", "/merged", 1))
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/merged/") {
+		t.Fatalf("/merged: %d to %q, want a redirect to the merge's pprof UI", resp.StatusCode, loc)
+	}
+	if status, page := pageOf(t, s, loc+"flamegraph"); status != 200 || !strings.Contains(page, "stack-chart") {
+		t.Errorf("pprof's flame graph of the merge: %d %.200s", status, page)
+	}
+	if status, _ := pageOf(t, s, "/merged/0123456789abcdef/pprof/x/"); status != 404 {
+		t.Errorf("a merge not kept: %d, want 404", status)
+	}
+
 	// Bounds.
 	for _, tt := range []struct {
 		limits server.Limits

@@ -3,12 +3,15 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/pprofx"
@@ -194,4 +197,81 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", webguard.ContentSecurityPolicy)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(page)
+}
+
+// mergedViews keeps pprof's UI of the ranges lately merged, by key.
+type mergedViews struct {
+	mu    sync.Mutex
+	views map[string]*view.Server
+	order []string
+}
+
+// mergedKey names a merge by what selects it.
+func mergedKey(q url.Values) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{q.Get("target"), q.Get("type"), q.Get("from"), q.Get("to")}, "\x00")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// mergedPprof serves pprof's own web UI of a range's merge:
+// /merged?target=…&type=…&from=…&to=… merges the range and redirects to
+// /merged/KEY/pprof/NAME/, which serves pprof's UI of it for as long as
+// the server keeps it (the last 16 merges).
+func (s *Server) mergedPprof(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/merged" {
+		q := r.URL.Query()
+		m, err := s.mergeRange(r.Context(), q)
+		if err != nil {
+			s.failPage(w, r, err)
+			return
+		}
+		var buf bytes.Buffer
+		if err := m.m.WriteProfile(&buf); err != nil {
+			s.failPage(w, r, err)
+			return
+		}
+		prof, err := pprofx.Parse(buf.Bytes(), 0)
+		if err != nil {
+			s.failPage(w, r, err)
+			return
+		}
+		key := mergedKey(q)
+		v, err := view.OpenProfile(m.typ+"-merged.pb.gz", prof, view.Options{Embedded: true})
+		if err != nil {
+			s.failPage(w, r, &requestError{http.StatusUnprocessableEntity, err})
+			return
+		}
+		s.merged.put(key, v)
+		http.Redirect(w, r, "/merged/"+key+"/pprof/"+v.Profiles()[0].Name+"/", http.StatusSeeOther)
+		return
+	}
+	key, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/merged/"), "/")
+	v, ok := s.merged.get(key)
+	if !ok {
+		s.failPage(w, r, notFound("merge %s is no longer kept: open it again from its target's page", key))
+		return
+	}
+	http.StripPrefix("/merged/"+key, v).ServeHTTP(w, r)
+}
+
+func (mv *mergedViews) get(key string) (*view.Server, bool) {
+	mv.mu.Lock()
+	defer mv.mu.Unlock()
+	v, ok := mv.views[key]
+	return v, ok
+}
+
+func (mv *mergedViews) put(key string, v *view.Server) {
+	mv.mu.Lock()
+	defer mv.mu.Unlock()
+	if mv.views == nil {
+		mv.views = map[string]*view.Server{}
+	}
+	if _, ok := mv.views[key]; !ok {
+		if len(mv.order) >= maxRunViews {
+			delete(mv.views, mv.order[0])
+			mv.order = mv.order[1:]
+		}
+		mv.order = append(mv.order, key)
+	}
+	mv.views[key] = v
 }

@@ -83,6 +83,7 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	views   runViews
+	merged  mergedViews
 }
 
 // New makes a Server.
@@ -148,6 +149,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/diff", s.diff)
 	mux.HandleFunc("GET /api/v1/merge", s.merge)
 	mux.HandleFunc("GET /flame", s.flamePage)
+	mux.HandleFunc("GET /merged", s.mergedPprof)
+	mux.HandleFunc("/merged/", s.mergedPprof)
 	mux.HandleFunc("GET /compare", s.comparePage)
 	mux.HandleFunc("GET /{$}", s.targetsPage)
 	mux.HandleFunc("GET /target", s.targetPage)

@@ -105,18 +105,26 @@ func Open(path string, opts Options) (*Server, error) {
 		if err := s.openRun(path); err != nil {
 			return nil, err
 		}
-	} else {
-		p, err := readProfile(path, opts.MaxDecompressed)
-		if err != nil {
-			return nil, err
-		}
-		if len(p.Sample) == 0 {
-			return nil, fmt.Errorf("profile %s is empty: it has no samples", path)
-		}
-		s.single = p
-		s.title = "Profile " + filepath.Base(path)
-		s.profiles = []Profile{{Name: profileName(path, nil), Path: path, Kind: kindOf(p)}}
+		s.routes()
+		return s, nil
 	}
+	p, err := readProfile(path, opts.MaxDecompressed)
+	if err != nil {
+		return nil, err
+	}
+	return OpenProfile(path, p, opts)
+}
+
+// OpenProfile makes a Server of one profile already in memory, such as a
+// merge: path names it (its base, less extensions, is its name in URLs).
+func OpenProfile(path string, p *profile.Profile, opts Options) (*Server, error) {
+	if len(p.Sample) == 0 {
+		return nil, fmt.Errorf("profile %s is empty: it has no samples", path)
+	}
+	s := &Server{opts: opts, uis: map[string]http.Handler{}, errs: map[string]error{}}
+	s.single = p
+	s.title = "Profile " + filepath.Base(path)
+	s.profiles = []Profile{{Name: profileName(path, nil), Path: path, Kind: kindOf(p)}}
 	s.routes()
 	return s, nil
 }

@@ -29,7 +29,9 @@
     box.hidden = false;
     document.getElementById("selection-a").textContent = "A: " + iso(ranges[0].from) + " – " + iso(ranges[0].to);
     var flame = document.getElementById("flame-link");
-    flame.href = "/flame?" + query({target: target, type: type, from: iso(ranges[0].from), to: iso(ranges[0].to)});
+    var range = query({target: target, type: type, from: iso(ranges[0].from), to: iso(ranges[0].to)});
+    flame.href = "/flame?" + range;
+    document.getElementById("pprof-link").href = "/merged?" + range;
     var compare = document.getElementById("compare-link");
     var b = document.getElementById("selection-b");
     if (ranges.length === 2) {
