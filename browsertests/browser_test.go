@@ -15,7 +15,7 @@ import (
 
 // chromium returns the browser binary: $CHROMIUM, else Debian's chromium
 // or another Chromium-based browser on PATH.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("CHROMIUM"); p != "" {
 		return p
@@ -44,7 +44,7 @@ func newBrowser(t *testing.T) context.Context {
 // startBrowser starts the browser of newBrowser in the background, so a
 // test can prepare its page meanwhile: the context is usable once started
 // delivers nil.
-func startBrowser(t *testing.T) (context.Context, <-chan error) {
+func startBrowser(t testing.TB) (context.Context, <-chan error) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
