@@ -210,5 +210,18 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 		t.Errorf("the comparison does not name its sides' runs: %.300s", sides)
 	}
 	screenshot(t, ctx, "server-compare.png")
+
+	// The findings feed, and a stored run's page from a link of the target page.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/findings?min=info"), chromedp.WaitVisible(chromedp.CSS(`#findings`)))
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#findings tbody tr td a").length`)); n == 0 {
+		t.Error("the findings feed lists no finding of the watched runs")
+	}
+	screenshot(t, ctx, "server-findings.png")
+	do(t, ctx, chromedp.Navigate(srv.URL+"/target?target="+url.QueryEscape(key)), chromedp.WaitVisible(chromedp.CSS(`#runs`)))
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#runs tbody tr td a`)), chromedp.WaitVisible(chromedp.CSS(`#profiles`)))
+	if n := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#profiles a.pprof").length`)); n < 3 {
+		t.Errorf("the run's page offers pprof's UI of %d profiles", n)
+	}
+	screenshot(t, ctx, "server-run.png")
 	w.check(t, srv.URL+"/", "data:")
 }

@@ -128,7 +128,12 @@ func (s *Server) targetsPage(w http.ResponseWriter, r *http.Request) {
 				s.failPage(w, r, err)
 				return
 			}
-			*m.svg = sparkline(points, now.Add(-sparkSpan), now)
+			// A target watched for less than the span fills the width.
+			from := now.Add(-sparkSpan)
+			if len(points) > 1 && points[0].Time.After(from) {
+				from = points[0].Time
+			}
+			*m.svg = sparkline(points, from, now)
 			if len(points) > 0 {
 				*m.last = humanize.Bytes(points[len(points)-1].Value)
 			}
