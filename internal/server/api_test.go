@@ -198,8 +198,8 @@ func TestAPI_answersWhatTheStoreHolds(t *testing.T) {
 
 	var series server.Series
 	decode(t, s, "/api/v1/series?metric=heap_after_gc&"+q, 200, &series)
-	if len(series.Points) != 2 || series.Unit != "bytes" || series.Points[0].Value <= 0 || !series.Points[0].Time.Before(series.Points[1].Time) {
-		t.Errorf("series %+v: want a point of each run, in bytes, oldest first", series)
+	if len(series.Points) != 3 || series.Unit != "bytes" || series.Points[0].Value <= 0 || !series.Points[0].Time.Before(series.Points[1].Time) {
+		t.Errorf("series %+v: want a point of each capture (two runs and the bundle), in bytes, oldest first", series)
 	}
 
 	var runs struct{ Runs, Bundles []json.RawMessage }

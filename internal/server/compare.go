@@ -11,7 +11,6 @@ import (
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/store"
-	"github.com/heapscope/heapscope/internal/webguard"
 )
 
 // DefaultMaxRangeRuns bounds the runs a merge or a side of a diff reads.
@@ -120,7 +119,6 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Security-Policy", webguard.ContentSecurityPolicy)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := report.Write(w, report.FormatHTML, doc); err != nil {
 		s.log.Error("server", "path", r.URL.Path, "err", err)

@@ -97,7 +97,7 @@ func makeStore() (filled, error) {
 	f := filled{st: st, target: h.Runs[0].Target, runs: h.Runs}
 	trig := &store.Trigger{Expr: "memory>=80%", Value: 83.5, Threshold: 80, Unit: "percent"}
 	if f.bundle, err = st.Ingest(filepath.Join(st.Dir(), h.Runs[0].Path), store.Entry{Kind: store.KindBundle,
-		Target: f.target, Labels: h.Runs[0].Labels, Trigger: trig, CaptureSeconds: 2.5, Time: h.Runs[0].Time.Add(time.Second)}); err != nil {
+		Target: f.target, Labels: h.Runs[0].Labels, Trigger: trig, CaptureSeconds: 2.5, Time: h.Runs[0].Time.Add(time.Millisecond)}); err != nil {
 		return filled{}, err
 	}
 	if _, _, err := st.MarkBeforeOOM(f.target, f.bundle.Time.Add(time.Minute)); err != nil {

@@ -194,7 +194,6 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.header(w.Header())
-	w.Header().Set("Content-Security-Policy", webguard.ContentSecurityPolicy)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(page)
 }

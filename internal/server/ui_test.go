@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"fmt"
+	"io"
 	"net/url"
 	"regexp"
 	"strings"
@@ -14,13 +16,20 @@ func TestUI_pages(t *testing.T) {
 	f := filledStore(t)
 	s := newServer(t, server.Options{})
 	target := url.QueryEscape(f.target)
+	// The pages draw what the store holds: as many points as its series.
+	rss, err := f.st.Series(f.target, "rss", time.Time{}, time.Time{})
+	if err != nil || len(rss) == 0 {
+		t.Fatalf("rss series %v, %v", rss, err)
+	}
+	points := fmt.Sprintf("%d points", len(rss))
+	dataPoints := fmt.Sprintf(`data-points="%d"`, len(rss))
 	tests := []struct {
 		name, path string
 		want       []string
 	}{
-		{"targets", "/", []string{`<a href="/target?target=` + target + `">`, `class="health ok"`, `aria-label="2 points"`}},
+		{"targets", "/", []string{`<a href="/target?target=` + target + `">`, `class="health ok"`, `aria-label="` + points + `"`}},
 		{"target", "/target?target=" + target + "&from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format("2006-01-02T15:04:05Z07:00")),
-			[]string{`<figure class="timeline" data-metric="rss"`, `data-metric="heap_after_gc"`, `data-points="2"`, "memory&gt;=80% fired at 83.5",
+			[]string{`<figure class="timeline" data-metric="rss"`, `data-metric="heap_after_gc"`, dataPoints, "memory&gt;=80% fired at 83.5",
 				"the last capture before an OOM kill", `href="/run/` + f.bundle.Path + `/"`}},
 		{"findings", "/findings?min=info", []string{`<table class="findings-feed"`, `href="/target?target=` + target + `"`}},
 		{"a run", "/run/" + f.runs[0].Path + "/", []string{`href="pprof/heap-000/"`, `href="flamegraph/heap-000"`}},
@@ -69,5 +78,53 @@ func TestUI_runPagesOnlyOfIndexedRuns(t *testing.T) {
 	}
 	if status, _ := pageOf(t, s, "/target"); status != 400 {
 		t.Errorf("target page without target: %d, want 400", status)
+	}
+}
+
+// TestUI_inlineScriptsOnlyWithTheAnswersNonce opens the pages whose
+// renderers write inline scripts (a stored run's report and flame graph,
+// pprof's UI, a range's flame graph): every script carries the nonce the
+// answer's policy allows, the policy allows no other inline script, and
+// the nonce is new with each answer.
+func TestUI_inlineScriptsOnlyWithTheAnswersNonce(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{})
+	rng := "target=" + url.QueryEscape(f.target) + "&from=" + url.QueryEscape(f.runs[1].Time.Add(-time.Minute).Format(time.RFC3339)) +
+		"&to=" + url.QueryEscape(f.runs[0].Time.Add(time.Minute).Format(time.RFC3339))
+	nonceOf := regexp.MustCompile(`script-src 'self' 'nonce-([A-Za-z0-9_-]{20,})';`)
+	seen := map[string]bool{}
+	for _, path := range []string{
+		"/run/" + f.runs[0].Path + "/report",
+		"/run/" + f.runs[0].Path + "/flamegraph/heap-000",
+		"/run/" + f.runs[0].Path + "/pprof/heap-000/flamegraph",
+		"/flame?type=heap&" + rng,
+		"/flame?type=heap&" + rng,
+	} {
+		resp := get(t, s, path)
+		body, _ := io.ReadAll(resp.Body)
+		csp := resp.Header.Get("Content-Security-Policy")
+		m := nonceOf.FindStringSubmatch(csp)
+		if resp.StatusCode != 200 || m == nil || strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
+			t.Errorf("GET %s: %d, policy %q: want a nonce and no unsafe-inline script", path, resp.StatusCode, csp)
+			continue
+		}
+		if seen[m[1]] {
+			t.Errorf("GET %s: nonce %s given before", path, m[1])
+		}
+		seen[m[1]] = true
+		scripts := regexp.MustCompile(`<script[^>]*>`).FindAllString(string(body), -1)
+		if len(scripts) == 0 && !strings.HasSuffix(path, "/report") {
+			t.Errorf("GET %s: no script: the page is not what it was", path)
+		}
+		for _, tag := range scripts {
+			if !strings.Contains(tag, `nonce="`+m[1]+`"`) {
+				t.Errorf("GET %s: %s without the answer's nonce", path, tag)
+			}
+		}
+	}
+	// Answers that are not HTML pass as they are.
+	resp := get(t, s, "/run/"+f.runs[0].Path+"/run/result.json.gz")
+	if resp.StatusCode != 200 || strings.Contains(resp.Header.Get("Content-Security-Policy"), "nonce") {
+		t.Errorf("a run's file: %d, policy %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
 	}
 }

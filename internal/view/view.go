@@ -54,9 +54,9 @@ type Options struct {
 	// pprofx.DefaultMaxDecompressed.
 	MaxDecompressed int64
 	// Embedded says the Server is mounted, its path prefix stripped, in
-	// another that puts webguard's checks in front of it: it then only
-	// sets the Content-Security-Policy its pages need (their scripts are
-	// inline, pprof's among them). Its links are relative.
+	// another that puts webguard's checks in front of it and sets the
+	// Content-Security-Policy its pages need (their scripts are inline,
+	// pprof's among them). Its links are relative.
 	Embedded bool
 }
 
@@ -215,10 +215,7 @@ func (s *Server) routes() {
 	// ask for.
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	if s.opts.Embedded {
-		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Security-Policy", webguard.ContentSecurityPolicy)
-			mux.ServeHTTP(w, r)
-		})
+		s.handler = mux
 		return
 	}
 	s.handler = webguard.Handler(mux, webguard.Options{})
