@@ -209,12 +209,39 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if v := q.Get("step"); v != "" {
+		step, err := time.ParseDuration(v)
+		if err != nil || step < time.Second {
+			s.fail(w, r, badRequest("step=%q: want a duration of a second or more, such as 1h", v))
+			return
+		}
+		points = stepMax(points, from, step)
+	}
 	if len(points) > s.opts.Limits.MaxPoints {
 		s.fail(w, r, &requestError{http.StatusUnprocessableEntity,
 			fmt.Errorf("%d points in the range, more than %d: ask for a shorter range", len(points), s.opts.Limits.MaxPoints)})
 		return
 	}
 	writeJSON(w, Series{Target: target, Metric: metric, Unit: unit, From: from, To: to, Points: points})
+}
+
+// stepMax keeps one point per step from from: the largest of the step,
+// at its own time. The peaks are what a memory timeline is read for, and
+// an average would hide them.
+func stepMax(points []store.Point, from time.Time, step time.Duration) []store.Point {
+	out := []store.Point{}
+	bucket := int64(-1)
+	for _, p := range points {
+		b := int64(p.Time.Sub(from) / step)
+		switch {
+		case b != bucket:
+			out = append(out, p)
+			bucket = b
+		case p.Value > out[len(out)-1].Value:
+			out[len(out)-1] = p
+		}
+	}
+	return out
 }
 
 // entryQuery reads the parameters that select entries and findings.

@@ -105,7 +105,7 @@ func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
 		"severity": {"high", "medium", "low", "info"}, "limit": {"50"}, "kind": {"bundle"},
 		// The diff's base: the older run alone; from–to holds both.
 		"base_from": {from}, "base_to": {f.runs[0].Time.Format(time.RFC3339Nano)},
-		"type": {"heap"}, "format": {"folded"}, "sample": {"inuse_space"},
+		"type": {"heap"}, "format": {"folded"}, "sample": {"inuse_space"}, "step": {"1h"},
 	}
 	s := newServer(t, server.Options{})
 	doc, schema := openAPISchemas(t)
@@ -128,7 +128,8 @@ func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
 			q := url.Values{}
 			for _, p := range params {
 				name := p["name"].(string)
-				if p["required"] == true || all {
+				// target selects the test's data wherever it is a parameter.
+				if p["required"] == true || all || name == "target" {
 					v, ok := values[name]
 					if !ok {
 						t.Fatalf("%s: no value for parameter %s", path, name)
@@ -153,7 +154,9 @@ func TestOpenAPI_everyRouteAnswersAsDocumented(t *testing.T) {
 					t.Fatalf("content type %q, which the document does not list", ct)
 				}
 				if ct != "application/json" {
-					if len(body) == 0 {
+					// A profile is never empty; folded stacks are when the
+					// runs allocated nothing in their windows.
+					if ct == "application/octet-stream" && len(body) == 0 {
 						t.Errorf("an empty %s body", ct)
 					}
 					return
@@ -200,6 +203,19 @@ func TestAPI_answersWhatTheStoreHolds(t *testing.T) {
 	decode(t, s, "/api/v1/series?metric=heap_after_gc&"+q, 200, &series)
 	if len(series.Points) != 3 || series.Unit != "bytes" || series.Points[0].Value <= 0 || !series.Points[0].Time.Before(series.Points[1].Time) {
 		t.Errorf("series %+v: want a point of each capture (two runs and the bundle), in bytes, oldest first", series)
+	}
+
+	// A step longer than the range keeps its largest point.
+	var stepped server.Series
+	decode(t, s, "/api/v1/series?metric=heap_after_gc&step=24h&"+q, 200, &stepped)
+	largest := series.Points[0]
+	for _, p := range series.Points {
+		if p.Value > largest.Value {
+			largest = p
+		}
+	}
+	if len(stepped.Points) != 1 || stepped.Points[0] != largest {
+		t.Errorf("step=24h: %+v, want the one largest point %+v", stepped.Points, largest)
 	}
 
 	var runs struct{ Runs, Bundles []json.RawMessage }
@@ -261,6 +277,7 @@ func TestAPI_badRequests(t *testing.T) {
 		{"limit zero", "/api/v1/findings?limit=0", 400, "limit=\"0\": want a number from 1 to 10000"},
 		{"limit past the bound", "/api/v1/findings?limit=10001", 400, "want a number from 1 to 10000"},
 		{"bad label", "/api/v1/runs?label=group", 400, `label="group": want name=value`},
+		{"step too short", "/api/v1/series?metric=rss&step=10ms&target=" + target, 400, `step="10ms": want a duration of a second or more`},
 		{"bad kind", "/api/v1/runs?kind=runs", 400, `kind="runs"`},
 		{"bad severity", "/api/v1/findings?severity=critical", 400, `severity="critical"`},
 		{"too many points", "/api/v1/series?metric=rss&from=2026-01-01T00:00:00Z&to=2026-12-31T00:00:00Z&target=" + target, 422, "more than 1"},
@@ -364,6 +381,14 @@ func TestAPI_mergeIsProfileMerge(t *testing.T) {
 		t.Errorf("folded inuse_space sums to %d, want %d", sum, want)
 	}
 
+	// The same range by label (every target labelled group=cli: the one)
+	// is the same merge.
+	byLabel := get(t, s, strings.Replace(q, "target="+url.QueryEscape(f.target), "label=group%3Dcli", 1))
+	byLabelBody, _ := io.ReadAll(byLabel.Body)
+	if byLabel.StatusCode != 200 || !bytes.Equal(byLabelBody, body) {
+		t.Errorf("merge by label: %d, %d bytes; want the target's merge, %d bytes", byLabel.StatusCode, len(byLabelBody), len(body))
+	}
+
 	// The flame graph page of the range draws the merge.
 	if status, page := pageOf(t, s, strings.Replace(q, "/api/v1/merge", "/flame", 1)); status != 200 || !strings.Contains(page, `class="hsflame"`) || !strings.Contains(page, "2 runs merged") {
 		t.Errorf("flame page: %d %.200s", status, page)
@@ -391,7 +416,8 @@ func TestAPI_mergeIsProfileMerge(t *testing.T) {
 	}{
 		{server.Limits{MaxRangeRuns: 1}, q, 422, "more than 1 runs"},
 		{server.Limits{MaxMergeBytes: 1}, q, 422, "take more than 0 MiB stored"},
-		{server.Limits{}, strings.Replace(q, "type=heap", "type=memory", 1), 400, "give target and type"},
+		{server.Limits{}, strings.Replace(q, "type=heap", "type=memory", 1), 400, `type="memory": want heap, allocs`},
+		{server.Limits{}, strings.Replace(q, "target=", "tar=", 1), 400, "give target, or label=name=value"},
 		{server.Limits{}, q + "&format=svg", 400, `format="svg"`},
 		{server.Limits{}, q + "&format=folded&sample=bytes", 400, `sample="bytes"`},
 	} {
@@ -409,4 +435,41 @@ func pageOf(t *testing.T, s *server.Server, target string) (int, string) {
 	resp := get(t, s, target)
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// TestAPI_diffFoldedIsTheTwoMerges checks the differential folded stacks
+// against the two ranges' merges: each column sums to its range's
+// allocations.
+func TestAPI_diffFoldedIsTheTwoMerges(t *testing.T) {
+	f := filledStore(t)
+	s := newServer(t, server.Options{})
+	target := url.QueryEscape(f.target)
+	base := [2]string{f.runs[1].Time.Add(-time.Minute).Format(time.RFC3339Nano), f.runs[0].Time.Format(time.RFC3339Nano)}
+	after := [2]string{f.runs[0].Time.Format(time.RFC3339Nano), f.runs[0].Time.Add(time.Minute).Format(time.RFC3339Nano)}
+	sum := func(body string, col int) (n int64) {
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			if line == "" {
+				continue
+			}
+			fields := strings.Fields(line)
+			v, err := strconv.ParseInt(fields[len(fields)-col], 10, 64)
+			if err != nil {
+				t.Fatalf("line %q", line)
+			}
+			n += v
+		}
+		return n
+	}
+	_, diff := pageOf(t, s, "/api/v1/diff?format=folded&target="+target+"&base_from="+url.QueryEscape(base[0])+"&base_to="+url.QueryEscape(base[1])+
+		"&from="+url.QueryEscape(after[0])+"&to="+url.QueryEscape(after[1]))
+	for i, rng := range [][2]string{base, after} {
+		status, merged := pageOf(t, s, "/api/v1/merge?type=allocs&format=folded&sample=alloc_space&target="+target+
+			"&from="+url.QueryEscape(rng[0])+"&to="+url.QueryEscape(rng[1]))
+		if status != 200 {
+			t.Fatalf("merge of range %d: %d %s", i, status, merged)
+		}
+		if got, want := sum(diff, 2-i), sum(merged, 1); got != want {
+			t.Errorf("range %d: the diff's column sums to %d, its merge to %d", i, got, want)
+		}
+	}
 }

@@ -1,9 +1,14 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,12 +25,45 @@ const DefaultMaxRangeRuns = 2000
 // still end in it: longer than any window watch takes in practice.
 const windowSlack = time.Hour
 
-// rangeRuns lists a target's runs whose windows end in [from, to) — a
-// run is where its series' points are, at its window's end — oldest
-// first, within the limit.
-func (s *Server) rangeRuns(target string, from, to time.Time) ([]store.Entry, error) {
+// selection is what picks a range's runs: one target, or every target
+// whose runs carry the labels, or both.
+type selection struct {
+	target string
+	labels map[string]string
+}
+
+// selectionOf reads target and label=name=value parameters; one of them
+// is required.
+func selectionOf(q url.Values) (selection, error) {
+	labels, err := labelParams(q)
+	if err != nil {
+		return selection{}, err
+	}
+	sel := selection{target: q.Get("target"), labels: labels}
+	if sel.target == "" && len(labels) == 0 {
+		return selection{}, badRequest("give target, or label=name=value to take the runs of every target that carries it")
+	}
+	return sel, nil
+}
+
+func (sel selection) String() string {
+	if sel.target != "" {
+		return sel.target
+	}
+	var parts []string
+	for k, v := range sel.labels {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return "the targets labelled " + strings.Join(parts, ",")
+}
+
+// rangeRuns lists the runs a selection picks whose windows end in
+// [from, to) — a run is where its series' points are, at its window's
+// end — oldest first, within the limit.
+func (s *Server) rangeRuns(sel selection, from, to time.Time) ([]store.Entry, error) {
 	max := s.opts.Limits.MaxRangeRuns
-	h, err := s.opts.Store.History(store.Query{Target: target, Since: from.Add(-windowSlack), Until: to, Limit: 2*max + 1})
+	h, err := s.opts.Store.History(store.Query{Target: sel.target, Labels: sel.labels, Since: from.Add(-windowSlack), Until: to, Limit: 2*max + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -37,10 +75,10 @@ func (s *Server) rangeRuns(target string, from, to time.Time) ([]store.Entry, er
 	}
 	switch {
 	case len(runs) == 0:
-		return nil, notFound("no run of %s from %s to %s", target, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+		return nil, notFound("no run of %s from %s to %s", sel, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	case len(runs) > max || len(h.Runs) > 2*max:
 		return nil, &requestError{http.StatusUnprocessableEntity,
-			fmt.Errorf("more than %d runs of %s from %s to %s: ask for a shorter range", max, target, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))}
+			fmt.Errorf("more than %d runs of %s from %s to %s: ask for a shorter range", max, sel, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))}
 	}
 	return runs, nil
 }
@@ -50,9 +88,9 @@ func (s *Server) rangeRuns(target string, from, to time.Time) ([]store.Entry, er
 // figures and the allocation sites with their significance tests, and
 // the differential flame graph of the allocations.
 func (s *Server) diffOf(q url.Values) (report.Comparison, error) {
-	target := q.Get("target")
-	if target == "" {
-		return report.Comparison{}, badRequest("give target, and the two ranges: base_from, base_to, from, to")
+	sel, err := selectionOf(q)
+	if err != nil {
+		return report.Comparison{}, err
 	}
 	var sides [2]compare.Side
 	for i, names := range [2][2]string{{"base_from", "base_to"}, {"from", "to"}} {
@@ -68,7 +106,7 @@ func (s *Server) diffOf(q url.Values) (report.Comparison, error) {
 		if err != nil {
 			return report.Comparison{}, err
 		}
-		runs, err := s.rangeRuns(target, from, to)
+		runs, err := s.rangeRuns(sel, from, to)
 		if err != nil {
 			return report.Comparison{}, err
 		}
@@ -96,8 +134,18 @@ func (s *Server) diffOf(q url.Values) (report.Comparison, error) {
 	return doc, nil
 }
 
-// diff answers the comparison as JSON, as heapscope compare --format json.
+// diff answers the comparison as JSON, as heapscope compare --format json,
+// or, with format=folded, the data of a differential flame graph.
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "folded":
+		s.diffFolded(w, r)
+		return
+	case "", "json":
+	default:
+		s.fail(w, r, badRequest("format=%q: want json or folded", f))
+		return
+	}
 	doc, err := s.diffOf(r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err)
@@ -123,4 +171,72 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request) {
 	if err := report.Write(w, report.FormatHTML, doc); err != nil {
 		s.log.Error("server", "path", r.URL.Path, "err", err)
 	}
+}
+
+// diffFolded answers the allocations of the two ranges, each merged, as
+// folded stacks side by side — "root;…;leaf before after", alloc_space in
+// bytes, a line for each stack of either — the input of a differential
+// flame graph (Brendan Gregg's difffolded.pl, or speedscope).
+func (s *Server) diffFolded(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var sides [2]map[string]int64
+	for i, names := range [2][2]string{{"base_from", "base_to"}, {"from", "to"}} {
+		rq := url.Values{}
+		for k, v := range q {
+			rq[k] = v
+		}
+		for j, n := range names {
+			if q.Get(n) == "" {
+				s.fail(w, r, badRequest("give %s: the diff compares base_from–base_to with from–to", n))
+				return
+			}
+			rq.Set([]string{"from", "to"}[j], q.Get(n))
+		}
+		rq.Set("type", "allocs")
+		m, err := s.mergeRange(r.Context(), rq)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		idx, err := m.m.SampleIndex("alloc_space")
+		if err != nil {
+			s.fail(w, r, &requestError{http.StatusUnprocessableEntity, err})
+			return
+		}
+		var buf bytes.Buffer
+		if err := m.m.WriteFolded(&buf, idx); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		sides[i] = map[string]int64{}
+		for line := range strings.Lines(buf.String()) {
+			stack, n, ok := cutFolded(strings.TrimSuffix(line, "\n"))
+			if ok {
+				sides[i][stack] += n
+			}
+		}
+	}
+	stacks := slices.Sorted(maps.Keys(sides[0]))
+	for k := range sides[1] {
+		if _, ok := sides[0][k]; !ok {
+			stacks = append(stacks, k)
+		}
+	}
+	slices.Sort(stacks)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	bw := bufio.NewWriter(w)
+	for _, k := range stacks {
+		fmt.Fprintf(bw, "%s %d %d\n", k, sides[0][k], sides[1][k])
+	}
+	bw.Flush()
+}
+
+// cutFolded splits a folded line into its stack and its value.
+func cutFolded(line string) (string, int64, bool) {
+	i := strings.LastIndexByte(line, ' ')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(line[i+1:], 10, 64)
+	return line[:i], n, err == nil
 }

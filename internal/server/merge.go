@@ -40,6 +40,7 @@ const (
 // merged is a merge of a range's profiles.
 type merged struct {
 	m                 *pprofx.Merger
+	sel               selection
 	typ               string
 	from, to          time.Time
 	profiles, skipped int
@@ -51,22 +52,26 @@ type merged struct {
 // stacks, never the profiles. A profile that cannot be read is skipped
 // and counted; none at all is 404.
 func (s *Server) mergeRange(ctx context.Context, q url.Values) (*merged, error) {
-	target, typ := q.Get("target"), q.Get("type")
+	typ := q.Get("type")
 	kind, ok := profileKinds[typ]
-	if target == "" || !ok {
-		return nil, badRequest("give target and type (heap, allocs, goroutine, cpu, block or mutex)")
+	if !ok {
+		return nil, badRequest("type=%q: want heap, allocs, goroutine, cpu, block or mutex", typ)
+	}
+	sel, err := selectionOf(q)
+	if err != nil {
+		return nil, err
 	}
 	from, to, err := s.timeRange(q)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := s.rangeRuns(target, from, to)
+	runs, err := s.rangeRuns(sel, from, to)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Limits.MergeTimeout)
 	defer cancel()
-	out := &merged{m: pprofx.NewMerger(pprofx.MergeOptions{}), typ: typ, from: from, to: to}
+	out := &merged{m: pprofx.NewMerger(pprofx.MergeOptions{}), sel: sel, typ: typ, from: from, to: to}
 	var read int64
 	for _, e := range runs {
 		if err := ctx.Err(); err != nil {
@@ -110,7 +115,7 @@ func (s *Server) mergeRange(ctx context.Context, q url.Values) (*merged, error) 
 		out.profiles++
 	}
 	if out.profiles == 0 {
-		return nil, notFound("no %s profile of %s from %s to %s", typ, target, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+		return nil, notFound("no %s profile of %s from %s to %s", typ, sel, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	}
 	return out, nil
 }
@@ -186,7 +191,7 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
-	title := fmt.Sprintf("%s of %s, %s – %s, %d runs merged", m.typ, r.URL.Query().Get("target"),
+	title := fmt.Sprintf("%s of %s, %s – %s, %d runs merged", m.typ, m.sel,
 		m.from.UTC().Format(time.RFC3339), m.to.UTC().Format(time.RFC3339), m.profiles)
 	page, err := view.FlamePage(title, strings.ReplaceAll(m.typ, " ", "-"), prof)
 	if err != nil {
@@ -207,7 +212,7 @@ type mergedViews struct {
 
 // mergedKey names a merge by what selects it.
 func mergedKey(q url.Values) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{q.Get("target"), q.Get("type"), q.Get("from"), q.Get("to")}, "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(append([]string{q.Get("target"), q.Get("type"), q.Get("from"), q.Get("to")}, q["label"]...), "\x00")))
 	return hex.EncodeToString(sum[:8])
 }
 
