@@ -175,8 +175,9 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request) {
 
 // diffFolded answers the allocations of the two ranges, each merged, as
 // folded stacks side by side — "root;…;leaf before after", alloc_space in
-// bytes, a line for each stack of either — the input of a differential
-// flame graph (Brendan Gregg's difffolded.pl, or speedscope).
+// bytes, a line for each stack of either — what Brendan Gregg's
+// difffolded.pl writes, and flamegraph.pl draws as a differential flame
+// graph.
 func (s *Server) diffFolded(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var sides [2]map[string]int64
