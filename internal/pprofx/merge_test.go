@@ -606,17 +606,7 @@ func TestFoldedFrame(t *testing.T) {
 // accept what Parse accepts (within the same limits), and must merge it,
 // with itself too, as profile.Merge does.
 func FuzzMergerAdd(f *testing.F) {
-	hand := handEncoded()
-	f.Add(hand)
-	for _, n := range []int{1, 2, 16, 100, len(hand) - 1} {
-		f.Add(hand[:n])
-	}
-	f.Add(gzipBytes(f, hand))
-	var tc bytes.Buffer
-	if err := pprof.Lookup("threadcreate").WriteTo(&tc, 0); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(tc.Bytes())
+	addProfileSeeds(f)
 	f.Add(gzipBytes(f, make([]byte, 1<<20)))
 	f.Add([]byte("heap profile: 1: 16 [1: 16] @ heap/1048576\n1: 16 [1: 16] @ 0x1 0x2\n"))
 	f.Add(overflowing(f, math.MaxInt64/2+1))

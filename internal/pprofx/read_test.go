@@ -401,10 +401,10 @@ func TestReadStacks_Errors(t *testing.T) {
 	}
 }
 
-func FuzzReadStacks(f *testing.F) {
-	// Small seeds: the fuzzer minimises every new input it finds, and
-	// minimising one grown from a large profile takes minutes. The large
-	// profiles are checked by TestReadStacks_MatchesParse.
+// addProfileSeeds adds the seeds the fuzzers of profile readers share: a
+// small hand-encoded profile, whole, cut short and gzipped, and a real
+// threadcreate profile, which it returns (gzipped, as served).
+func addProfileSeeds(f *testing.F) []byte {
 	hand := handEncoded()
 	f.Add(hand)
 	for _, n := range []int{1, 2, 16, 100, len(hand) - 1} {
@@ -416,7 +416,15 @@ func FuzzReadStacks(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(tc.Bytes())
-	f.Add(gunzipBytes(f, tc.Bytes()))
+	return tc.Bytes()
+}
+
+func FuzzReadStacks(f *testing.F) {
+	// Small seeds: the fuzzer minimises every new input it finds, and
+	// minimising one grown from a large profile takes minutes. The large
+	// profiles are checked by TestReadStacks_MatchesParse.
+	tc := addProfileSeeds(f)
+	f.Add(gunzipBytes(f, tc))
 	f.Add([]byte("heap profile: 1: 16 [1: 16] @ heap/1048576\n1: 16 [1: 16] @ 0x1 0x2\n"))
 	f.Add([]byte("--- contention:\ncycles/second=2000000000\n1000 10 @ 0x1 0x2\n"))
 	f.Add(overflowing(f, math.MaxInt64/2, math.MaxInt64/2, 1))

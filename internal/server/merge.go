@@ -11,8 +11,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/rundir"
@@ -173,27 +174,35 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// flamePage draws the interactive flame graph of a range's merged
-// profile, every sample type, as view draws a stored profile's.
-func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
+// mergedProfile merges a page's range and decodes the merge, for the
+// renderers that take a profile.
+func (s *Server) mergedProfile(r *http.Request) (*merged, *profile.Profile, error) {
 	m, err := s.mergeRange(r.Context(), r.URL.Query())
 	if err != nil {
-		s.failPage(w, r, err)
-		return
+		return nil, nil, err
 	}
 	var buf bytes.Buffer
 	if err := m.m.WriteProfile(&buf); err != nil {
-		s.failPage(w, r, err)
-		return
+		return nil, nil, err
 	}
 	prof, err := pprofx.Parse(buf.Bytes(), 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, prof, nil
+}
+
+// flamePage draws the interactive flame graph of a range's merged
+// profile, every sample type, as view draws a stored profile's.
+func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
+	m, prof, err := s.mergedProfile(r)
 	if err != nil {
 		s.failPage(w, r, err)
 		return
 	}
 	title := fmt.Sprintf("%s of %s, %s – %s, %d runs merged", m.typ, m.sel,
 		m.from.UTC().Format(time.RFC3339), m.to.UTC().Format(time.RFC3339), m.profiles)
-	page, err := view.FlamePage(title, strings.ReplaceAll(m.typ, " ", "-"), prof)
+	page, err := view.FlamePage(title, m.typ, prof)
 	if err != nil {
 		s.failPage(w, r, &requestError{http.StatusUnprocessableEntity, err})
 		return
@@ -201,13 +210,6 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 	m.header(w.Header())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(page)
-}
-
-// mergedViews keeps pprof's UI of the ranges lately merged, by key.
-type mergedViews struct {
-	mu    sync.Mutex
-	views map[string]*view.Server
-	order []string
 }
 
 // mergedKey names a merge by what selects it.
@@ -222,60 +224,27 @@ func mergedKey(q url.Values) string {
 // the server keeps it (the last 16 merges).
 func (s *Server) mergedPprof(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/merged" {
-		q := r.URL.Query()
-		m, err := s.mergeRange(r.Context(), q)
+		m, prof, err := s.mergedProfile(r)
 		if err != nil {
 			s.failPage(w, r, err)
 			return
 		}
-		var buf bytes.Buffer
-		if err := m.m.WriteProfile(&buf); err != nil {
-			s.failPage(w, r, err)
-			return
-		}
-		prof, err := pprofx.Parse(buf.Bytes(), 0)
-		if err != nil {
-			s.failPage(w, r, err)
-			return
-		}
-		key := mergedKey(q)
+		key := mergedKey(r.URL.Query())
+		// Merged anew each time: runs may have come into the range.
 		v, err := view.OpenProfile(m.typ+"-merged.pb.gz", prof, view.Options{Embedded: true})
 		if err != nil {
 			s.failPage(w, r, &requestError{http.StatusUnprocessableEntity, err})
 			return
 		}
-		s.merged.put(key, v)
+		s.mergedViews.set(key, v)
 		http.Redirect(w, r, "/merged/"+key+"/pprof/"+v.Profiles()[0].Name+"/", http.StatusSeeOther)
 		return
 	}
 	key, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/merged/"), "/")
-	v, ok := s.merged.get(key)
-	if !ok {
+	v, _ := s.mergedViews.get(key, nil)
+	if v == nil {
 		s.failPage(w, r, notFound("merge %s is no longer kept: open it again from its target's page", key))
 		return
 	}
 	http.StripPrefix("/merged/"+key, v).ServeHTTP(w, r)
-}
-
-func (mv *mergedViews) get(key string) (*view.Server, bool) {
-	mv.mu.Lock()
-	defer mv.mu.Unlock()
-	v, ok := mv.views[key]
-	return v, ok
-}
-
-func (mv *mergedViews) put(key string, v *view.Server) {
-	mv.mu.Lock()
-	defer mv.mu.Unlock()
-	if mv.views == nil {
-		mv.views = map[string]*view.Server{}
-	}
-	if _, ok := mv.views[key]; !ok {
-		if len(mv.order) >= maxRunViews {
-			delete(mv.views, mv.order[0])
-			mv.order = mv.order[1:]
-		}
-		mv.order = append(mv.order, key)
-	}
-	mv.views[key] = v
 }

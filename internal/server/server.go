@@ -82,8 +82,9 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	handler http.Handler
-	views   runViews
-	merged  mergedViews
+	// runViews and mergedViews keep the view servers of stored runs and
+	// of merges.
+	runViews, mergedViews viewCache
 }
 
 // New makes a Server.

@@ -351,16 +351,17 @@ func (s *Server) findingsPage(w http.ResponseWriter, r *http.Request) {
 	}{"Findings", min, "7 days", rows})
 }
 
-// runViews keeps the view servers of the runs lately opened: each reads
-// its run's result and builds pprof's UI of a profile once.
-type runViews struct {
+// viewCache keeps the view servers lately opened, by key: a stored
+// run's (its path), or a merge's. Each builds pprof's UI of a profile
+// once, on first use.
+type viewCache struct {
 	mu    sync.Mutex
 	views map[string]*view.Server
 	order []string // oldest first
 }
 
-// maxRunViews bounds the run views kept.
-const maxRunViews = 16
+// maxViews bounds the views a cache keeps.
+const maxViews = 16
 
 // runPage serves /run/PATH/…: the run directory the index has at PATH
 // (kind/slug/stamp), through view's UI — its report, flame graphs and
@@ -386,7 +387,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/run/"+e.Path+"/", http.StatusMovedPermanently)
 		return
 	}
-	v, err := s.views.get(e.Path, s.opts.Store.Dir())
+	v, err := s.runViews.get(e.Path, func() (*view.Server, error) {
+		return view.Open(filepath.Join(s.opts.Store.Dir(), filepath.FromSlash(e.Path)), view.Options{Embedded: true})
+	})
 	if err != nil {
 		s.failPage(w, r, err)
 		return
@@ -394,25 +397,43 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	http.StripPrefix("/run/"+e.Path, v).ServeHTTP(w, r)
 }
 
-// get returns the view of the run at path, opening it when not kept.
-func (rv *runViews) get(path, dataDir string) (*view.Server, error) {
-	rv.mu.Lock()
-	defer rv.mu.Unlock()
-	if v, ok := rv.views[path]; ok {
+// get returns the view kept for key, opening and keeping it with open
+// when there is none (open nil: none is opened).
+func (c *viewCache) get(key string, open func() (*view.Server, error)) (*view.Server, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.views[key]; ok {
 		return v, nil
 	}
-	v, err := view.Open(filepath.Join(dataDir, filepath.FromSlash(path)), view.Options{Embedded: true})
+	if open == nil {
+		return nil, nil
+	}
+	v, err := open()
 	if err != nil {
 		return nil, err
 	}
-	if rv.views == nil {
-		rv.views = map[string]*view.Server{}
-	}
-	if len(rv.order) >= maxRunViews {
-		delete(rv.views, rv.order[0])
-		rv.order = rv.order[1:]
-	}
-	rv.views[path] = v
-	rv.order = append(rv.order, path)
+	c.put(key, v)
 	return v, nil
+}
+
+// set keeps v for key, in place of any view kept for it.
+func (c *viewCache) set(key string, v *view.Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.put(key, v)
+}
+
+// put keeps v for key, forgetting the oldest beyond maxViews (c.mu held).
+func (c *viewCache) put(key string, v *view.Server) {
+	if c.views == nil {
+		c.views = map[string]*view.Server{}
+	}
+	if _, ok := c.views[key]; !ok {
+		if len(c.order) >= maxViews {
+			delete(c.views, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, key)
+	}
+	c.views[key] = v
 }
