@@ -760,13 +760,24 @@ func TestProfile_LostTargetReportsOnlyWhatWasMeasured(t *testing.T) {
 	var heaps atomic.Int64
 	var srv *httptest.Server
 	// The service dies under the window's load, when the second heap
-	// snapshot is asked for: the window has its first snapshot only.
+	// snapshot is asked for: the window has its first snapshot only. It
+	// waits for the load's first request to be answered before it dies,
+	// so that the load did start, however slow the machine.
 	heap := pprof.Handler("heap")
+	worked := make(chan struct{})
+	var once sync.Once
 	srv = httptest.NewServer(pprofMux(map[string]http.HandlerFunc{
-		"/work": h.ServeHTTP,
+		"/work": func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			once.Do(func() { close(worked) })
+		},
 		"/debug/pprof/heap": func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
 			if q.Get("gc") == "1" && q.Get("debug") == "" && heaps.Add(1) == 2 {
+				select {
+				case <-worked:
+				case <-time.After(10 * time.Second):
+				}
 				go func() {
 					srv.CloseClientConnections()
 					srv.Listener.Close()
