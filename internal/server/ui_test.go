@@ -70,6 +70,10 @@ func TestUI_runPagesOnlyOfIndexedRuns(t *testing.T) {
 		"/run/" + f.runs[0].Path + "/run/..%2F..%2F..%2F..%2Fstore.db",
 		"/run/" + f.runs[0].Path + "/run/%2E%2E/%2E%2E/%2E%2E/index.db",
 		"/run/runs/",
+		"/static/../ui.go",
+		"/static/..%2F..%2Fserver.go",
+		"/static/%2e%2e/layout.html",
+		"/merged/..%2F..%2Fetc/passwd",
 	} {
 		status, body := pageOf(t, s, path)
 		if status == 200 || strings.Contains(body, "root:") || strings.Contains(body, "SQLite") {
