@@ -116,9 +116,21 @@ func TestServer_servesWhatWatchStored(t *testing.T) {
 
 	base := serving(t, "watch", svc.URL, "--data", data, "--listen", "127.0.0.1:0", "--every", "1h", "--window", "1s")
 	check(base)
-	resp, err := http.Get(base + "metrics")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("watch --listen /metrics: %v %v", resp, err)
+	for _, path := range []string{"metrics", "healthz", "findings", "static/app.js", "debug/pprof/"} {
+		resp, err := http.Get(base + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("watch --listen /%s: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
+	// Its own routes refuse a rebound name, as the API's do.
+	req, _ := http.NewRequest(http.MethodGet, base+"debug/pprof/", nil)
+	req.Host = "evil.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("watch --listen /debug/pprof/ for Host evil.example: %v %v, want 421", resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -96,7 +97,8 @@ func eachLine(path string, fn func(n int, line string) error) error {
 
 // allows reports whether r carries a valid credential.
 func (a *Auth) allows(r *http.Request) bool {
-	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if strings.EqualFold(scheme, "Bearer") {
 		sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
 		found := 0
 		for i := range a.tokens {
@@ -104,12 +106,12 @@ func (a *Auth) allows(r *http.Request) bool {
 		}
 		return found == 1
 	}
-	if user, pass, ok := r.BasicAuth(); ok {
+	if user, pass, ok := r.BasicAuth(); ok && len(a.users) > 0 {
 		hash, known := a.users[user]
 		if !known {
 			// Spend the same time as for a known user: the answer's
 			// delay must not say which names exist.
-			bcrypt.CompareHashAndPassword(dummyHash, []byte(pass))
+			bcrypt.CompareHashAndPassword(dummyHash(), []byte(pass))
 			return false
 		}
 		return bcrypt.CompareHashAndPassword(hash, []byte(pass)) == nil
@@ -117,8 +119,12 @@ func (a *Auth) allows(r *http.Request) bool {
 	return false
 }
 
-// dummyHash is a bcrypt hash of nothing anyone types, at the default cost.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("heapscope: no such user"), bcrypt.DefaultCost)
+// dummyHash is a bcrypt hash of nothing anyone types, at the default
+// cost, made when first needed: every command would pay for it at start.
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("heapscope: no such user"), bcrypt.DefaultCost)
+	return h
+})
 
 // require puts a's check in front of h: a request without a valid
 // credential gets 401 and the challenges a browser and a script answer.

@@ -128,11 +128,18 @@ func (m *merged) skip(err error) {
 	}
 }
 
-// header says what a merge took, for the response.
-func (m *merged) header(h http.Header) {
+// header says what a merge took, for the response; public strips the
+// store's place on disk from the reason of a skip.
+func (m *merged) header(h http.Header, public func(string) string) {
 	h.Set("X-Heapscope-Profiles", strconv.Itoa(m.profiles))
 	if m.skipped > 0 {
-		h.Set("X-Heapscope-Skipped", fmt.Sprintf("%d: %v", m.skipped, m.firstSkip))
+		reason := strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, public(m.firstSkip.Error()))
+		h.Set("X-Heapscope-Skipped", fmt.Sprintf("%d: %s", m.skipped, reason))
 	}
 }
 
@@ -151,7 +158,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	m.header(w.Header())
+	m.header(w.Header(), s.public)
 	name := fmt.Sprintf("%s-%s-%s", m.typ, m.from.UTC().Format("20060102T150405Z"), m.to.UTC().Format("20060102T150405Z"))
 	if format == "folded" {
 		idx := len(m.m.SampleTypes()) - 1
@@ -207,7 +214,7 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, &requestError{http.StatusUnprocessableEntity, err})
 		return
 	}
-	m.header(w.Header())
+	m.header(w.Header(), s.public)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(page)
 }

@@ -22,42 +22,58 @@ const nonceCSP = "default-src 'self'; script-src 'self' 'nonce-%s'; style-src 's
 // scripts the page was drawn with run, none injected into it would.
 func withNonce(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+		rec := &htmlBuffer{w: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		for k, v := range rec.header {
-			w.Header()[k] = v
+		if !rec.html {
+			return // passed through as written
 		}
 		body := rec.body.Bytes()
-		if strings.HasPrefix(rec.header.Get("Content-Type"), "text/html") {
-			var b [18]byte
-			rand.Read(b[:])
-			nonce := base64.RawURLEncoding.EncodeToString(b[:])
-			body = bytes.ReplaceAll(body, []byte("<script"), []byte(`<script nonce="`+nonce+`"`))
-			w.Header().Set("Content-Security-Policy", strings.Replace(nonceCSP, "%s", nonce, 1))
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		}
+		var b [18]byte
+		rand.Read(b[:])
+		nonce := base64.RawURLEncoding.EncodeToString(b[:])
+		body = bytes.ReplaceAll(body, []byte("<script"), []byte(`<script nonce="`+nonce+`"`))
+		w.Header().Set("Content-Security-Policy", strings.Replace(nonceCSP, "%s", nonce, 1))
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(rec.status)
 		w.Write(body)
 	})
 }
 
-// bufferedResponse holds a response until it is complete.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	wrote  bool
+// htmlBuffer holds an HTML answer until it is complete, to give its
+// scripts their nonce; any other answer passes through as it is written.
+type htmlBuffer struct {
+	w       http.ResponseWriter
+	status  int
+	decided bool
+	html    bool
+	body    bytes.Buffer
 }
 
-func (b *bufferedResponse) Header() http.Header { return b.header }
+func (b *htmlBuffer) Header() http.Header { return b.w.Header() }
 
-func (b *bufferedResponse) WriteHeader(status int) {
-	if !b.wrote {
-		b.status, b.wrote = status, true
+// decide chooses, at the answer's first write, whether to hold it.
+func (b *htmlBuffer) decide(status int) {
+	if b.decided {
+		return
+	}
+	b.decided, b.status = true, status
+	b.html = status == http.StatusOK && strings.HasPrefix(b.w.Header().Get("Content-Type"), "text/html")
+	if !b.html {
+		b.w.WriteHeader(status)
 	}
 }
 
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	b.wrote = true
+func (b *htmlBuffer) WriteHeader(status int) { b.decide(status) }
+
+func (b *htmlBuffer) Write(p []byte) (int, error) {
+	if !b.decided {
+		if b.w.Header().Get("Content-Type") == "" {
+			b.w.Header().Set("Content-Type", http.DetectContentType(p))
+		}
+		b.decide(http.StatusOK)
+	}
+	if !b.html {
+		return b.w.Write(p)
+	}
 	return b.body.Write(p)
 }

@@ -54,16 +54,34 @@ func Run(ctx context.Context, cfg Config, listening func(url string)) error {
 		}
 		defer st.Close()
 	}
-	var h http.Handler = cfg.Own
+	loopback := LoopbackAddr(cfg.Listen)
+	var h http.Handler
+	if cfg.Own != nil {
+		// The caller's routes sit behind the same Host check; its
+		// profiles (/debug/pprof/, which costs CPU on demand) behind the
+		// credentials too. /metrics and /healthz stay open to scrapers
+		// and probes.
+		own := http.NewServeMux()
+		own.Handle("/metrics", cfg.Own)
+		own.Handle("/healthz", cfg.Own)
+		var prof http.Handler = cfg.Own
+		if !auth.Empty() {
+			prof = auth.require(prof)
+		}
+		own.Handle("/debug/pprof/", prof)
+		h = webguard.Handler(own, webguard.Options{AnyHost: !loopback})
+	}
 	if listenErr == nil {
-		api, err := New(Options{Store: st, Auth: auth, Loopback: LoopbackAddr(cfg.Listen), Health: cfg.Health, Log: cfg.Log})
+		api, err := New(Options{Store: st, Auth: auth, Loopback: loopback, Health: cfg.Health, Log: cfg.Log})
 		if err != nil {
 			return err
 		}
-		if cfg.Own != nil {
+		if h != nil {
 			mux := http.NewServeMux()
-			mux.Handle("/api/", api)
-			mux.Handle("/", cfg.Own)
+			mux.Handle("/metrics", h)
+			mux.Handle("/healthz", h)
+			mux.Handle("/debug/pprof/", h)
+			mux.Handle("/", api)
 			h = mux
 		} else {
 			h = api

@@ -51,6 +51,7 @@ func TestAuth_requiredOfEveryRequest(t *testing.T) {
 	}{
 		{"none", "", 401},
 		{"the token", "Bearer " + testToken, 200},
+		{"the token, the scheme in lower case", "bearer " + testToken, 200},
 		{"another token", "Bearer " + strings.Repeat("f", 32), 401},
 		{"a prefix of the token", "Bearer " + testToken[:31], 401},
 		{"the user's password", basic("ada", "lovelace"), 200},

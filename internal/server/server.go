@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/store"
@@ -156,7 +157,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.targetsPage)
 	mux.HandleFunc("GET /target", s.targetPage)
 	mux.HandleFunc("GET /findings", s.findingsPage)
-	mux.Handle("/run/", withNonce(http.HandlerFunc(s.runPage)))
+	mux.HandleFunc("/run/", s.runPage)
 	mux.Handle("GET /static/", staticFiles())
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -191,11 +192,17 @@ func writeJSON(w http.ResponseWriter, v any) {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var re *requestError
 	if errors.As(err, &re) {
-		writeError(w, re.status, err)
+		writeError(w, re.status, errors.New(s.public(err.Error())))
 		return
 	}
 	s.log.Error("server", "path", r.URL.Path, "err", err)
-	writeError(w, http.StatusInternalServerError, err)
+	writeError(w, http.StatusInternalServerError, errors.New(s.public(err.Error())))
+}
+
+// public says a message without the store's place on the server's disk:
+// paths in the store are relative to it.
+func (s *Server) public(msg string) string {
+	return strings.ReplaceAll(msg, s.opts.Store.Dir()+"/", "")
 }
 
 // requestError is a request's own fault, with the status that says so.

@@ -52,11 +52,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, dat
 // failPage answers a page's request that failed, as text: a person reads it.
 func (s *Server) failPage(w http.ResponseWriter, r *http.Request, err error) {
 	if re, ok := err.(*requestError); ok {
-		http.Error(w, re.Error(), re.status)
+		http.Error(w, s.public(re.Error()), re.status)
 		return
 	}
 	s.log.Error("server", "path", r.URL.Path, "err", err)
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+	http.Error(w, s.public(err.Error()), http.StatusInternalServerError)
 }
 
 // when formats a time for a page: to the minute, in UTC.
@@ -394,7 +394,14 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
-	http.StripPrefix("/run/"+e.Path, v).ServeHTTP(w, r)
+	h := http.StripPrefix("/run/"+e.Path, v)
+	if strings.HasPrefix(parts[3], "run/") {
+		// The run's own files, as they are: nothing in them runs here.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		h.ServeHTTP(w, r)
+		return
+	}
+	withNonce(h).ServeHTTP(w, r)
 }
 
 // get returns the view kept for key, opening and keeping it with open

@@ -70,6 +70,10 @@ func TestUI_runPagesOnlyOfIndexedRuns(t *testing.T) {
 		"/run/" + f.runs[0].Path + "/run/..%2F..%2F..%2F..%2Fstore.db",
 		"/run/" + f.runs[0].Path + "/run/%2E%2E/%2E%2E/%2E%2E/index.db",
 		"/run/runs/",
+		// pprof's source and disassembly views read the files a profile
+		// names: a watched service could name /etc/passwd.
+		"/run/" + f.runs[0].Path + "/pprof/heap-000/source?f=.",
+		"/run/" + f.runs[0].Path + "/pprof/heap-000/disasm?f=.",
 		"/static/../ui.go",
 		"/static/..%2F..%2Fserver.go",
 		"/static/%2e%2e/layout.html",

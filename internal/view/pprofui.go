@@ -23,7 +23,11 @@ var driverMu sync.Mutex
 // (such as /pprof/heap-000). pprof receives the profile through a Fetcher
 // that names no source, so it saves no copy under ~/pprof, and it opens no
 // browser and listens on nothing: heapscope's server serves the handlers.
-func pprofUI(prefix, name string, p *profile.Profile, log io.Writer) (http.Handler, error) {
+//
+// With noFiles, pprof's source and disassembly views are left out: they
+// open whatever files the profile names, which a server showing other
+// machines' profiles must not let a profile choose.
+func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles bool) (http.Handler, error) {
 	driverMu.Lock()
 	defer driverMu.Unlock()
 	var handlers map[string]http.Handler
@@ -47,6 +51,9 @@ func pprofUI(prefix, name string, p *profile.Profile, log io.Writer) (http.Handl
 	}
 	mux := http.NewServeMux()
 	for path, h := range handlers {
+		if noFiles && (path == "/source" || path == "/disasm") {
+			continue
+		}
 		mux.Handle(path, h)
 	}
 	return http.StripPrefix(prefix, mux), nil

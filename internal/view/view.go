@@ -271,7 +271,7 @@ func (s *Server) pprofHandler(p Profile) (http.Handler, error) {
 	prof, err := s.load(p)
 	if err == nil {
 		var h http.Handler
-		h, err = pprofUI("/pprof/"+p.Name, p.Name, prof, s.opts.Log)
+		h, err = pprofUI("/pprof/"+p.Name, p.Name, prof, s.opts.Log, s.opts.Embedded)
 		if err == nil {
 			s.uis[p.Name] = h
 			return h, nil
@@ -332,6 +332,8 @@ type indexData struct {
 	Summary  string
 	Windows  []window
 	Profiles []Profile
+	// Embedded leaves out the links to pprof's source view.
+	Embedded bool
 }
 
 var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
@@ -366,7 +368,7 @@ td.links a { margin-right: 10px; }
 {{end}}<h2>Profiles</h2>
 <table id="profiles">
 <tr><th>profile</th><th>kind</th><th>covers</th><th>views</th></tr>
-{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links"><a class="pprof" href="pprof/{{.Name}}/">pprof</a><a href="pprof/{{.Name}}/source">pprof source</a><a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
+{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links"><a class="pprof" href="pprof/{{.Name}}/">pprof</a>{{if not $.Embedded}}<a href="pprof/{{.Name}}/source">pprof source</a>{{end}}<a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
 {{end}}</table>
 </body>
 </html>
@@ -380,7 +382,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			summary = result.CompressedFileName
 		}
 	}
-	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Summary: summary, Windows: s.windows, Profiles: s.profiles}); err != nil {
+	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Summary: summary, Windows: s.windows, Profiles: s.profiles, Embedded: s.opts.Embedded}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
