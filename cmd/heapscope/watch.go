@@ -91,14 +91,22 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		return nil
 	}
 	if addr := cmp.Or(o.listen, cfg.Listen); addr != "" {
+		sctx, stop := context.WithCancel(ctx)
 		served := make(chan error, 2)
 		go func() {
-			served <- server.Run(ctx, server.Config{Store: st, Listen: addr, TokensFile: o.tokens, HtpasswdFile: o.htpasswd,
+			served <- server.Run(sctx, server.Config{Store: st, Listen: addr, TokensFile: o.tokens, HtpasswdFile: o.htpasswd,
 				Own: w.Handler(), Health: w.ServerHealth, Log: log}, func(url string) { log.Info("serving", "url", url); served <- nil })
 		}()
 		if err := <-served; err != nil {
+			stop()
 			return fmt.Errorf("--listen %s: %w", addr, err)
 		}
+		defer func() { // before the store closes: requests in flight end first
+			stop()
+			if err := <-served; err != nil {
+				log.Error("serve", "err", err)
+			}
+		}()
 	}
 	if err := w.Run(ctx); err != nil {
 		return err

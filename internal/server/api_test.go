@@ -295,6 +295,12 @@ func TestAPI_badRequests(t *testing.T) {
 		{"profile dot segments", "/api/v1/profile?run=" + run + "&profile=profiles%2F..%2Fentry.json", 404, "has no profile"},
 		{"profile NUL", "/api/v1/profile?run=" + run + "&profile=profiles%2Fheap%00", 404, "has no profile"},
 	}
+	r := httptest.NewRequest(http.MethodDelete, "/api/v1/targets", nil)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, r)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("DELETE /api/v1/targets: %d, Allow %q: want 405 and GET, HEAD", rec.Code, rec.Header().Get("Allow"))
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var e struct{ Error string }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -87,11 +88,18 @@ func (s *Server) rangeRuns(sel selection, from, to time.Time) ([]store.Entry, er
 // against from/to) as heapscope compare compares run directories: the
 // figures and the allocation sites with their significance tests, and
 // the differential flame graph of the allocations.
-func (s *Server) diffOf(q url.Values) (report.Comparison, error) {
+func (s *Server) diffOf(ctx context.Context, q url.Values) (report.Comparison, error) {
 	sel, err := selectionOf(q)
 	if err != nil {
 		return report.Comparison{}, err
 	}
+	tctx, cancel := context.WithTimeout(ctx, s.opts.Limits.MergeTimeout)
+	defer cancel()
+	release, err := s.acquire(tctx)
+	if err != nil {
+		return report.Comparison{}, err
+	}
+	defer release()
 	var sides [2]compare.Side
 	for i, names := range [2][2]string{{"base_from", "base_to"}, {"from", "to"}} {
 		rq := url.Values{}
@@ -109,6 +117,10 @@ func (s *Server) diffOf(q url.Values) (report.Comparison, error) {
 		runs, err := s.rangeRuns(sel, from, to)
 		if err != nil {
 			return report.Comparison{}, err
+		}
+		if len(runs) > MaxDiffRuns {
+			return report.Comparison{}, &requestError{http.StatusUnprocessableEntity,
+				fmt.Errorf("%d runs from %s to %s, more than the %d a side of a diff reads: ask for a shorter range", len(runs), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), MaxDiffRuns)}
 		}
 		dirs := make([]string, len(runs))
 		for k, e := range runs {
@@ -146,7 +158,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("format=%q: want json or folded", f))
 		return
 	}
-	doc, err := s.diffOf(r.URL.Query())
+	doc, err := s.diffOf(r.Context(), r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -162,7 +174,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 // tables, and the differential flame graph, whose script is inline, so
 // the page carries view's policy.
 func (s *Server) comparePage(w http.ResponseWriter, r *http.Request) {
-	doc, err := s.diffOf(r.URL.Query())
+	doc, err := s.diffOf(r.Context(), r.URL.Query())
 	if err != nil {
 		s.failPage(w, r, err)
 		return

@@ -72,6 +72,11 @@ func (s *Server) mergeRange(ctx context.Context, q url.Values) (*merged, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Limits.MergeTimeout)
 	defer cancel()
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	out := &merged{m: pprofx.NewMerger(pprofx.MergeOptions{}), sel: sel, typ: typ, from: from, to: to}
 	var read int64
 	for _, e := range runs {

@@ -12,11 +12,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -86,6 +88,24 @@ type Server struct {
 	// runViews and mergedViews keep the view servers of stored runs and
 	// of merges.
 	runViews, mergedViews viewCache
+	// heavy holds a slot per CPU for the requests that read many
+	// profiles (merges, diffs): the rest wait their turn.
+	heavy chan struct{}
+}
+
+// MaxDiffRuns bounds the runs of each side of a diff: compare reads them
+// all at once, and its tests need far fewer.
+const MaxDiffRuns = 200
+
+// acquire takes a slot of the heavy requests, waiting at most until ctx
+// ends; release gives it back.
+func (s *Server) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy }, nil
+	case <-ctx.Done():
+		return nil, &requestError{http.StatusServiceUnavailable, errors.New("the server is busy with other merges and diffs: try again")}
+	}
 }
 
 // New makes a Server.
@@ -118,7 +138,7 @@ func New(opts Options) (*Server, error) {
 	if l.MergeTimeout <= 0 {
 		l.MergeTimeout = DefaultMergeTimeout
 	}
-	s := &Server{opts: opts, log: opts.Log}
+	s := &Server{opts: opts, log: opts.Log, heavy: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	mux := http.NewServeMux()
 	s.routes(mux)
 	var h http.Handler = mux
@@ -161,6 +181,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /static/", staticFiles())
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s %s: the API only reads: GET", r.Method, r.URL.Path))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s: the API is described at /api/v1/openapi.json", r.Method, r.URL.Path))
 	})
 }

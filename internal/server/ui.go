@@ -35,7 +35,14 @@ func staticFiles() http.Handler {
 	if err != nil {
 		panic(err)
 	}
-	return http.StripPrefix("/static/", http.FileServerFS(sub))
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // files, not listings
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 // render writes a page, or the server's failure.

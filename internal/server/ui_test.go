@@ -74,6 +74,7 @@ func TestUI_runPagesOnlyOfIndexedRuns(t *testing.T) {
 		// names: a watched service could name /etc/passwd.
 		"/run/" + f.runs[0].Path + "/pprof/heap-000/source?f=.",
 		"/run/" + f.runs[0].Path + "/pprof/heap-000/disasm?f=.",
+		"/static/",
 		"/static/../ui.go",
 		"/static/..%2F..%2Fserver.go",
 		"/static/%2e%2e/layout.html",
