@@ -162,7 +162,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 }
 
 // openStore opens an existing store: reading never creates one.
-func openStore(dir string) (*store.Store, error) {
+func openStore(dir string) (*store.Embedded, error) {
 	if dir == "" {
 		return nil, errors.New("--data DIR is required: the store watch wrote")
 	}

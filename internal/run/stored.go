@@ -30,7 +30,7 @@ const MaxStoredProfiles = 48
 // went down between two runs mark a restart, and the series starts after
 // it. target is a target's URL as history lists it, or any prefix of it
 // that names one target, such as http://127.0.0.1:6060.
-func DiagnoseStored(ctx context.Context, st *store.Store, target string, since time.Time, opts Diagnosis) (diagnose.Report, []error, error) {
+func DiagnoseStored(ctx context.Context, st store.Store, target string, since time.Time, opts Diagnosis) (diagnose.Report, []error, error) {
 	key, err := storedTarget(st, target)
 	if err != nil {
 		return diagnose.Report{}, nil, err
@@ -48,7 +48,10 @@ func DiagnoseStored(ctx context.Context, st *store.Store, target string, since t
 		seriesFrom = since
 	)
 	for _, e := range runs {
-		dir := filepath.Join(st.Dir(), e.Path)
+		dir, err := st.RunDir(ctx, e)
+		if err != nil {
+			continue
+		}
 		res, err := rundir.Read(dir)
 		if err != nil {
 			continue
@@ -118,7 +121,7 @@ func evenly[T any](xs []T, n int) []T {
 
 // storedTarget finds the stored target a user names: exactly, or as the
 // one target whose URL starts with it.
-func storedTarget(st *store.Store, name string) (string, error) {
+func storedTarget(st store.Store, name string) (string, error) {
 	keys, err := st.Targets()
 	if err != nil {
 		return "", err

@@ -380,7 +380,11 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, notFound("run %q: no such run in the store", runPath))
 		return
 	}
-	dir := s.opts.Store.Dir() + "/" + e.Path
+	dir, err := s.opts.Store.RunDir(r.Context(), e)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	res, err := rundir.Read(dir)
 	if err != nil {
 		s.fail(w, r, err)

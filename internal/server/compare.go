@@ -124,14 +124,16 @@ func (s *Server) diffOf(ctx context.Context, q url.Values) (report.Comparison, e
 		}
 		dirs := make([]string, len(runs))
 		for k, e := range runs {
-			dirs[k] = s.opts.Store.Dir() + "/" + e.Path
+			if dirs[k], err = s.opts.Store.RunDir(ctx, e); err != nil {
+				return report.Comparison{}, err
+			}
 		}
 		if sides[i], _, err = run.ReadSide(dirs); err != nil {
 			return report.Comparison{}, err
 		}
 		// Name the runs by their paths in the store, not on this machine.
 		for k := range sides[i].Samples {
-			sides[i].Samples[k].Label = strings.TrimPrefix(sides[i].Samples[k].Label, s.opts.Store.Dir()+"/")
+			sides[i].Samples[k].Label = strings.TrimPrefix(sides[i].Samples[k].Label, s.opts.Store.RunRoot()+"/")
 		}
 		sides[i].Label = from.UTC().Format(time.RFC3339) + " – " + to.UTC().Format(time.RFC3339)
 	}

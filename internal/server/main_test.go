@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 
 // filled is a store watch filled once for all the tests of the package.
 type filled struct {
-	st     *store.Store
+	st     *store.Embedded
 	target string        // the watched example's key
 	runs   []store.Entry // newest first
 	bundle store.Entry   // a trigger's bundle, marked as before an OOM kill

@@ -84,7 +84,11 @@ func (s *Server) mergeRange(ctx context.Context, q url.Values) (*merged, error) 
 			return nil, &requestError{http.StatusServiceUnavailable,
 				fmt.Errorf("merge of %d runs stopped after %d, at %s: ask for a shorter range", len(runs), out.profiles+out.skipped, s.opts.Limits.MergeTimeout)}
 		}
-		dir := s.opts.Store.Dir() + "/" + e.Path
+		dir, err := s.opts.Store.RunDir(ctx, e)
+		if err != nil {
+			out.skip(fmt.Errorf("%s: %w", e.Path, err))
+			continue
+		}
 		res, err := rundir.Read(dir)
 		if err != nil {
 			out.skip(fmt.Errorf("%s: %w", e.Path, err))

@@ -16,7 +16,7 @@ type Config struct {
 	// Data is the store's directory, opened for reading when Store is nil.
 	Data string
 	// Store is the store when the caller has it open (watch).
-	Store *store.Store
+	Store store.Store
 	// Listen is the address, HOST:PORT.
 	Listen string
 	// TokensFile and HtpasswdFile name the credential files, if any.

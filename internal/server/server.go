@@ -29,7 +29,7 @@ import (
 // Options configure a Server.
 type Options struct {
 	// Store is the watch store served.
-	Store *store.Store
+	Store store.Store
 	// Auth, when it holds credentials, is required of every request.
 	Auth *Auth
 	// Loopback says the server listens on loopback only: requests must
@@ -227,7 +227,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // public says a message without the store's place on the server's disk:
 // paths in the store are relative to it.
 func (s *Server) public(msg string) string {
-	return strings.ReplaceAll(msg, s.opts.Store.Dir()+"/", "")
+	return strings.ReplaceAll(msg, s.opts.Store.RunRoot()+"/", "")
 }
 
 // requestError is a request's own fault, with the status that says so.

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -395,7 +394,11 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.runViews.get(e.Path, func() (*view.Server, error) {
-		return view.Open(filepath.Join(s.opts.Store.Dir(), filepath.FromSlash(e.Path)), view.Options{Embedded: true})
+		dir, err := s.opts.Store.RunDir(r.Context(), e)
+		if err != nil {
+			return nil, err
+		}
+		return view.Open(dir, view.Options{Embedded: true})
 	})
 	if err != nil {
 		s.failPage(w, r, err)

@@ -121,7 +121,7 @@ func (r CheckReport) String() string {
 // unindexed runs are only looked at while no other process has the store
 // open (one may be placing a run that very moment); the notes say when
 // they were not.
-func (s *Store) Check(repair bool) (CheckReport, error) {
+func (s *Embedded) Check(repair bool) (CheckReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var r CheckReport
@@ -189,7 +189,7 @@ func (s *Store) Check(repair bool) (CheckReport, error) {
 }
 
 // checkIndex runs SQLite's own check of the index.
-func (s *Store) checkIndex(r *CheckReport) error {
+func (s *Embedded) checkIndex(r *CheckReport) error {
 	rows, err := s.reader.Query("PRAGMA quick_check")
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func (s *Store) checkIndex(r *CheckReport) error {
 }
 
 // indexedPaths returns the path of every indexed entry, with its id.
-func (s *Store) indexedPaths() (map[string]int64, error) {
+func (s *Embedded) indexedPaths() (map[string]int64, error) {
 	rows, err := s.reader.Query("SELECT id, path FROM entries")
 	if err != nil {
 		return nil, err
@@ -228,7 +228,7 @@ func (s *Store) indexedPaths() (map[string]int64, error) {
 
 // checkEntry checks that an indexed entry's directory holds a run; why
 // says why it does not, when runDirs found it wanting.
-func (s *Store) checkEntry(r *CheckReport, rel string, id int64, why string, repair bool) error {
+func (s *Embedded) checkEntry(r *CheckReport, rel string, id int64, why string, repair bool) error {
 	fi, err := os.Stat(filepath.Join(s.dir, filepath.FromSlash(rel)))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir():
@@ -252,7 +252,7 @@ func (s *Store) checkEntry(r *CheckReport, rel string, id int64, why string, rep
 // runDirs lists the run directories under runs/ and bundles/ (relative
 // to the data directory), and what else is there with why it is no run
 // directory.
-func (s *Store) runDirs() (runs []string, stray map[string]string, err error) {
+func (s *Embedded) runDirs() (runs []string, stray map[string]string, err error) {
 	stray = map[string]string{}
 	for _, top := range []string{RunsDir, BundlesDir} {
 		targets, err := os.ReadDir(filepath.Join(s.dir, top))
@@ -288,7 +288,7 @@ func (s *Store) runDirs() (runs []string, stray map[string]string, err error) {
 // reindex indexes a run directory already in place: from its entry.json
 // when it has one (a commit interrupted after its rename), else from its
 // location and result.json.
-func (s *Store) reindex(rel string) error {
+func (s *Embedded) reindex(rel string) error {
 	dir := filepath.Join(s.dir, filepath.FromSlash(rel))
 	res, err := rundir.Read(dir)
 	if err != nil {
@@ -313,17 +313,17 @@ func (s *Store) reindex(rel string) error {
 	case err != nil:
 		return err
 	}
-	e := rec.entry()
-	e.Path, e.Status = rel, string(res.Status)
-	if e.Bytes, err = treeBytes(dir); err != nil {
+	pr, err := Prepare(dir, rec.Kind, rec.Target, rec.entry(), s.now())
+	if err != nil {
 		return err
 	}
-	return s.index(context.Background(), &e, res)
+	pr.Entry.Path = rel
+	return s.index(context.Background(), &pr)
 }
 
 // targetOfSlug returns the key of the target whose directory is slug, or
 // "" when the index has none.
-func (s *Store) targetOfSlug(slug string) (string, error) {
+func (s *Embedded) targetOfSlug(slug string) (string, error) {
 	var key string
 	err := s.reader.QueryRow("SELECT key FROM targets WHERE slug = ?", slug).Scan(&key)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -334,7 +334,7 @@ func (s *Store) targetOfSlug(slug string) (string, error) {
 
 // checkTemporary reports (and with repair removes) what .tmp holds; the
 // caller holds the exclusive lock, so nothing there is in progress.
-func (s *Store) checkTemporary(r *CheckReport, repair bool) error {
+func (s *Embedded) checkTemporary(r *CheckReport, repair bool) error {
 	des, err := os.ReadDir(filepath.Join(s.dir, TempDir))
 	if err != nil {
 		return err

@@ -12,15 +12,15 @@ func TestStore_Check(t *testing.T) {
 	tests := []struct {
 		name string
 		// damage breaks the store and returns the path of the problem.
-		damage       func(t *testing.T, s *Store) string
+		damage       func(t *testing.T, s *Embedded) string
 		kind         ProblemKind
 		repairable   bool
-		afterRepair  func(t *testing.T, s *Store)
+		afterRepair  func(t *testing.T, s *Embedded)
 		entriesAfter int // indexed entries after repair (one is committed first)
 	}{
 		{
 			name: "indexed, directory missing",
-			damage: func(t *testing.T, s *Store) string {
+			damage: func(t *testing.T, s *Embedded) string {
 				e := commit(t, s, KindRun, "b", fixturePartial, Entry{Time: at(1)})
 				if err := os.RemoveAll(filepath.Join(s.Dir(), e.Path)); err != nil {
 					t.Fatal(err)
@@ -31,7 +31,7 @@ func TestStore_Check(t *testing.T) {
 		},
 		{
 			name: "indexed, result.json broken",
-			damage: func(t *testing.T, s *Store) string {
+			damage: func(t *testing.T, s *Embedded) string {
 				e := commit(t, s, KindRun, "b", fixturePartial, Entry{Time: at(1)})
 				if err := os.WriteFile(filepath.Join(s.Dir(), e.Path, "result.json"), []byte(`{"schema_version": 1,`), 0o644); err != nil {
 					t.Fatal(err)
@@ -42,12 +42,12 @@ func TestStore_Check(t *testing.T) {
 		},
 		{
 			name: "placed, not indexed: indexed again from entry.json",
-			damage: func(t *testing.T, s *Store) string {
+			damage: func(t *testing.T, s *Embedded) string {
 				return placeUnindexed(t, s, Entry{Kind: KindBundle, Target: "b", Time: at(2), Labels: map[string]string{"env": "prod"},
 					Trigger: &Trigger{Expr: "rss>=1GiB", Value: 1.2e9, Threshold: 1 << 30, Unit: "bytes"}, CaptureSeconds: 3})
 			},
 			kind: ProblemUnindexed, repairable: true, entriesAfter: 2,
-			afterRepair: func(t *testing.T, s *Store) {
+			afterRepair: func(t *testing.T, s *Embedded) {
 				h, err := s.History(Query{Target: "b"})
 				if err != nil {
 					t.Fatal(err)
@@ -63,13 +63,13 @@ func TestStore_Check(t *testing.T) {
 		},
 		{
 			name: "a run copied in by hand: indexed from its place and result.json",
-			damage: func(t *testing.T, s *Store) string {
-				rel := path.Join(RunsDir, targetSlug("a"), "copied")
+			damage: func(t *testing.T, s *Embedded) string {
+				rel := path.Join(RunsDir, TargetSlug("a"), "copied")
 				writeFixture(t, fixturePartial, filepath.Join(s.Dir(), rel))
 				return rel
 			},
 			kind: ProblemUnindexed, repairable: true, entriesAfter: 2,
-			afterRepair: func(t *testing.T, s *Store) {
+			afterRepair: func(t *testing.T, s *Embedded) {
 				h, err := s.History(Query{Target: "a"})
 				if err != nil {
 					t.Fatal(err)
@@ -82,8 +82,8 @@ func TestStore_Check(t *testing.T) {
 		},
 		{
 			name: "not a run directory",
-			damage: func(t *testing.T, s *Store) string {
-				rel := path.Join(BundlesDir, targetSlug("a"), "20260301T120000Z-half")
+			damage: func(t *testing.T, s *Embedded) string {
+				rel := path.Join(BundlesDir, TargetSlug("a"), "20260301T120000Z-half")
 				if err := os.MkdirAll(filepath.Join(s.Dir(), rel, "profiles"), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -93,7 +93,7 @@ func TestStore_Check(t *testing.T) {
 		},
 		{
 			name: "a file among the targets",
-			damage: func(t *testing.T, s *Store) string {
+			damage: func(t *testing.T, s *Embedded) string {
 				if err := os.WriteFile(filepath.Join(s.Dir(), RunsDir, "notes.txt"), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -103,14 +103,14 @@ func TestStore_Check(t *testing.T) {
 		},
 		{
 			name: "left under .tmp by a dead process",
-			damage: func(t *testing.T, s *Store) string {
+			damage: func(t *testing.T, s *Embedded) string {
 				if err := os.MkdirAll(filepath.Join(s.Dir(), TempDir, "run-dead", "profiles"), 0o755); err != nil {
 					t.Fatal(err)
 				}
 				return path.Join(TempDir, "run-dead")
 			},
 			kind: ProblemTemporary, repairable: true, entriesAfter: 1,
-			afterRepair: func(t *testing.T, s *Store) {
+			afterRepair: func(t *testing.T, s *Embedded) {
 				if _, err := os.Stat(filepath.Join(s.Dir(), TempDir, "run-dead")); !os.IsNotExist(err) {
 					t.Errorf("after repair: %v", err)
 				}
@@ -161,7 +161,7 @@ func TestStore_Check(t *testing.T) {
 
 // placeUnindexed puts a run directory in place as Commit does, and stops
 // before indexing it: what a crash between the two leaves.
-func placeUnindexed(t *testing.T, s *Store, e Entry) string {
+func placeUnindexed(t *testing.T, s *Embedded, e Entry) string {
 	t.Helper()
 	src := fixtureDir(t, fixturePartial)
 	if err := writeRecord(src, e); err != nil {

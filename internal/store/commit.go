@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,16 +14,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 )
 
-// Pending is a capture in progress: an empty directory under .tmp that the
-// capture fills, then commits into place or abandons. Whatever happens to
-// the process meanwhile, nothing of it is visible outside .tmp.
-type Pending struct {
-	s      *Store
+// pending is the embedded store's capture in progress: an empty directory
+// under .tmp that the capture fills, then commits into place or abandons.
+// Whatever happens to the process meanwhile, nothing of it is visible
+// outside .tmp.
+type pending struct {
+	s      *Embedded
 	kind   Kind
 	target string
 	dir    string
@@ -36,9 +35,9 @@ type Pending struct {
 // Begin starts a capture of a target: a fresh empty directory under .tmp.
 // target is the target's key (as watch names it); empty, the committed
 // result's target URL stands for it.
-func (s *Store) Begin(kind Kind, target string) (*Pending, error) {
-	if kind != KindRun && kind != KindBundle {
-		return nil, fmt.Errorf("begin capture of %s: kind %q is neither %q nor %q", target, kind, KindRun, KindBundle)
+func (s *Embedded) Begin(kind Kind, target string) (Pending, error) {
+	if err := CheckKind(kind, target); err != nil {
+		return nil, err
 	}
 	var b [8]byte
 	rand.Read(b[:])
@@ -49,16 +48,16 @@ func (s *Store) Begin(kind Kind, target string) (*Pending, error) {
 		return nil, fmt.Errorf("begin capture of %s: %w", target, err)
 	}
 	s.pending++
-	return &Pending{s: s, kind: kind, target: target, dir: dir}, nil
+	return &pending{s: s, kind: kind, target: target, dir: dir}, nil
 }
 
 // Dir returns the capture's temporary directory, to write the run into
 // (itself, or a directory inside it).
-func (p *Pending) Dir() string { return p.dir }
+func (p *pending) Dir() string { return p.dir }
 
 // finish marks the capture done, once; release, called when its
 // temporary directory is gone or placed, ends it for Check.
-func (p *Pending) finish() bool {
+func (p *pending) finish() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done {
@@ -68,7 +67,7 @@ func (p *Pending) finish() bool {
 	return true
 }
 
-func (p *Pending) release() {
+func (p *pending) release() {
 	p.s.mu.Lock()
 	p.s.pending--
 	p.s.mu.Unlock()
@@ -76,7 +75,7 @@ func (p *Pending) release() {
 
 // Abandon removes the capture's temporary directory. After Commit it does
 // nothing, so that it can be deferred right after Begin.
-func (p *Pending) Abandon() error {
+func (p *pending) Abandon() error {
 	if !p.finish() {
 		return nil
 	}
@@ -102,7 +101,7 @@ func (p *Pending) Abandon() error {
 // the caller to abandon; past those checks the capture is over whatever
 // happens: a run placed but not indexed is for Check to index, and
 // anything else left of it under .tmp is removed.
-func (p *Pending) Commit(runDir string, e Entry) (Entry, error) {
+func (p *pending) Commit(runDir string, e Entry) (Entry, error) {
 	fail := func(err error) (Entry, error) {
 		return Entry{}, fmt.Errorf("commit capture of %s: %w", p.target, err)
 	}
@@ -113,29 +112,15 @@ func (p *Pending) Commit(runDir string, e Entry) (Entry, error) {
 	if rel, err := filepath.Rel(p.dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return fail(fmt.Errorf("%s is not inside the capture's directory %s", runDir, p.dir))
 	}
-	res, err := rundir.Read(abs)
+	pr, err := Prepare(abs, p.kind, p.target, e, p.s.now())
 	if err != nil {
 		return fail(err)
-	}
-	if !statusStored(res.Status) {
-		return fail(fmt.Errorf("the run's status is %q: only complete and partial runs are stored", res.Status))
 	}
 	if !p.finish() {
 		return fail(errors.New("capture already committed or abandoned"))
 	}
 	defer p.release()
-	e.Kind, e.Target = p.kind, p.target
-	if e.Target == "" {
-		e.Target = res.Target.URL
-	}
-	if e.Time.IsZero() {
-		e.Time = res.Window.Start
-	}
-	if e.Time.IsZero() {
-		e.Time = p.s.now()
-	}
-	e.Time = e.Time.UTC()
-	out, err := p.s.place(abs, e, res)
+	out, err := p.s.place(abs, pr)
 	os.RemoveAll(p.dir) // gone when abs was it and was placed; leftovers else
 	if err != nil {
 		return fail(err)
@@ -143,26 +128,17 @@ func (p *Pending) Commit(runDir string, e Entry) (Entry, error) {
 	return out, nil
 }
 
-// place writes entry.json into the run directory at src, fsyncs it,
-// renames it into place and indexes it.
-func (s *Store) place(src string, e Entry, res *result.Run) (Entry, error) {
-	if err := writeRecord(src, e); err != nil {
-		return Entry{}, err
-	}
+// place fsyncs the prepared run directory at src, renames it into place
+// and indexes it.
+func (s *Embedded) place(src string, pr Prepared) (Entry, error) {
 	if err := syncTree(src); err != nil {
 		return Entry{}, err
 	}
-	bytes, err := treeBytes(src)
-	if err != nil {
-		return Entry{}, err
-	}
-	e.Status, e.Bytes = string(res.Status), bytes
-
 	// The rename and the indexing happen under the lock, so that a check
 	// of this process never sees the directory placed and not yet indexed.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name, err := place(s.dir, src, entryDir(e.Kind, e.Target, e.Time, e.Trigger))
+	name, err := place(s.dir, src, pr.Base)
 	if err != nil {
 		if name == "" {
 			return Entry{}, err
@@ -170,44 +146,23 @@ func (s *Store) place(src string, e Entry, res *result.Run) (Entry, error) {
 		// Placed, but a parent could not be fsync'ed: index it anyway, it
 		// is whole.
 	}
-	e.Path = name
-	if err := s.index(context.Background(), &e, res); err != nil {
+	pr.Entry.Path = name
+	if err := s.index(context.Background(), &pr); err != nil {
 		return Entry{}, fmt.Errorf("index %s (in place but not indexed: Check's repair indexes it): %w", name, err)
 	}
-	return e, nil
+	return pr.Entry, nil
 }
 
-// writeRecord writes entry.json into a run directory.
-func writeRecord(dir string, e Entry) error {
-	data, err := json.MarshalIndent(recordOf(e), "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteBytes(filepath.Join(dir, entryFile), append(data, '\n'))
-}
-
-// readRecord reads entry.json of a run directory.
-func readRecord(dir string) (entryRecord, error) {
-	var r entryRecord
-	data, err := os.ReadFile(filepath.Join(dir, entryFile))
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("%s: %w", filepath.Join(dir, entryFile), err)
-	}
-	return r, nil
-}
-
-// index adds an entry placed at e.Path to the index in one transaction,
-// and fills e.ID.
-func (s *Store) index(ctx context.Context, e *Entry, res *result.Run) error {
+// index adds a prepared entry placed at pr.Entry.Path to the index in one
+// transaction, and fills pr.Entry.ID.
+func (s *Embedded) index(ctx context.Context, pr *Prepared) error {
+	e := &pr.Entry
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		tid, err := targetID(tx, e.Target)
 		if err != nil {
 			return err
 		}
-		end := windowEnd(e.Time, res)
+		end := pr.End
 		var trigExpr, trigUnit sql.NullString
 		var trigValue, trigThreshold, capture sql.NullFloat64
 		if t := e.Trigger; t != nil {
@@ -235,20 +190,16 @@ func (s *Store) index(ctx context.Context, e *Entry, res *result.Run) error {
 				return err
 			}
 		}
-		source := SourceRun
-		if e.Kind == KindBundle {
-			source = SourceBundle
-		}
-		for _, f := range res.Findings {
+		for _, f := range pr.Findings {
 			if _, err := tx.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, tid, unixNano(e.Time), e.Path, source, f.Severity, f.ID, f.Title, where(f)); err != nil {
+				e.ID, tid, unixNano(f.Time), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where); err != nil {
 				return err
 			}
 		}
-		for _, v := range seriesOf(res) {
+		for _, v := range pr.Points {
 			if _, err := tx.Exec("INSERT INTO points (target_id, metric_id, time_ns, entry_id, value) VALUES (?, ?, ?, ?, ?)",
-				tid, v.metric, unixNano(end), e.ID, v.value); err != nil {
+				tid, v.ID, unixNano(end), e.ID, v.Value); err != nil {
 				return err
 			}
 		}
@@ -258,7 +209,7 @@ func (s *Store) index(ctx context.Context, e *Entry, res *result.Run) error {
 
 // targetID returns the id of a target's row, adding it when new.
 func targetID(tx *sql.Tx, key string) (int64, error) {
-	if _, err := tx.Exec("INSERT INTO targets (key, slug) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", key, targetSlug(key)); err != nil {
+	if _, err := tx.Exec("INSERT INTO targets (key, slug) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", key, TargetSlug(key)); err != nil {
 		return 0, err
 	}
 	var id int64
@@ -287,7 +238,10 @@ func where(f result.Finding) string {
 // say) as Commit stores a capture: e.Kind (run when empty) and e.Target
 // (the result's target URL when empty) say what it is. runDir is left as
 // it was.
-func (s *Store) Ingest(runDir string, e Entry) (Entry, error) {
+func (s *Embedded) Ingest(runDir string, e Entry) (Entry, error) { return IngestCopy(s, runDir, e) }
+
+// IngestCopy is Ingest for any store: a capture that copies runDir.
+func IngestCopy(s Store, runDir string, e Entry) (Entry, error) {
 	if _, err := rundir.Read(runDir); err != nil {
 		return Entry{}, fmt.Errorf("ingest: %w", err)
 	}

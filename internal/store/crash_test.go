@@ -48,11 +48,11 @@ func crashChild(dir string) {
 	if err != nil {
 		fail(err)
 	}
-	resultJSON, err := os.ReadFile(filepath.Join("testdata", "runs", fixtureLeaky, "result.json"))
+	resultJSON, err := os.ReadFile(filepath.Join(fixtureRoot, fixtureLeaky, "result.json"))
 	if err != nil {
 		fail(err)
 	}
-	oldRun := filepath.Join("testdata", "runs", fixturePartial)
+	oldRun := filepath.Join(fixtureRoot, fixturePartial)
 	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; ; i++ {
 		kind := KindRun
@@ -202,7 +202,7 @@ func TestStore_CrashSafety(t *testing.T) {
 
 // checkAcknowledged checks that every path in the acknowledgement file is
 // indexed, in place, and whole.
-func checkAcknowledged(t *testing.T, s *Store, ack string) {
+func checkAcknowledged(t *testing.T, s *Embedded, ack string) {
 	t.Helper()
 	indexed, err := s.indexedPaths()
 	if err != nil {

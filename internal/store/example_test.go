@@ -32,7 +32,7 @@ func Example() {
 	defer p.Abandon() // nothing, once committed
 	// Here internal/run writes the run into p.Dir(); this example copies
 	// a recorded one.
-	if err := os.CopyFS(p.Dir(), os.DirFS(filepath.Join("testdata", "runs", "leaky"))); err != nil {
+	if err := os.CopyFS(p.Dir(), os.DirFS(filepath.Join("storetest", "testdata", "runs", "leaky"))); err != nil {
 		log.Fatal(err)
 	}
 	crossed := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

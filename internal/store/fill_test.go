@@ -47,13 +47,13 @@ func (f watchFill) end() time.Time { return f.start.Add(time.Duration(f.slots) *
 
 // fill writes the captures into s's index, a day of slots (or fewer) per
 // transaction. s must hold no entries yet.
-func (f watchFill) fill(tb testing.TB, s *Store) {
+func (f watchFill) fill(tb testing.TB, s *Embedded) {
 	tb.Helper()
 	if f.start.Nanosecond() != 0 || f.every%time.Second != 0 {
 		tb.Fatalf("fill from %s every %s: whole seconds only (entry.json's size depends on it)", f.start, f.every)
 	}
 	res := readFixture(tb, f.fixture)
-	runBytes, err := treeBytes(filepath.Join("testdata", "runs", f.fixture))
+	runBytes, err := treeBytes(filepath.Join(fixtureRoot, f.fixture))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func (f watchFill) fill(tb testing.TB, s *Store) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		exec("INSERT INTO targets (id, key, slug) VALUES (?, ?, ?)", i+1, e.Target, targetSlug(e.Target))
+		exec("INSERT INTO targets (id, key, slug) VALUES (?, ?, ?)", i+1, e.Target, TargetSlug(e.Target))
 		// Commit sums the run's files with the entry.json it wrote.
 		exec("INSERT INTO fill_targets (id, bytes) VALUES (?, ?)", i+1, runBytes+int64(len(record))+1)
 		for k, v := range e.Labels {
@@ -103,10 +103,10 @@ func (f watchFill) fill(tb testing.TB, s *Store) {
 		exec("INSERT INTO fill_findings (ord, severity, kind, title, location) VALUES (?, ?, ?, ?, ?)",
 			i, fd.Severity, fd.ID, fd.Title, where(fd))
 	}
-	for _, v := range seriesOf(res) {
-		unit := metrics[v.metric-1].unit
+	for _, v := range SeriesOf(res) {
+		unit := metrics[v.ID-1].unit
 		exec("INSERT INTO fill_values (metric_id, value, integral) VALUES (?, ?, ?)",
-			v.metric, v.value, unit == "bytes" || unit == "objects" || unit == "goroutines")
+			v.ID, v.Value, unit == "bytes" || unit == "objects" || unit == "goroutines")
 	}
 	value := "v.value"
 	if f.vary {

@@ -15,17 +15,17 @@ import (
 	"time"
 )
 
-// timeLayout names a run directory by its entry's time, UTC.
-const timeLayout = "20060102T150405Z"
+// TimeLayout names a run directory by its entry's time, UTC.
+const TimeLayout = "20060102T150405Z"
 
 // maxSlug bounds the readable part of a directory name.
 const maxSlug = 48
 
-// targetSlug returns the directory name of a target's runs and bundles: its
+// TargetSlug returns the directory name of a target's runs and bundles: its
 // host and port (or the key itself when it is no URL) made safe for a file
 // name, then a hash of the whole key, so that two keys never share a
 // directory and a key always gets the same one.
-func targetSlug(key string) string {
+func TargetSlug(key string) string {
 	name := key
 	if u, err := url.Parse(key); err == nil && u.Host != "" {
 		name = u.Host
@@ -75,13 +75,13 @@ func safeName(s, empty string) string {
 // entryDir returns the directory, relative to the data directory and
 // without its -N suffix, where an entry goes.
 func entryDir(kind Kind, target string, t time.Time, trig *Trigger) string {
-	name := t.UTC().Format(timeLayout)
+	name := t.UTC().Format(TimeLayout)
 	top := RunsDir
 	if kind == KindBundle {
 		top = BundlesDir
 		name += "-" + triggerSlug(trig)
 	}
-	return path.Join(top, targetSlug(target), name)
+	return path.Join(top, TargetSlug(target), name)
 }
 
 // place renames src to the first of dst, dst-2, dst-3… that does not

@@ -22,15 +22,15 @@ func TestTargetSlug(t *testing.T) {
 	seen := map[string]string{}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			got := targetSlug(tt.key)
+			got := TargetSlug(tt.key)
 			if !strings.HasPrefix(got, tt.prefix) || len(got) != len(tt.prefix)+12 {
-				t.Errorf("targetSlug(%q) = %q, want %q and 12 hex digits", tt.key, got, tt.prefix)
+				t.Errorf("TargetSlug(%q) = %q, want %q and 12 hex digits", tt.key, got, tt.prefix)
 			}
-			if got != targetSlug(tt.key) {
-				t.Errorf("targetSlug(%q) changes from call to call", tt.key)
+			if got != TargetSlug(tt.key) {
+				t.Errorf("TargetSlug(%q) changes from call to call", tt.key)
 			}
 			if other, ok := seen[got]; ok {
-				t.Errorf("targetSlug(%q) = targetSlug(%q)", tt.key, other)
+				t.Errorf("TargetSlug(%q) = TargetSlug(%q)", tt.key, other)
 			}
 			seen[got] = tt.key
 			if err := os.Mkdir(filepath.Join(t.TempDir(), got), 0o755); err != nil {
@@ -39,7 +39,7 @@ func TestTargetSlug(t *testing.T) {
 		})
 	}
 	// Keys that differ only in what the readable part leaves out.
-	if targetSlug("http://127.0.0.1:6060/a") == targetSlug("http://127.0.0.1:6060/b") {
+	if TargetSlug("http://127.0.0.1:6060/a") == TargetSlug("http://127.0.0.1:6060/b") {
 		t.Error("two keys of the same host share a directory")
 	}
 }

@@ -73,7 +73,7 @@ func entryFilter(q Query) *filter {
 
 // History returns the runs, bundles and findings a query selects, each
 // list newest first.
-func (s *Store) History(q Query) (History, error) {
+func (s *Embedded) History(q Query) (History, error) {
 	h := History{Runs: []Entry{}, Bundles: []Entry{}, Findings: []Finding{}}
 	var err error
 	if h.Runs, err = s.entries(q, KindRun); err != nil {
@@ -95,7 +95,7 @@ func limitSQL(n int) string {
 	return fmt.Sprintf(" LIMIT %d", n)
 }
 
-func (s *Store) entries(q Query, kind Kind) ([]Entry, error) {
+func (s *Embedded) entries(q Query, kind Kind) ([]Entry, error) {
 	f := entryFilter(q)
 	f.add("e.kind = ?", string(kind))
 	rows, err := s.reader.Query("SELECT "+entryColumns+" FROM entries e JOIN targets t ON t.id = e.target_id"+
@@ -122,7 +122,7 @@ func (s *Store) entries(q Query, kind Kind) ([]Entry, error) {
 }
 
 // fillLabels loads the labels of entries, a few hundred at a time.
-func (s *Store) fillLabels(es []Entry) error {
+func (s *Embedded) fillLabels(es []Entry) error {
 	const batch = 500
 	byID := make(map[int64]*Entry, len(es))
 	for i := range es {
@@ -163,7 +163,7 @@ func (s *Store) fillLabels(es []Entry) error {
 // findings returns the findings a query selects: those of the entries it
 // selects, and the series findings of its target and times (with labels,
 // of the targets that have entries carrying them).
-func (s *Store) findings(q Query) ([]Finding, error) {
+func (s *Embedded) findings(q Query) ([]Finding, error) {
 	f := &filter{}
 	if q.Target != "" {
 		f.add("t.key = ?", q.Target)
@@ -213,7 +213,7 @@ func (s *Store) findings(q Query) ([]Finding, error) {
 
 // LastHealthyRun returns a target's last complete scheduled run before a
 // time: the baseline a bundle is compared with. false when there is none.
-func (s *Store) LastHealthyRun(target string, before time.Time) (Entry, bool, error) {
+func (s *Embedded) LastHealthyRun(target string, before time.Time) (Entry, bool, error) {
 	e, ok, err := s.lastEntry(target, before, "e.kind = 'run' AND e.scheduled = 1 AND e.status = 'complete'")
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("last healthy run of %s: %w", target, err)
@@ -225,7 +225,7 @@ func (s *Store) LastHealthyRun(target string, before time.Time) (Entry, bool, er
 // data directory, as Entry.Path); false when the index has none. A path
 // is only ever looked up, never joined to the data directory here, so a
 // caller that opens what EntryAt returned opens an indexed run.
-func (s *Store) EntryAt(path string) (Entry, bool, error) {
+func (s *Embedded) EntryAt(path string) (Entry, bool, error) {
 	row := s.reader.QueryRow("SELECT "+entryColumns+" FROM entries e JOIN targets t ON t.id = e.target_id WHERE e.path = ?", path)
 	e, err := scanEntry(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -242,7 +242,7 @@ func (s *Store) EntryAt(path string) (Entry, bool, error) {
 }
 
 // lastEntry returns a target's newest entry before a time that meets cond.
-func (s *Store) lastEntry(target string, before time.Time, cond string) (Entry, bool, error) {
+func (s *Embedded) lastEntry(target string, before time.Time, cond string) (Entry, bool, error) {
 	row := s.reader.QueryRow("SELECT "+entryColumns+` FROM entries e JOIN targets t ON t.id = e.target_id
 		WHERE t.key = ? AND e.time_ns < ? AND `+cond+" ORDER BY e.time_ns DESC, e.id DESC LIMIT 1",
 		target, unixNano(before))
@@ -265,7 +265,7 @@ func (s *Store) lastEntry(target string, before time.Time, cond string) (Entry, 
 // has no bundle. It returns the entry marked, and false when the target
 // has no entry before killedAt. The mark goes into the run directory's
 // entry.json first, then into the index.
-func (s *Store) MarkBeforeOOM(target string, killedAt time.Time) (Entry, bool, error) {
+func (s *Embedded) MarkBeforeOOM(target string, killedAt time.Time) (Entry, bool, error) {
 	fail := func(err error) (Entry, bool, error) {
 		return Entry{}, false, fmt.Errorf("mark the capture of %s before its OOM kill at %s: %w", target, killedAt.UTC().Format(time.RFC3339), err)
 	}
@@ -297,7 +297,7 @@ func (s *Store) MarkBeforeOOM(target string, killedAt time.Time) (Entry, bool, e
 
 // AddFindings stores findings of the diagnosis over the stored series; an
 // empty Source stands for SourceSeries. Each needs its Target and Time.
-func (s *Store) AddFindings(fs []Finding) error {
+func (s *Embedded) AddFindings(fs []Finding) error {
 	for _, f := range fs {
 		if f.Target == "" || f.Time.IsZero() {
 			return fmt.Errorf("add findings: %q (%s) has no target or no time", f.Title, f.Kind)

@@ -20,6 +20,16 @@ type Retention struct {
 	MaxAge time.Duration
 	// MaxBytes removes the oldest entries until the rest fit.
 	MaxBytes int64
+	// Now is when ages are counted from; zero, the clock's time.
+	Now time.Time
+}
+
+// now returns the time ages are counted from.
+func (r Retention) now() time.Time {
+	if r.Now.IsZero() {
+		return time.Now()
+	}
+	return r.Now
 }
 
 // Retain removes the entries the retention no longer keeps, oldest first,
@@ -29,7 +39,7 @@ type Retention struct {
 // Check reports, and its repair indexes again) or a remnant under .tmp
 // (removed by the next Open), never an index row without its directory
 // nor half a run in view.
-func (s *Store) Retain(r Retention) (int, error) {
+func (s *Embedded) Retain(r Retention) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var paths []string
@@ -49,7 +59,7 @@ func (s *Store) Retain(r Retention) (int, error) {
 			return nil
 		}
 		if r.MaxAge > 0 {
-			cutoff := unixNano(s.now().Add(-r.MaxAge))
+			cutoff := unixNano(r.now().Add(-r.MaxAge))
 			if err := remove("SELECT id, path, bytes FROM entries WHERE time_ns < ? ORDER BY time_ns, id", -1, cutoff); err != nil {
 				return err
 			}
@@ -134,7 +144,7 @@ func deleteEntry(tx *sql.Tx, id int64) error {
 
 // removeDir moves a run directory (relative to the data directory) under
 // .tmp, then removes it: what a crash interrupts is never in view.
-func (s *Store) removeDir(rel string) error {
+func (s *Embedded) removeDir(rel string) error {
 	src := filepath.Join(s.dir, filepath.FromSlash(rel))
 	var b [8]byte
 	rand.Read(b[:])

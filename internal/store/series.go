@@ -67,19 +67,22 @@ func metricByName(name string) (metric, bool) {
 	return metric{}, false
 }
 
-// seriesValue is one figure of a result, before it is a point.
-type seriesValue struct {
-	metric int
-	value  float64
+// MetricValue is one figure of a result, before it is a point.
+type MetricValue struct {
+	// ID numbers the metric in the index's metrics table.
+	ID int
+	// Metric is its name (Metrics).
+	Metric string
+	Value  float64
 }
 
-// seriesOf returns the figures a result measured, one per metric at most.
+// SeriesOf returns the figures a result measured, one per metric at most.
 // It reads result.json's values only, never a profile.
-func seriesOf(r *result.Run) []seriesValue {
-	var out []seriesValue
+func SeriesOf(r *result.Run) []MetricValue {
+	var out []MetricValue
 	for _, m := range metrics {
 		if v, ok := m.value(r); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-			out = append(out, seriesValue{m.id, v})
+			out = append(out, MetricValue{ID: m.id, Metric: m.name, Value: v})
 		}
 	}
 	return out
@@ -153,7 +156,7 @@ func pauseP99Of(r *result.Run) (float64, bool) {
 // Series returns a target's points of one metric with times in [from, to],
 // oldest first; a zero from or to leaves that end open. An unknown target
 // has no points; an unknown metric is an error.
-func (s *Store) Series(target, metricName string, from, to time.Time) ([]Point, error) {
+func (s *Embedded) Series(target, metricName string, from, to time.Time) ([]Point, error) {
 	m, ok := metricByName(metricName)
 	if !ok {
 		return nil, fmt.Errorf("series %s of %s: no such metric: one of %s", metricName, target, strings.Join(Metrics(), ", "))
@@ -183,4 +186,14 @@ func (s *Store) Series(target, metricName string, from, to time.Time) ([]Point, 
 		return nil, fmt.Errorf("series %s of %s: %w", metricName, target, err)
 	}
 	return out, nil
+}
+
+// MetricID returns the number of a metric in the index, and whether the
+// metric is known; an unknown one is an error that lists the metrics.
+func MetricID(name string) (int, error) {
+	m, ok := metricByName(name)
+	if !ok {
+		return 0, fmt.Errorf("no such metric: one of %s", strings.Join(Metrics(), ", "))
+	}
+	return m.id, nil
 }

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -76,12 +74,8 @@ func TestSeriesOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]float64{}
-			for _, v := range seriesOf(tt.result()) {
-				for _, m := range metrics {
-					if m.id == v.metric {
-						got[m.name] = v.value
-					}
-				}
+			for _, v := range SeriesOf(tt.result()) {
+				got[v.Metric] = v.Value
 			}
 			for name, want := range tt.want {
 				if g, ok := got[name]; !ok || g != want {
@@ -94,51 +88,6 @@ func TestSeriesOf(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestStore_Series(t *testing.T) {
-	s := openStore(t)
-	res := readFixture(t, fixtureLeaky)
-	window := time.Duration(res.Window.DurationSeconds * float64(time.Second))
-	for _, m := range []int{0, 15, 30} {
-		commit(t, s, KindRun, "svc", fixtureLeaky, Entry{Time: at(m)})
-	}
-	commit(t, s, KindRun, "other", fixtureLeaky, Entry{Time: at(15)})
-	tests := []struct {
-		name     string
-		target   string
-		metric   string
-		from, to time.Time
-		want     []time.Time
-	}{
-		{"all", "svc", MetricHeapAfterGC, time.Time{}, time.Time{}, []time.Time{at(0).Add(window), at(15).Add(window), at(30).Add(window)}},
-		{"from, inclusive", "svc", MetricRSS, at(15).Add(window), time.Time{}, []time.Time{at(15).Add(window), at(30).Add(window)}},
-		{"to, inclusive", "svc", MetricGoroutines, time.Time{}, at(15).Add(window), []time.Time{at(0).Add(window), at(15).Add(window)}},
-		{"between", "svc", MetricPauseP99, at(10), at(20), []time.Time{at(15).Add(window)}},
-		{"other target", "other", MetricGCCPU, time.Time{}, time.Time{}, []time.Time{at(15).Add(window)}},
-		{"unknown target", "nobody", MetricRSS, time.Time{}, time.Time{}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pts, err := s.Series(tt.target, tt.metric, tt.from, tt.to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pts == nil || len(pts) != len(tt.want) {
-				t.Fatalf("Series: %v, want points at %v", pts, tt.want)
-			}
-			wantValue, _ := metricByName(tt.metric)
-			v, _ := wantValue.value(res)
-			for i, p := range pts {
-				if !p.Time.Equal(tt.want[i]) || p.Value != v {
-					t.Errorf("point %d: %v at %s, want %v at %s", i, p.Value, p.Time, v, tt.want[i])
-				}
-			}
-		})
-	}
-	if _, err := s.Series("svc", "heap", time.Time{}, time.Time{}); err == nil || !strings.Contains(err.Error(), MetricHeapAfterGC) {
-		t.Errorf("Series of an unknown metric: %v, want an error listing the metrics", err)
 	}
 }
 

@@ -2,373 +2,85 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"embed"
-	"errors"
-	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
-	"path"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
-
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
-
-	"github.com/heapscope/heapscope/internal/result"
 )
 
-// The names inside the data directory.
-const (
-	// IndexFile is the SQLite index (with its -wal and -shm beside it).
-	IndexFile = "index.db"
-	// RunsDir holds the scheduled runs, RunsDir/<target>/<time>[-N]/.
-	RunsDir = "runs"
-	// BundlesDir holds the trigger bundles,
-	// BundlesDir/<target>/<time>-<trigger>[-N]/.
-	BundlesDir = "bundles"
-	// TempDir holds the captures in progress; nothing in it is listed.
-	TempDir = ".tmp"
-	// entryFile is the store's record of an entry inside its run
-	// directory, written before the directory is renamed into place, so
-	// that an entry can be indexed again from its directory alone.
-	entryFile = "entry.json"
-)
+// Store is where watch keeps its captures and where history, the server
+// and the long-term diagnosis read them. Two backends implement it: the
+// embedded store of one data directory (Open: SQLite and files), and the
+// shared store of a fleet (package internal/store/shared: PostgreSQL and
+// S3-compatible object storage). Both pass the one conformance suite,
+// internal/store/storetest. Every method is safe for concurrent use.
+type Store interface {
+	// Begin starts a capture of a target: a fresh empty local directory
+	// for the run to be written into, then committed or abandoned.
+	// target is the target's key (as watch names it); empty, the
+	// committed result's target URL stands for it.
+	Begin(kind Kind, target string) (Pending, error)
+	// Ingest stores a copy of an existing run directory (profile's
+	// output, say) as a capture's Commit would: e.Kind (run when empty)
+	// and e.Target (the result's target URL when empty) say what it is.
+	// runDir is left as it was.
+	Ingest(runDir string, e Entry) (Entry, error)
 
-// busyTimeout is how long a statement waits for another connection's
-// (or process's) write to finish before it fails.
-const busyTimeout = 10 * time.Second
+	// History returns the entries and findings the query selects.
+	History(q Query) (History, error)
+	// Series returns a target's points of one metric (Metrics) in
+	// [from, to), oldest first.
+	Series(target, metric string, from, to time.Time) ([]Point, error)
+	// Targets returns the keys of the targets with at least one stored
+	// entry, sorted.
+	Targets() ([]string, error)
+	// EntryAt returns the entry stored at path (an Entry's Path).
+	EntryAt(path string) (Entry, bool, error)
+	// LastHealthyRun returns the target's newest complete scheduled run
+	// before a time: a bundle's baseline.
+	LastHealthyRun(target string, before time.Time) (Entry, bool, error)
+	// MarkBeforeOOM marks the target's last entry before killedAt as the
+	// last capture before an out-of-memory kill, and returns it.
+	MarkBeforeOOM(target string, killedAt time.Time) (Entry, bool, error)
+	// AddFindings stores findings of the diagnosis over a target's series.
+	AddFindings(fs []Finding) error
 
-//go:embed schema/*.sql
-var schemaFiles embed.FS
-
-// Store is the embedded store of one data directory: run directories
-// under runs/ and bundles/, indexed in index.db. Its methods are safe for
-// concurrent use, and several processes may open the same directory (one
-// watch, and history or check beside it).
-type Store struct {
-	dir string
-	// writer is the one connection that writes; reader serves queries,
-	// which WAL lets run beside a write.
-	writer, reader *sql.DB
-	// seriesStmt is Series' query, prepared once.
-	seriesStmt *sql.Stmt
-	// tmpLock is DIR/.tmp, opened and flock'ed: shared while the store
-	// is open, exclusive while stale temporary entries are removed.
-	tmpLock *os.File
-
-	// mu orders the steps that must not interleave within this process:
-	// a commit's rename and indexing, retention, check.
-	mu sync.Mutex
-	// pending counts this process's captures in progress under .tmp.
-	pending int
-
-	now func() time.Time
+	// RunDir returns a local directory holding the entry's run, to read
+	// with rundir, view or compare: the directory itself in the embedded
+	// store, a cached copy in the shared one. The caller must not write
+	// into it.
+	RunDir(ctx context.Context, e Entry) (string, error)
+	// RunRoot is the local directory RunDir's directories are in, at
+	// their Path: what to cut from a path to say it without the
+	// machine's directories.
+	RunRoot() string
+	// Retain removes the entries the retention no longer keeps, oldest
+	// first, and returns how many.
+	Retain(r Retention) (int, error)
+	// Size returns the bytes of the stored runs, as indexed.
+	Size() (int64, error)
+	// String names the store for messages: its data directory, or its
+	// database and bucket, without credentials.
+	String() string
+	// Close releases the store.
+	Close() error
 }
 
-// Open opens the store in dir, creating dir and the index when missing
-// and migrating an older index. When no other process has the store open,
-// it removes what captures killed mid-way left under dir/.tmp.
-func Open(dir string) (*Store, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	for _, d := range []string{abs, filepath.Join(abs, TempDir), filepath.Join(abs, RunsDir), filepath.Join(abs, BundlesDir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("open store %s: %w", dir, err)
-		}
-	}
-	s := &Store{dir: abs, now: time.Now}
-	if s.tmpLock, err = os.Open(filepath.Join(abs, TempDir)); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	if err := s.lockAndClean(); err != nil {
-		s.tmpLock.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	if err := s.openIndex(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	return s, nil
+// Pending is a capture in progress: an empty local directory that the
+// capture fills, then commits into the store or abandons. Whatever happens
+// to the process meanwhile, none of it is visible to the store's readers.
+type Pending interface {
+	// Dir returns the capture's directory, to write the run into (itself,
+	// or a directory inside it).
+	Dir() string
+	// Commit stores the run the capture wrote: runDir is Dir() or a
+	// directory inside it holding one run directory (result.json written
+	// last, complete or partial). The entry's kind and target are
+	// Begin's (e's are ignored); a zero e.Time stands for the window's
+	// start. It returns the entry with ID, Path, Status and Bytes filled.
+	// A run Commit refuses (no result.json, a failed run) stays in Dir()
+	// for the caller to abandon.
+	Commit(runDir string, e Entry) (Entry, error)
+	// Abandon removes the capture's directory. After Commit it does
+	// nothing, so that it can be deferred right after Begin.
+	Abandon() error
 }
 
-// OpenExisting opens a store that watch has written, for reading it:
-// unlike Open it creates nothing, and a directory without an index is an
-// error that says so.
-func OpenExisting(dir string) (*Store, error) {
-	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s is not a heapscope store (no %s): give the --data of a watch", dir, IndexFile)
-		}
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	return Open(dir)
-}
-
-// lockAndClean takes the shared lock on .tmp, emptying it first when the
-// lock can be had exclusively: then no other process has the store open,
-// and whatever .tmp holds was left by one that died.
-func (s *Store) lockAndClean() error {
-	if exclusive, err := s.tryExclusive(); err != nil {
-		return err
-	} else if exclusive {
-		if _, err := s.removeTemporary(nil); err != nil {
-			return err
-		}
-	}
-	return flock(s.tmpLock, syscall.LOCK_SH)
-}
-
-// tryExclusive trades the lock on .tmp for an exclusive one if no other
-// process holds it, and says whether it did. flock converts by releasing
-// first, so the caller must have nothing under .tmp of its own at stake.
-func (s *Store) tryExclusive() (bool, error) {
-	err := flock(s.tmpLock, syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// removeTemporary removes every entry of .tmp but those named in keep, and
-// returns their paths relative to the data directory.
-func (s *Store) removeTemporary(keep []string) ([]string, error) {
-	tmp := filepath.Join(s.dir, TempDir)
-	des, err := os.ReadDir(tmp)
-	if err != nil {
-		return nil, fmt.Errorf("clean %s: %w", TempDir, err)
-	}
-	var removed []string
-	for _, de := range des {
-		if slices.Contains(keep, de.Name()) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(tmp, de.Name())); err != nil {
-			return removed, fmt.Errorf("clean %s: %w", TempDir, err)
-		}
-		removed = append(removed, path.Join(TempDir, de.Name()))
-	}
-	return removed, nil
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			if err != nil {
-				return fmt.Errorf("lock %s: %w", f.Name(), err)
-			}
-			return nil
-		}
-	}
-}
-
-// dsn is the data source name of the index: WAL, so that readers never
-// wait for the writer; synchronous=FULL, so that an acknowledged commit
-// survives a power cut as the fsync'ed directory it indexes does;
-// immediate transactions, so that writers queue on the busy timeout
-// instead of failing on a lock upgrade.
-func (s *Store) dsn(readOnly bool) string {
-	q := url.Values{}
-	q.Set("_busy_timeout", strconv.FormatInt(busyTimeout.Milliseconds(), 10))
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
-	q.Set("_foreign_keys", "1")
-	q.Set("_txlock", "immediate")
-	if readOnly {
-		q.Set("_query_only", "1")
-	}
-	u := url.URL{Path: filepath.ToSlash(filepath.Join(s.dir, IndexFile))}
-	return "file:" + u.EscapedPath() + "?" + q.Encode()
-}
-
-func (s *Store) openIndex() error {
-	var err error
-	if s.writer, err = sql.Open("sqlite", s.dsn(false)); err != nil {
-		return err
-	}
-	s.writer.SetMaxOpenConns(1)
-	if err := s.migrate(); err != nil {
-		return err
-	}
-	if s.reader, err = sql.Open("sqlite", s.dsn(true)); err != nil {
-		return err
-	}
-	s.reader.SetMaxOpenConns(4)
-	s.seriesStmt, err = s.reader.Prepare(`SELECT p.time_ns, p.value FROM points p
-		WHERE p.target_id = (SELECT id FROM targets WHERE key = ?) AND p.metric_id = ?
-		AND p.time_ns BETWEEN ? AND ? ORDER BY p.time_ns`)
-	if err != nil {
-		return fmt.Errorf("prepare series query: %w", err)
-	}
-	return nil
-}
-
-// migrate applies the schema files newer than the index's user_version,
-// each in its own transaction that also sets user_version to its number.
-func (s *Store) migrate() error {
-	files, err := schemaVersions()
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := s.apply(f); err != nil {
-			return err
-		}
-	}
-	var v int
-	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if latest := files[len(files)-1].version; v > latest {
-		return fmt.Errorf("the index has schema version %d, newer than the %d this heapscope knows: upgrade heapscope", v, latest)
-	}
-	return nil
-}
-
-type schemaFile struct {
-	version int
-	name    string
-}
-
-// schemaVersions lists the embedded schema files, NNN_name.sql, in order.
-func schemaVersions() ([]schemaFile, error) {
-	names, err := fs.Glob(schemaFiles, "schema/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []schemaFile
-	for _, n := range names {
-		num, _, _ := strings.Cut(path.Base(n), "_")
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, fmt.Errorf("schema file %s: no version number", n)
-		}
-		out = append(out, schemaFile{version: v, name: n})
-	}
-	slices.SortFunc(out, func(a, b schemaFile) int { return a.version - b.version })
-	for i, f := range out {
-		if f.version != i+1 {
-			return nil, fmt.Errorf("schema file %s: version %d, want %d", f.name, f.version, i+1)
-		}
-	}
-	return out, nil
-}
-
-func (s *Store) apply(f schemaFile) error {
-	body, err := schemaFiles.ReadFile(f.name)
-	if err != nil {
-		return err
-	}
-	tx, err := s.writer.Begin()
-	if err != nil {
-		return fmt.Errorf("migrate index: %w", err)
-	}
-	defer tx.Rollback()
-	var v int
-	if err := tx.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("migrate index: %w", err)
-	}
-	if v >= f.version {
-		return nil
-	}
-	if _, err := tx.Exec(string(body)); err != nil {
-		return fmt.Errorf("migrate index to version %d (%s): %w", f.version, f.name, err)
-	}
-	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", f.version)); err != nil {
-		return fmt.Errorf("migrate index to version %d: %w", f.version, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate index to version %d: %w", f.version, err)
-	}
-	return nil
-}
-
-// Close closes the index and releases the store's lock. Captures not yet
-// committed are left to the next Open to remove.
-func (s *Store) Close() error {
-	var errs []error
-	if s.seriesStmt != nil {
-		errs = append(errs, s.seriesStmt.Close())
-	}
-	if s.reader != nil {
-		errs = append(errs, s.reader.Close())
-	}
-	if s.writer != nil {
-		errs = append(errs, s.writer.Close())
-	}
-	if s.tmpLock != nil {
-		errs = append(errs, s.tmpLock.Close())
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close store %s: %w", s.dir, err)
-	}
-	return nil
-}
-
-// Dir returns the store's data directory, absolute.
-func (s *Store) Dir() string { return s.dir }
-
-// Size returns the bytes of the stored run directories, as indexed (the
-// size of their files, summed at ingest).
-func (s *Store) Size() (int64, error) {
-	var n sql.NullInt64
-	if err := s.reader.QueryRow("SELECT SUM(bytes) FROM entries").Scan(&n); err != nil {
-		return 0, fmt.Errorf("store size: %w", err)
-	}
-	return n.Int64, nil
-}
-
-// Targets returns the keys of the targets with at least one stored entry,
-// sorted.
-func (s *Store) Targets() ([]string, error) {
-	rows, err := s.reader.Query(`SELECT key FROM targets t
-		WHERE EXISTS (SELECT 1 FROM entries e WHERE e.target_id = t.id) ORDER BY key`)
-	if err != nil {
-		return nil, fmt.Errorf("list targets: %w", err)
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, fmt.Errorf("list targets: %w", err)
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list targets: %w", err)
-	}
-	return out, nil
-}
-
-// withTx runs fn in a write transaction, committed when fn returns nil.
-func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-// unixNano and fromNano store times as integers, nanoseconds UTC.
-func unixNano(t time.Time) int64 { return t.UnixNano() }
-
-func fromNano(ns int64) time.Time { return time.Unix(0, ns).UTC() }
-
-// statusStored says whether a result of that status is stored: a failed
-// run holds nothing to keep.
-func statusStored(st result.Status) bool {
-	return st == result.StatusComplete || st == result.StatusPartial
-}
+var _ Store = (*Embedded)(nil)

@@ -20,14 +20,17 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// The fixtures: real run directories recorded by testdata/gen.sh.
+// The fixtures: real run directories recorded by storetest/testdata/gen.sh,
+// shared with the conformance suite.
+const fixtureRoot = "storetest/testdata/runs"
+
 const (
 	fixtureLeaky   = "leaky"   // complete, local, in a limited cgroup, with findings
 	fixturePartial = "partial" // partial: the target died mid-window
 )
 
 // openStore opens a store in a fresh directory, closed when the test ends.
-func openStore(t testing.TB) *Store {
+func openStore(t testing.TB) *Embedded {
 	t.Helper()
 	s, err := Open(t.TempDir())
 	if err != nil {
@@ -45,7 +48,7 @@ func openStore(t testing.TB) *Store {
 // missing).
 func writeFixture(t testing.TB, name, dir string) {
 	t.Helper()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "runs", name))); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtureRoot, name))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -61,7 +64,7 @@ func fixtureDir(t testing.TB, name string) string {
 // readFixture returns a fixture's result.
 func readFixture(t testing.TB, name string) *result.Run {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "runs", name, result.FileName))
+	data, err := os.ReadFile(filepath.Join(fixtureRoot, name, result.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +76,7 @@ func readFixture(t testing.TB, name string) *result.Run {
 }
 
 // commit captures a fixture as kind for target, through Begin and Commit.
-func commit(t testing.TB, s *Store, kind Kind, target, fixture string, e Entry) Entry {
+func commit(t testing.TB, s *Embedded, kind Kind, target, fixture string, e Entry) Entry {
 	t.Helper()
 	p, err := s.Begin(kind, target)
 	if err != nil {

@@ -155,7 +155,7 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 		e.Time = f.At
 		e.Trigger = &store.Trigger{Expr: f.Expr, Value: f.Value, Threshold: f.Threshold, Unit: f.Unit}
 		w.addBundleFiles(cctx, dir, cfg.Target, res)
-		w.compareWithBaseline(dir, t.Key, f.At)
+		w.compareWithBaseline(ctx, dir, t.Key, f.At)
 		// Measured to the bundle's completeness: everything but the
 		// index row, which Commit adds in one transaction.
 		e.CaptureSeconds = w.opts.now().Sub(f.At).Seconds()
@@ -221,7 +221,7 @@ func copyInto(to, from string) error {
 // bundle against the target's last complete scheduled run before the
 // crossing, site by site, with the findings that appeared. Without a
 // baseline it says so in compare.md.
-func (w *Watcher) compareWithBaseline(dir, key string, at time.Time) {
+func (w *Watcher) compareWithBaseline(ctx context.Context, dir, key string, at time.Time) {
 	md := filepath.Join(dir, "compare.md")
 	base, ok, err := w.opts.Store.LastHealthyRun(key, at)
 	if err != nil || !ok {
@@ -232,7 +232,11 @@ func (w *Watcher) compareWithBaseline(dir, key string, at time.Time) {
 		os.WriteFile(md, []byte("No comparison: "+why+".\n"), 0o644)
 		return
 	}
-	if err := writeComparison(filepath.Join(w.opts.Store.Dir(), base.Path), dir); err != nil {
+	baseDir, err := w.opts.Store.RunDir(ctx, base)
+	if err == nil {
+		err = writeComparison(baseDir, dir)
+	}
+	if err != nil {
 		os.WriteFile(md, []byte("No comparison with "+base.Path+": "+err.Error()+".\n"), 0o644)
 	}
 }

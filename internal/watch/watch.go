@@ -34,7 +34,7 @@ type Options struct {
 	// Config lists the targets and their settings.
 	Config *config.Config
 	// Store keeps the captures.
-	Store *store.Store
+	Store store.Store
 	// Version is heapscope's, recorded in each run.
 	Version string
 	// Log receives one line per capture, trigger and problem; slog's

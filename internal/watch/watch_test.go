@@ -22,7 +22,7 @@ import (
 )
 
 // newWatcher makes a watcher of urls with settings s over a fresh store.
-func newWatcher(t *testing.T, urls []string, s config.Settings) (*Watcher, *store.Store) {
+func newWatcher(t *testing.T, urls []string, s config.Settings) (*Watcher, *store.Embedded) {
 	t.Helper()
 	cfg, err := config.ForURLs(urls, s)
 	if err != nil {

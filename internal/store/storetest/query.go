@@ -1,84 +1,56 @@
-package store
+package storetest
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/store"
 )
 
-// history fills a store with runs and bundles of two targets:
-//
-//	a: run 0 (complete, scheduled, env=prod), bundle 5, run 15 (partial,
-//	   scheduled, env=prod), run 30 (complete, unscheduled, env=prod)
-//	b: run 10 (complete, scheduled, env=dev), bundle 20
-func history(t *testing.T) (*Store, map[string]Entry) {
-	t.Helper()
-	s := openStore(t)
-	prod, dev := map[string]string{"env": "prod"}, map[string]string{"env": "dev"}
-	trig := &Trigger{Expr: "goroutines>=10000", Value: 12000, Threshold: 10000}
-	es := map[string]Entry{
-		"a0":  commit(t, s, KindRun, "a", fixtureLeaky, Entry{Time: at(0), Scheduled: true, Labels: prod}),
-		"a5":  commit(t, s, KindBundle, "a", fixtureLeaky, Entry{Time: at(5), Trigger: trig, CaptureSeconds: 1.5, Labels: prod}),
-		"a15": commit(t, s, KindRun, "a", fixturePartial, Entry{Time: at(15), Scheduled: true, Labels: prod}),
-		"a30": commit(t, s, KindRun, "a", fixtureLeaky, Entry{Time: at(30), Labels: prod}),
-		"b10": commit(t, s, KindRun, "b", fixtureLeaky, Entry{Time: at(10), Scheduled: true, Labels: dev}),
-		"b20": commit(t, s, KindBundle, "b", fixturePartial, Entry{Time: at(20), Trigger: trig, Labels: dev}),
-	}
-	return s, es
-}
-
-func ids(es []Entry) []int64 {
-	out := make([]int64, len(es))
-	for i, e := range es {
-		out[i] = e.ID
-	}
-	return out
-}
-
-func TestStore_History(t *testing.T) {
-	s, es := history(t)
-	series := []Finding{
-		{Target: "a", Time: at(40), Severity: "high", Kind: "leak.series-growth", Title: "heap after GC grows for days", Where: "main.go:12"},
-		{Target: "b", Time: at(40), Severity: "medium", Kind: "leak.series-growth", Title: "goroutines grow", Source: SourceSeries},
+func testHistory(t *testing.T, open Opener) {
+	s, es := history(t, open)
+	series := []store.Finding{
+		{Target: "a", Time: At(40), Severity: "high", Kind: "leak.series-growth", Title: "heap after GC grows for days", Where: "main.go:12"},
+		{Target: "b", Time: At(40), Severity: "medium", Kind: "leak.series-growth", Title: "goroutines grow", Source: store.SourceSeries},
 	}
 	if err := s.AddFindings(series); err != nil {
 		t.Fatal(err)
 	}
-	leakyFindings := len(readFixture(t, fixtureLeaky).Findings)
-	partialFindings := len(readFixture(t, fixturePartial).Findings)
+	leakyFindings := len(Fixture(t, Leaky).Findings)
+	partialFindings := len(Fixture(t, Partial).Findings)
 	highs := func(name string) int {
 		n := 0
-		for _, f := range readFixture(t, name).Findings {
+		for _, f := range Fixture(t, name).Findings {
 			if f.Severity == "high" {
 				n++
 			}
 		}
 		return n
 	}
-	leakyHigh, partialHigh := highs(fixtureLeaky), highs(fixturePartial)
+	leakyHigh, partialHigh := highs(Leaky), highs(Partial)
 	tests := []struct {
 		name         string
-		q            Query
+		q            store.Query
 		runs         []string
 		bundles      []string
 		findings     int
 		seriesTarget []string // targets of the series findings listed
 	}{
-		{"everything", Query{}, []string{"a30", "a15", "b10", "a0"}, []string{"b20", "a5"},
+		{"everything", store.Query{}, []string{"a30", "a15", "b10", "a0"}, []string{"b20", "a5"},
 			4*leakyFindings + 2*partialFindings + 2, []string{"a", "b"}},
-		{"one target", Query{Target: "b"}, []string{"b10"}, []string{"b20"},
+		{"one target", store.Query{Target: "b"}, []string{"b10"}, []string{"b20"},
 			leakyFindings + partialFindings + 1, []string{"b"}},
-		{"since, inclusive", Query{Since: at(15)}, []string{"a30", "a15"}, []string{"b20"},
+		{"since, inclusive", store.Query{Since: At(15)}, []string{"a30", "a15"}, []string{"b20"},
 			leakyFindings + 2*partialFindings + 2, []string{"a", "b"}},
-		{"until, exclusive", Query{Until: at(15)}, []string{"b10", "a0"}, []string{"a5"},
+		{"until, exclusive", store.Query{Until: At(15)}, []string{"b10", "a0"}, []string{"a5"},
 			3 * leakyFindings, nil},
-		{"labels", Query{Labels: map[string]string{"env": "dev"}}, []string{"b10"}, []string{"b20"},
+		{"labels", store.Query{Labels: map[string]string{"env": "dev"}}, []string{"b10"}, []string{"b20"},
 			leakyFindings + partialFindings + 1, []string{"b"}},
-		{"labels no entry carries", Query{Labels: map[string]string{"env": "staging"}}, nil, nil, 0, nil},
-		{"limit", Query{Limit: 1}, []string{"a30"}, []string{"b20"}, 1, []string{"a"}},
-		{"severities", Query{Severities: []string{"high"}}, []string{"a30", "a15", "b10", "a0"}, []string{"b20", "a5"},
+		{"labels no entry carries", store.Query{Labels: map[string]string{"env": "staging"}}, nil, nil, 0, nil},
+		{"limit", store.Query{Limit: 1}, []string{"a30"}, []string{"b20"}, 1, []string{"a"}},
+		{"severities", store.Query{Severities: []string{"high"}}, []string{"a30", "a15", "b10", "a0"}, []string{"b20", "a5"},
 			4*leakyHigh + 2*partialHigh + 1, []string{"a"}},
 	}
 	for _, tt := range tests {
@@ -108,7 +80,7 @@ func TestStore_History(t *testing.T) {
 				if i > 0 && f.Time.After(h.Findings[i-1].Time) {
 					t.Errorf("finding %d newer than the one before", i)
 				}
-				if f.Source == SourceSeries {
+				if f.Source == store.SourceSeries {
 					seriesTargets = append(seriesTargets, f.Target)
 				}
 			}
@@ -120,9 +92,9 @@ func TestStore_History(t *testing.T) {
 	}
 }
 
-func TestStore_HistoryJSON(t *testing.T) {
-	s := openStore(t)
-	h, err := s.History(Query{})
+func testHistoryJSON(t *testing.T, open Opener) {
+	s := open(t)
+	h, err := s.History(store.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +105,8 @@ func TestStore_HistoryJSON(t *testing.T) {
 	if string(data) != `{"runs":[],"bundles":[],"findings":[]}` {
 		t.Errorf("an empty history: %s, want empty lists", data)
 	}
-	s, es := history(t)
-	h, err = s.History(Query{Target: "a", Limit: 1})
+	s, es := history(t, open)
+	h, err = s.History(store.Query{Target: "a", Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,9 +128,9 @@ func TestStore_HistoryJSON(t *testing.T) {
 	}
 }
 
-func TestStore_Targets(t *testing.T) {
-	s, _ := history(t)
-	if err := s.AddFindings([]Finding{{Target: "c", Time: at(1), Kind: "k", Title: "a series finding alone"}}); err != nil {
+func testTargets(t *testing.T, open Opener) {
+	s, _ := history(t, open)
+	if err := s.AddFindings([]store.Finding{{Target: "c", Time: At(1), Kind: "k", Title: "a series finding alone"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Targets()
@@ -170,8 +142,8 @@ func TestStore_Targets(t *testing.T) {
 	}
 }
 
-func TestStore_LastHealthyRun(t *testing.T) {
-	s, es := history(t)
+func testLastHealthyRun(t *testing.T, open Opener) {
+	s, es := history(t, open)
 	tests := []struct {
 		name   string
 		target string
@@ -179,10 +151,10 @@ func TestStore_LastHealthyRun(t *testing.T) {
 		want   string // "": none
 	}{
 		// a15 is partial, a30 unscheduled, a5 a bundle: a0 is a's baseline.
-		{"skips partial, unscheduled runs and bundles", "a", at(60), "a0"},
-		{"before, exclusive", "a", at(0), ""},
-		{"other target", "b", at(60), "b10"},
-		{"unknown target", "c", at(60), ""},
+		{"skips partial, unscheduled runs and bundles", "a", At(60), "a0"},
+		{"before, exclusive", "a", At(0), ""},
+		{"other target", "b", At(60), "b10"},
+		{"unknown target", "c", At(60), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,20 +174,20 @@ func TestStore_LastHealthyRun(t *testing.T) {
 	}
 }
 
-func TestStore_MarkBeforeOOM(t *testing.T) {
+func testMarkBeforeOOM(t *testing.T, open Opener) {
 	tests := []struct {
 		name     string
 		target   string
 		killedAt time.Time
 		want     string // "": none
 	}{
-		{"last bundle before the kill", "a", at(60), "a5"},
-		{"a run when no bundle came before", "a", at(3), "a0"},
-		{"nothing before", "a", at(0), ""},
+		{"last bundle before the kill", "a", At(60), "a5"},
+		{"a run when no bundle came before", "a", At(3), "a0"},
+		{"nothing before", "a", At(0), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, es := history(t)
+			s, es := history(t, open)
 			e, ok, err := s.MarkBeforeOOM(tt.target, tt.killedAt)
 			if err != nil {
 				t.Fatal(err)
@@ -229,7 +201,7 @@ func TestStore_MarkBeforeOOM(t *testing.T) {
 			if !ok || e.ID != es[tt.want].ID || !e.BeforeOOM {
 				t.Fatalf("MarkBeforeOOM: %+v (%v), want %s marked", e, ok, es[tt.want].Path)
 			}
-			h, err := s.History(Query{Target: tt.target})
+			h, err := s.History(store.Query{Target: tt.target})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +210,11 @@ func TestStore_MarkBeforeOOM(t *testing.T) {
 					t.Errorf("%s: before_oom %v in the index", x.Path, x.BeforeOOM)
 				}
 			}
-			rec, err := readRecord(filepath.Join(s.Dir(), filepath.FromSlash(e.Path)))
+			dir, err := s.RunDir(t.Context(), e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := store.ReadRecord(dir)
 			if err != nil || !rec.BeforeOOM || rec.Trigger == nil != (e.Trigger == nil) || rec.Labels["env"] != "prod" {
 				t.Errorf("entry.json after the mark: %+v, %v", rec, err)
 			}
@@ -246,16 +222,16 @@ func TestStore_MarkBeforeOOM(t *testing.T) {
 	}
 }
 
-func TestStore_AddFindings(t *testing.T) {
-	s := openStore(t)
+func testAddFindings(t *testing.T, open Opener) {
+	s := open(t)
 	tests := []struct {
 		name    string
-		fs      []Finding
+		fs      []store.Finding
 		wantErr bool
 	}{
-		{"no target", []Finding{{Time: at(0), Kind: "k"}}, true},
-		{"no time", []Finding{{Target: "a", Kind: "k"}}, true},
-		{"two", []Finding{{Target: "a", Time: at(0), Kind: "k", Path: "runs/x/y"}, {Target: "a", Time: at(1), Kind: "k"}}, false},
+		{"no target", []store.Finding{{Time: At(0), Kind: "k"}}, true},
+		{"no time", []store.Finding{{Target: "a", Kind: "k"}}, true},
+		{"two", []store.Finding{{Target: "a", Time: At(0), Kind: "k", Path: "runs/x/y"}, {Target: "a", Time: At(1), Kind: "k"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,17 +240,17 @@ func TestStore_AddFindings(t *testing.T) {
 			}
 		})
 	}
-	h, err := s.History(Query{})
+	h, err := s.History(store.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Findings) != 2 || h.Findings[0].Source != SourceSeries || h.Findings[1].Path != "runs/x/y" {
+	if len(h.Findings) != 2 || h.Findings[0].Source != store.SourceSeries || h.Findings[1].Path != "runs/x/y" {
 		t.Errorf("findings: %+v, want the two series findings, newest first", h.Findings)
 	}
 }
 
-func TestStore_Size(t *testing.T) {
-	s, es := history(t)
+func testSize(t *testing.T, open Opener) {
+	s, es := history(t, open)
 	var want int64
 	for _, e := range es {
 		want += e.Bytes

@@ -9,7 +9,7 @@
 #   testdata/runs/partial/  a partial run: the optimized cache killed in
 #                           the middle of the window
 #
-# From internal/store: ./testdata/gen.sh (about 15 s). heapscope is built
+# From internal/store/storetest: ./testdata/gen.sh (about 15 s). heapscope is built
 # with -trimpath, so the results hold no directory of this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -trimpath -o "$tmp/heapscope" ../../cmd/heapscope
+go build -trimpath -o "$tmp/heapscope" ../../../cmd/heapscope
 load='GET /process?id=tenant-42:user-{rand:100000}:locale-en-GB:plan-pro'
 
 # serve NAME: starts an example service (in the fixture cgroup when there
