@@ -50,4 +50,7 @@ fi
 
 go mod download
 (cd browsertests && go mod download)
+# versitygw, the tests' own S3 server, at the version they name
+# (internal/testserver/s3test), into GOBIN or GOPATH/bin where they find it.
+go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 exec make test
