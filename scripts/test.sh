@@ -22,7 +22,9 @@ esac
 
 # Debian packages: make and git drive the suite, gcc is the race
 # detector's, curl is in the README's commands (which the suite runs),
-# chromium runs the browser tests (browsertests/).
+# chromium runs the browser tests (browsertests/), postgresql gives the
+# tests' own PostgreSQL clusters their initdb and postgres (Debian keeps
+# them off PATH, under /usr/lib/postgresql/VERSION/bin).
 pkgs=()
 command -v make >/dev/null 2>&1 || pkgs+=(make)
 command -v git >/dev/null 2>&1 || pkgs+=(git)
@@ -31,6 +33,11 @@ command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev)
 if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   pkgs+=(chromium)
 fi
+have_postgres=
+for bin in /usr/lib/postgresql/*/bin; do
+  if [ -x "$bin/initdb" ] && [ -x "$bin/postgres" ]; then have_postgres=1; fi
+done
+[ -n "$have_postgres" ] || command -v initdb >/dev/null 2>&1 || pkgs+=(postgresql)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "test.sh: the tests need ${pkgs[*]}: run as root, or first: sudo apt-get install -y ${pkgs[*]}" >&2
@@ -43,4 +50,7 @@ fi
 
 go mod download
 (cd browsertests && go mod download)
+# versitygw, the tests' own S3 server, at the version they name
+# (internal/testserver/s3test), into GOBIN or GOPATH/bin where they find it.
+go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 exec make test

@@ -25,8 +25,9 @@ var layer = map[string]int{
 	// 0 also: Kubernetes discovery, client-go's one importer (kube/kubetest,
 	// its fake for tests, with it).
 	"internal/kube": 0,
-	// 0 also: helpers for tests, imported by tests alone.
-	"internal/cgrouptest": 0, "internal/clock": 0,
+	// 0 also: helpers for tests, imported by tests alone (testserver/pgtest
+	// and testserver/s3test, real PostgreSQL and S3 servers, with it).
+	"internal/cgrouptest": 0, "internal/clock": 0, "internal/testserver": 0,
 	// 0 also: build tools, run by make, not by heapscope.
 	"internal/tools": 0,
 	// 1: the result.json types, over the data they carry.
