@@ -1,0 +1,182 @@
+package shared
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/store"
+)
+
+// cache holds runs downloaded from the bucket, each at dir/<entry path>,
+// whole or absent: a download goes into dir/.tmp and is renamed into
+// place. Beyond its bound it removes the runs least recently read.
+type cache struct {
+	dir   string
+	limit int64
+
+	mu sync.Mutex
+	// loading holds the downloads in flight, so that two readers of one
+	// run wait for one download.
+	loading map[string]*load
+}
+
+type load struct {
+	done chan struct{}
+	err  error
+}
+
+func openCache(dir string, limit int64) (*cache, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, store.TempDir), 0o755); err != nil {
+		return nil, fmt.Errorf("cache %s: %w", abs, err)
+	}
+	return &cache{dir: abs, limit: limit, loading: map[string]*load{}}, nil
+}
+
+// RunDir returns the entry's run, downloaded into the cache when it is
+// not there yet. An entry the index no longer holds is an error.
+func (s *Store) RunDir(ctx context.Context, e store.Entry) (string, error) {
+	if !fs.ValidPath(e.Path) || e.Path == "." {
+		return "", fmt.Errorf("run of %s: %q is not a stored run's path", e.Target, e.Path)
+	}
+	if _, ok, err := s.EntryAt(e.Path); err != nil || !ok {
+		if err == nil {
+			err = fs.ErrNotExist
+		}
+		return "", fmt.Errorf("run of %s at %s: %w", e.Target, e.Path, err)
+	}
+	dir, err := s.cache.get(ctx, e.Path, func(tmp string) error { return s.objects.getDir(ctx, e.Path, tmp) })
+	if err != nil {
+		return "", fmt.Errorf("run of %s at %s: %w", e.Target, e.Path, err)
+	}
+	return dir, nil
+}
+
+// get returns the cached run at path, calling fetch to fill a fresh
+// directory with it when the cache does not hold it.
+func (c *cache) get(ctx context.Context, path string, fetch func(dir string) error) (string, error) {
+	dir := filepath.Join(c.dir, filepath.FromSlash(path))
+	for {
+		if _, err := os.Stat(filepath.Join(dir, store.EntryFile)); err == nil {
+			now := time.Now()
+			os.Chtimes(dir, now, now) // read recently: evicted last
+			return dir, nil
+		}
+		c.mu.Lock()
+		if l, ok := c.loading[path]; ok {
+			c.mu.Unlock()
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			if l.err != nil {
+				return "", l.err
+			}
+			continue
+		}
+		l := &load{done: make(chan struct{})}
+		c.loading[path] = l
+		c.mu.Unlock()
+		l.err = c.fill(dir, fetch)
+		c.mu.Lock()
+		delete(c.loading, path)
+		c.mu.Unlock()
+		close(l.done)
+		if l.err != nil {
+			return "", l.err
+		}
+		c.evict(dir)
+		return dir, nil
+	}
+}
+
+// fill downloads into a temporary directory and renames it into place.
+func (c *cache) fill(dir string, fetch func(string) error) error {
+	var b [8]byte
+	rand.Read(b[:])
+	tmp := filepath.Join(c.dir, store.TempDir, hex.EncodeToString(b[:]))
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := fetch(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	os.RemoveAll(dir) // an incomplete copy another process left
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// evict removes the runs read least recently until the cache is within
+// its bound, never keep (the run just fetched).
+func (c *cache) evict(keep string) {
+	type run struct {
+		dir   string
+		bytes int64
+		read  time.Time
+	}
+	var runs []run
+	var total int64
+	// Runs are at <kind>/<target>/<name>: three levels down.
+	tops, _ := filepath.Glob(filepath.Join(c.dir, "*", "*", "*"))
+	for _, d := range tops {
+		if rel, _ := filepath.Rel(c.dir, d); strings.HasPrefix(rel, store.TempDir+string(filepath.Separator)) {
+			continue // a download in progress
+		}
+		info, err := os.Stat(d)
+		if err != nil || !info.IsDir() {
+			continue
+		}
+		var n int64
+		filepath.WalkDir(d, func(_ string, de os.DirEntry, err error) error {
+			if err == nil && !de.IsDir() {
+				if fi, err := de.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+			return nil
+		})
+		runs = append(runs, run{d, n, info.ModTime()})
+		total += n
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].read.Before(runs[j].read) })
+	for _, r := range runs {
+		if total <= c.limit {
+			return
+		}
+		if r.dir == keep {
+			continue
+		}
+		if os.RemoveAll(r.dir) == nil {
+			total -= r.bytes
+		}
+	}
+}
+
+// adopt moves a run just committed from src into the cache at path.
+func (c *cache) adopt(src, path string) {
+	dir := filepath.Join(c.dir, filepath.FromSlash(path))
+	if os.MkdirAll(filepath.Dir(dir), 0o755) != nil || os.Rename(src, dir) != nil {
+		return
+	}
+	c.evict(dir)
+}

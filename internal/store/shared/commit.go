@@ -1,0 +1,186 @@
+package shared
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heapscope/heapscope/internal/store"
+)
+
+// pending is a capture in progress: a directory under the cache's .tmp.
+type pending struct {
+	s      *Store
+	kind   store.Kind
+	target string
+	dir    string
+
+	mu   sync.Mutex
+	done bool
+}
+
+// Begin starts a capture: a fresh local directory to write the run into.
+func (s *Store) Begin(kind store.Kind, target string) (store.Pending, error) {
+	if err := store.CheckKind(kind, target); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	dir := filepath.Join(s.cache.dir, store.TempDir, string(kind)+"-"+hex.EncodeToString(b[:]))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("begin capture of %s: %w", target, err)
+	}
+	return &pending{s: s, kind: kind, target: target, dir: dir}, nil
+}
+
+func (p *pending) Dir() string { return p.dir }
+
+func (p *pending) finish() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return false
+	}
+	p.done = true
+	return true
+}
+
+func (p *pending) Abandon() error {
+	if !p.finish() {
+		return nil
+	}
+	if err := os.RemoveAll(p.dir); err != nil {
+		return fmt.Errorf("abandon capture of %s: %w", p.target, err)
+	}
+	return nil
+}
+
+// Commit takes the run's name, uploads its files, then indexes it in one
+// transaction (the package doc has the order and why).
+func (p *pending) Commit(runDir string, e store.Entry) (store.Entry, error) {
+	fail := func(err error) (store.Entry, error) {
+		return store.Entry{}, fmt.Errorf("commit capture of %s: %w", p.target, err)
+	}
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		return fail(err)
+	}
+	if rel, err := filepath.Rel(p.dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fail(fmt.Errorf("%s is not inside the capture's directory %s", runDir, p.dir))
+	}
+	pr, err := store.Prepare(abs, p.kind, p.target, e, p.s.now())
+	if err != nil {
+		return fail(err)
+	}
+	if !p.finish() {
+		return fail(errors.New("capture already committed or abandoned"))
+	}
+	defer os.RemoveAll(p.dir)
+	ctx := context.Background()
+	if pr.Entry.Path, err = p.s.takeName(ctx, pr.Base); err != nil {
+		return fail(err)
+	}
+	if err := p.s.objects.putDir(ctx, abs, pr.Entry.Path); err != nil {
+		return fail(fmt.Errorf("%w (the name %s stays taken until Retain removes what was uploaded)", err, pr.Entry.Path))
+	}
+	if err := p.s.index(ctx, &pr); err != nil {
+		return fail(fmt.Errorf("index %s: %w", pr.Entry.Path, err))
+	}
+	// The run is at hand: keep it in the cache rather than download it
+	// again for the first reader.
+	p.s.cache.adopt(abs, pr.Entry.Path)
+	return pr.Entry, nil
+}
+
+// takeName takes the first of base, base-2, base-3… that no run has.
+func (s *Store) takeName(ctx context.Context, base string) (string, error) {
+	for n := 1; n < 10000; n++ {
+		name := base
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d", base, n)
+		}
+		tag, err := s.pool.Exec(ctx, "INSERT INTO names (path) VALUES ($1) ON CONFLICT DO NOTHING", name)
+		if err != nil {
+			return "", fmt.Errorf("take the name %s: %w", name, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("take a name for %s: 10000 taken", base)
+}
+
+// index adds a prepared entry, its findings and points in one
+// transaction, and fills its ID.
+func (s *Store) index(ctx context.Context, pr *store.Prepared) error {
+	e := &pr.Entry
+	labels, err := json.Marshal(orEmpty(e.Labels))
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tid, err := targetID(ctx, tx, e.Target)
+		if err != nil {
+			return err
+		}
+		var trigExpr, trigUnit *string
+		var trigValue, trigThreshold, capture *float64
+		if t := e.Trigger; t != nil {
+			trigExpr, trigUnit, trigValue, trigThreshold = &t.Expr, &t.Unit, &t.Value, &t.Threshold
+		}
+		if e.CaptureSeconds != 0 {
+			capture = &e.CaptureSeconds
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes,
+			scheduled, before_oom, labels, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+			string(e.Kind), tid, e.Time.UnixNano(), pr.End.UnixNano(), e.Path, e.Status, e.Bytes,
+			e.Scheduled, e.BeforeOOM, labels, trigExpr, trigValue, trigThreshold, trigUnit, capture).Scan(&e.ID)
+		if err != nil {
+			return err
+		}
+		var batch pgx.Batch
+		for _, f := range pr.Findings {
+			batch.Queue(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				e.ID, tid, f.Time.UnixNano(), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where)
+		}
+		for _, v := range pr.Points {
+			batch.Queue("INSERT INTO points (target_id, metric_id, time_ns, entry_id, value) VALUES ($1, $2, $3, $4, $5)",
+				tid, v.ID, pr.End.UnixNano(), e.ID, v.Value)
+		}
+		if batch.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &batch).Close()
+	})
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// targetID returns the id of a target's row, adding it when new.
+func targetID(ctx context.Context, tx pgx.Tx, key string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO targets (key, slug) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key RETURNING id`, key, store.TargetSlug(key)).Scan(&id)
+	return id, err
+}
+
+// Ingest stores a copy of an existing run directory.
+func (s *Store) Ingest(runDir string, e store.Entry) (store.Entry, error) {
+	return store.IngestCopy(s, runDir, e)
+}

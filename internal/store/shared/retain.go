@@ -1,0 +1,179 @@
+package shared
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heapscope/heapscope/internal/store"
+)
+
+// retainBatch is how many entries one retention transaction removes, so
+// that a large backlog never holds a long transaction nor a huge delete.
+const retainBatch = 500
+
+// orphanAge is how old a name with no entry must be before Retain takes
+// it for an upload a crash interrupted, rather than one in progress.
+const orphanAge = time.Hour
+
+// Retain removes the entries the retention no longer keeps, oldest first,
+// in batches: each batch's rows in one transaction (the entries, with
+// their findings and points by cascade), then their objects, then their
+// names. A crash between leaves names whose objects outlive their entry,
+// which a later Retain removes as orphans. It also removes the series
+// findings older than MaxAge and the orphans of interrupted commits.
+func (s *Store) Retain(r store.Retention) (int, error) {
+	ctx := context.Background()
+	now := r.Now
+	if now.IsZero() {
+		now = s.now()
+	}
+	removed := 0
+	if r.MaxAge > 0 {
+		cutoff := now.Add(-r.MaxAge).UnixNano()
+		for {
+			n, err := s.removeBatch(ctx, `SELECT id, path, bytes FROM entries WHERE time_ns < $1
+				ORDER BY time_ns, id LIMIT `+fmt.Sprint(retainBatch), -1, cutoff)
+			removed += n
+			if err != nil {
+				return removed, err
+			}
+			if n < retainBatch {
+				break
+			}
+		}
+		if _, err := s.pool.Exec(ctx, "DELETE FROM findings WHERE entry_id IS NULL AND time_ns < $1", cutoff); err != nil {
+			return removed, fmt.Errorf("retain: %w", err)
+		}
+	}
+	if r.MaxBytes > 0 {
+		for {
+			total, err := s.Size()
+			if err != nil {
+				return removed, fmt.Errorf("retain: %w", err)
+			}
+			if total <= r.MaxBytes {
+				break
+			}
+			n, err := s.removeBatch(ctx, "SELECT id, path, bytes FROM entries ORDER BY time_ns, id LIMIT "+fmt.Sprint(retainBatch), total-r.MaxBytes)
+			removed += n
+			if err != nil {
+				return removed, err
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	if err := s.removeOrphans(ctx); err != nil {
+		return removed, err
+	}
+	return removed, nil
+}
+
+// removeBatch removes the entries query selects (all, when excess is
+// negative, else the first whose bytes add up to excess) and returns
+// how many.
+func (s *Store) removeBatch(ctx context.Context, query string, excess int64, args ...any) (int, error) {
+	var paths []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		paths = nil
+		rows, err := tx.Query(ctx, query+" FOR UPDATE SKIP LOCKED", args...)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		var freed int64
+		for rows.Next() && (excess < 0 || freed < excess) {
+			var id, n int64
+			var p string
+			if err := rows.Scan(&id, &p, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			ids, paths, freed = append(ids, id), append(paths, p), freed+n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "DELETE FROM entries WHERE id = ANY($1)", ids)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("retain: %w", err)
+	}
+	if err := s.dropRuns(ctx, paths); err != nil {
+		return len(paths), fmt.Errorf("retain: removed from the index, but: %w", err)
+	}
+	return len(paths), nil
+}
+
+// dropRuns deletes runs' objects and cached copies, then their names.
+func (s *Store) dropRuns(ctx context.Context, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := s.objects.deleteRuns(ctx, paths); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		os.RemoveAll(filepath.Join(s.cache.dir, filepath.FromSlash(p)))
+	}
+	_, err := s.pool.Exec(ctx, "DELETE FROM names n WHERE n.path = ANY($1) AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path)", paths)
+	return err
+}
+
+// removeOrphans removes the names (and objects) that no entry has and
+// that were taken more than orphanAge ago by the database's clock:
+// commits interrupted between their upload and their index, and
+// retention interrupted before its objects.
+func (s *Store) removeOrphans(ctx context.Context) error {
+	rows, err := s.pool.Query(ctx, `SELECT n.path FROM names n WHERE n.taken < now() - make_interval(secs => $1)
+		AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path) LIMIT 1000`, orphanAge.Seconds())
+	if err != nil {
+		return fmt.Errorf("retain: orphans: %w", err)
+	}
+	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("retain: orphans: %w", err)
+	}
+	if err := s.dropRuns(ctx, paths); err != nil {
+		return fmt.Errorf("retain: orphans: %w", err)
+	}
+	return nil
+}
+
+// rewriteRecord writes an entry's entry.json object anew (and its cached
+// copy's).
+func (s *Store) rewriteRecord(ctx context.Context, e store.Entry) error {
+	dir := filepath.Join(s.cache.dir, store.TempDir, fmt.Sprintf("record-%d", e.ID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := store.WriteRecord(dir, e); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, store.EntryFile))
+	if err != nil {
+		return err
+	}
+	key := s.objects.key(e.Path, store.EntryFile)
+	if _, err := s.objects.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.objects.o.Bucket), Key: aws.String(key),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}); err != nil {
+		return fmt.Errorf("rewrite %s: %w", key, err)
+	}
+	cached := filepath.Join(s.cache.dir, filepath.FromSlash(e.Path))
+	if _, err := os.Stat(cached); err == nil {
+		store.WriteRecord(cached, e)
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+// Package shared is the store of a fleet: several watchers and servers
+// over one PostgreSQL database (the index: entries, labels, findings,
+// series, and the fleet's leases) and one S3-compatible bucket (the run
+// directories, one object per file, under <prefix>/<entry path>/). It
+// implements store.Store and passes the same conformance suite as the
+// embedded store (internal/store/storetest).
+//
+// A commit takes the run's name in PostgreSQL first (names), uploads its
+// files, then indexes the entry, its findings and its points in one
+// transaction: readers only find a run through its entry, so a run is
+// never seen half uploaded, and a crash leaves at worst a name with
+// objects and no entry, which Retain removes once it is old. Retention
+// goes the other way: rows first, in batches, then the objects, then the
+// names.
+//
+// Readers get a run as a local directory (RunDir): its objects are
+// downloaded once into a cache directory and served from there; the cache
+// is bounded, oldest first.
+//
+// The schema is migrated by the embedded, numbered files in migrations/,
+// under an advisory lock, so that watchers started together migrate once.
+package shared
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heapscope/heapscope/internal/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options say where a shared store is.
+type Options struct {
+	// Postgres is the database's URL (postgres://user@host:port/db?…);
+	// the password may come from PGPASSWORD or ~/.pgpass instead.
+	Postgres string
+	// Objects says where the run directories go.
+	Objects Objects
+	// CacheDir holds the runs read back, downloaded; a directory under
+	// the user's cache directory when empty.
+	CacheDir string
+	// CacheBytes bounds the cache (DefaultCacheBytes when zero).
+	CacheBytes int64
+}
+
+// DefaultCacheBytes bounds a store's cache of downloaded runs.
+const DefaultCacheBytes = 2 << 30
+
+// migrationLock is the advisory lock key migrations hold.
+const migrationLock = 0x68656170 // "heap"
+
+// Store is a shared store: PostgreSQL and an S3-compatible bucket.
+type Store struct {
+	pool    *pgxpool.Pool
+	objects *bucket
+	cache   *cache
+	name    string
+	now     func() time.Time
+}
+
+// Open connects to the database and the bucket, migrates the schema when
+// it is older than this heapscope's, and checks the bucket answers.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	name := describe(o)
+	fail := func(err error) (*Store, error) { return nil, fmt.Errorf("open store %s: %w", name, err) }
+	if o.Postgres == "" {
+		return fail(errors.New("no PostgreSQL URL"))
+	}
+	cfg, err := pgxpool.ParseConfig(o.Postgres)
+	if err != nil {
+		return fail(fmt.Errorf("the PostgreSQL URL: %w", err))
+	}
+	cfg.ConnConfig.ConnectTimeout = cmpDuration(cfg.ConnConfig.ConnectTimeout, 10*time.Second)
+	// A statement that waits longer than this on a lock or a slow disk
+	// fails rather than hold a capture.
+	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "60000"
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "heapscope"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	s := &Store{pool: pool, name: name, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return fail(err)
+	}
+	if s.objects, err = openBucket(ctx, o.Objects); err != nil {
+		pool.Close()
+		return fail(err)
+	}
+	dir := o.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "heapscope", "runs")
+	}
+	if s.cache, err = openCache(dir, cmpInt(o.CacheBytes, DefaultCacheBytes)); err != nil {
+		pool.Close()
+		s.objects.close()
+		return fail(err)
+	}
+	return s, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func cmpInt(n, def int64) int64 {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// describe names a store without its credentials.
+func describe(o Options) string {
+	db := "postgres"
+	if u, err := url.Parse(o.Postgres); err == nil && u.Host != "" {
+		db = u.Host + u.Path
+	}
+	return db + " + " + o.Objects.String()
+}
+
+// Pool is the store's database, for the fleet's leases (internal/fleet).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// String names the store: its database and bucket, without credentials.
+func (s *Store) String() string { return s.name }
+
+// RunRoot returns the cache directory runs are downloaded into, at their
+// Path.
+func (s *Store) RunRoot() string { return s.cache.dir }
+
+// Close closes the database's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	s.objects.close()
+	return nil
+}
+
+// migrate applies the embedded migrations the database lacks, in order,
+// each in its own transaction, under an advisory lock.
+func (s *Store) migrate(ctx context.Context) error {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(files)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", migrationLock)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS heapscope_schema (
+		version INTEGER PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM heapscope_schema").Scan(&have); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if have > len(files) {
+		return fmt.Errorf("the database's schema is version %d, newer than this heapscope's %d: upgrade heapscope", have, len(files))
+	}
+	for _, f := range files {
+		v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
+		if err != nil || v <= have {
+			continue
+		}
+		sql, err := migrations.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO heapscope_schema (version) VALUES ($1)", v)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to %s: %w", filepath.Base(f), err)
+		}
+	}
+	return nil
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Objects returns where the store keeps its runs.
+func (s *Store) Objects() Objects { return s.objects.o }

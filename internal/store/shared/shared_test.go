@@ -1,0 +1,237 @@
+package shared_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"go.uber.org/goleak"
+
+	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/shared"
+	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver/pgtest"
+	"github.com/heapscope/heapscope/internal/testserver/s3test"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, stop := range []func() error{pgtest.StopShared, s3test.StopShared} {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// open opens a shared store over a fresh database and bucket of the test
+// binary's PostgreSQL and S3 servers, closed when the test ends.
+func open(t *testing.T) *shared.Store {
+	t.Helper()
+	srv := s3test.Shared(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	o := shared.Objects{Bucket: srv.NewBucket(t), Prefix: "heapscope", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
+	s, err := shared.Open(context.Background(), shared.Options{Postgres: pgtest.Shared(t).NewDatabase(t), Objects: o, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// TestShared_Conformance holds the shared store to the conformance suite
+// every backend passes.
+func TestShared_Conformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+}
+
+func TestParseObjects(t *testing.T) {
+	tests := []struct {
+		raw     string
+		want    shared.Objects
+		wantErr string
+	}{
+		{raw: "s3://profiles", want: shared.Objects{Bucket: "profiles"}},
+		{raw: "s3://profiles/heapscope/prod/", want: shared.Objects{Bucket: "profiles", Prefix: "heapscope/prod"}},
+		{raw: "s3://profiles?endpoint=http://127.0.0.1:7070&region=eu-west-1",
+			want: shared.Objects{Bucket: "profiles", Endpoint: "http://127.0.0.1:7070", Region: "eu-west-1", PathStyle: true}},
+		{raw: "s3://profiles?endpoint=https://s3.example.com&path_style=false",
+			want: shared.Objects{Bucket: "profiles", Endpoint: "https://s3.example.com"}},
+		{raw: "gs://profiles", wantErr: "want s3://BUCKET"},
+		{raw: "s3:///prefix", wantErr: "want s3://BUCKET"},
+		{raw: "s3://b?endpoint=127.0.0.1:7070", wantErr: "not an http(s) URL"},
+		{raw: "s3://b?path_style=yes please", wantErr: "path_style"},
+		{raw: "s3://b?acl=public", wantErr: `unknown parameter "acl"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			got, err := shared.ParseObjects(tt.raw)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseObjects: %+v, %v; want an error saying %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ParseObjects: %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestShared_twoStoresOneIndex opens two stores over one database and
+// bucket, each with a cache of its own (two watchers, or a watcher and a
+// server): what one commits the other reads, runs and all; and migrating
+// again changes nothing.
+func TestShared_twoStoresOneIndex(t *testing.T) {
+	srv := s3test.Shared(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	o := shared.Options{Postgres: pgtest.Shared(t).NewDatabase(t),
+		Objects: shared.Objects{Bucket: srv.NewBucket(t), Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}}
+	var stores [2]*shared.Store
+	for i := range stores {
+		o.CacheDir = t.TempDir()
+		s, err := shared.Open(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	e := storetest.Commit(t, stores[0], store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(0), Labels: map[string]string{"env": "prod"}})
+	got, ok, err := stores[1].EntryAt(e.Path)
+	if err != nil || !ok || got.ID != e.ID || got.Labels["env"] != "prod" {
+		t.Fatalf("the other store's EntryAt: %+v, %v, %v", got, ok, err)
+	}
+	dir, err := stores[1].RunDir(t.Context(), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(dir, stores[1].RunRoot()) {
+		t.Errorf("the other store's copy is at %s, outside its cache %s", dir, stores[1].RunRoot())
+	}
+	if _, err := rundir.Read(dir); err != nil {
+		t.Errorf("the run downloaded by the other store: %v", err)
+	}
+	if _, _, err := stores[1].MarkBeforeOOM("svc", storetest.At(60)); err != nil {
+		t.Fatal(err)
+	}
+	// The mark is in the bucket's entry.json too: a third cache reads it.
+	o.CacheDir = t.TempDir()
+	third, err := shared.Open(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	dir, err = third.RunDir(t.Context(), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.ReadRecord(dir); err != nil || !rec.BeforeOOM {
+		t.Errorf("entry.json in the bucket after MarkBeforeOOM: %+v, %v", rec, err)
+	}
+}
+
+// TestShared_retainRemovesObjectsAndOrphans checks what retention leaves
+// in the bucket: nothing of a removed run, and nothing of a commit that
+// died between its upload and its index once that is old.
+func TestShared_retainRemovesObjectsAndOrphans(t *testing.T) {
+	s := open(t)
+	srv := s3test.Shared(t)
+	old := storetest.Commit(t, s, store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(0)})
+	kept := storetest.Commit(t, s, store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(30)})
+	bucket, prefix := s.Objects().Bucket, s.Objects().Prefix
+	// An orphan: a name taken and an object uploaded, no entry.
+	orphan := "runs/svc-000000000000/20260301T110000Z"
+	if _, err := s.Pool().Exec(t.Context(), "INSERT INTO names (path, taken) VALUES ($1, now() - interval '2 hours')", orphan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client().PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+		Key: aws.String(prefix + "/" + orphan + "/result.json"), Body: strings.NewReader("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.Retain(store.Retention{MaxAge: 20 * time.Minute, Now: storetest.At(40)})
+	if err != nil || removed != 1 {
+		t.Fatalf("Retain: %d, %v; want the old run removed", removed, err)
+	}
+	keys := listKeys(t, srv.Client(), bucket, prefix)
+	for _, k := range keys {
+		if strings.Contains(k, old.Path) || strings.Contains(k, orphan) {
+			t.Errorf("%s is still in the bucket", k)
+		}
+	}
+	if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, kept.Path+"/") }) {
+		t.Errorf("the kept run's objects are gone: %v", keys)
+	}
+	var names int
+	if err := s.Pool().QueryRow(t.Context(), "SELECT COUNT(*) FROM names").Scan(&names); err != nil || names != 1 {
+		t.Errorf("%d names left (%v), want the kept run's", names, err)
+	}
+}
+
+func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
+	t.Helper()
+	out, err := c.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
+}
+
+// TestShared_cacheBound checks that the cache keeps within its bound and
+// downloads a run evicted from it again.
+func TestShared_cacheBound(t *testing.T) {
+	srv := s3test.Shared(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	cache := t.TempDir()
+	s, err := shared.Open(t.Context(), shared.Options{Postgres: pgtest.Shared(t).NewDatabase(t), CacheDir: cache, CacheBytes: 1,
+		Objects: shared.Objects{Bucket: srv.NewBucket(t), Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var es []store.Entry
+	for m := range 3 {
+		es = append(es, storetest.Commit(t, s, store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(m)}))
+	}
+	for round := range 2 {
+		for _, e := range es {
+			dir, err := s.RunDir(t.Context(), e)
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			if _, err := rundir.Read(dir); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			if n, _ := storetest.TreeBytes(cache); n > 2*e.Bytes {
+				t.Errorf("round %d: the cache holds %d bytes, bound 1 byte but the run read (%d)", round, n, e.Bytes)
+			}
+		}
+	}
+}
