@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/heapscope/heapscope/internal/bench"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/report"
 )
 
@@ -38,7 +39,7 @@ func (o *benchGateOptions) options() (bench.Options, report.Format, error) {
 		return bench.Options{}, "", err
 	}
 	opts := o.Options
-	opts.Gates, err = parseGates(o.failOn, bench.ParseGate)
+	opts.Gates, err = gate.ParseAll("--fail-on", o.failOn, bench.ParseGate)
 	return opts, format, err
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/bench"
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
@@ -76,7 +77,7 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 		return err
 	}
 	opts := o.Options
-	if opts.Gates, err = parseGates(o.failOn, compare.ParseGate); err != nil {
+	if opts.Gates, err = gate.ParseAll("--fail-on", o.failOn, compare.ParseGate); err != nil {
 		return err
 	}
 	warn := func(w string) { fmt.Fprintf(e.stderr, "heapscope: warning: %s\n", w) }

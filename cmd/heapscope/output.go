@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
-	"github.com/heapscope/heapscope/internal/gate"
 	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/progress"
 	"github.com/heapscope/heapscope/internal/report"
@@ -53,19 +52,6 @@ func flagText(cmd *cobra.Command, err error) string {
 		}
 		return path
 	}), 1)
-}
-
-// parseGates parses the expressions of --fail-on with parse.
-func parseGates(exprs []string, parse func(string) (gate.Gate, error)) ([]gate.Gate, error) {
-	var gates []gate.Gate
-	for _, expr := range exprs {
-		g, err := parse(expr)
-		if err != nil {
-			return nil, fmt.Errorf("--fail-on: %w", err)
-		}
-		gates = append(gates, g)
-	}
-	return gates, nil
 }
 
 // newStatus returns the progress line of a long command on w, redrawn in

@@ -16,12 +16,12 @@ func newServerCmd(e *env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return server.Run(cmd.Context(), *cfg, func(url string) {
-				fmt.Fprintf(e.stdout, "serving the store %s on %s (Ctrl-C stops)\n", cfg.Data, url)
+				fmt.Fprintf(e.stdout, "serving the store on %s (Ctrl-C stops)\n", url)
 			})
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Data, "data", "", "store `DIR` that watch fills (required)")
+	cfg.Location.AddFlags(fs, "store `DIR` that watch fills (or --postgres and --objects)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "`ADDR` to serve on; other than loopback only with credentials")
 	fs.StringVar(&cfg.TokensFile, "auth-tokens", "", "require a bearer token of `FILE` (one a line) of every request")
 	fs.StringVar(&cfg.HtpasswdFile, "htpasswd", "", "require a user and password of `FILE` (htpasswd -B, bcrypt) of every request")

@@ -12,9 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/fleet"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/location"
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch"
 	"github.com/heapscope/heapscope/internal/watch/config"
@@ -22,12 +24,13 @@ import (
 )
 
 type watchOptions struct {
-	config, data, listen, logFormat, webhook string
-	tokens, htpasswd                         string
-	once                                     bool
-	every, window                            time.Duration
-	triggers                                 []string
-	pid, concurrency                         int
+	config, listen, logFormat, webhook, member string
+	tokens, htpasswd                           string
+	loc                                        location.Location
+	once                                       bool
+	every, window, lease                       time.Duration
+	triggers                                   []string
+	pid, concurrency                           int
 }
 
 func newWatchCmd(e *env) *cobra.Command {
@@ -42,7 +45,9 @@ func newWatchCmd(e *env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.config, "config", "", "watch configuration `FILE` (YAML); without it, the URLs with the flags below")
-	fs.StringVar(&o.data, "data", "", "store `DIR`: run directories and their index (required)")
+	o.loc.AddFlags(fs, "store `DIR`: run directories and their index (or --postgres and --objects)")
+	fs.DurationVar(&o.lease, "fleet-lease", fleet.DefaultLease, "shared store: watchers split the targets; one that stops heartbeating loses its targets after this")
+	fs.StringVar(&o.member, "fleet-member", "", "shared store: this watcher's `NAME` in the fleet (default: host name and a random suffix)")
 	fs.BoolVar(&o.once, "once", false, "capture every target once and exit")
 	fs.StringVar(&o.listen, "listen", "", "serve /metrics, /healthz and the history API (as heapscope server) on `ADDR`, such as 127.0.0.1:7071")
 	fs.StringVar(&o.tokens, "auth-tokens", "", "the history API beyond loopback: bearer tokens of `FILE`, as heapscope server")
@@ -58,9 +63,6 @@ func newWatchCmd(e *env) *cobra.Command {
 }
 
 func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o *watchOptions) error {
-	if o.data == "" {
-		return errors.New("--data DIR is required: where watch keeps its captures")
-	}
 	log, err := watch.NewLogger(e.stderr, o.logFormat)
 	if err != nil {
 		return err
@@ -75,12 +77,20 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(watch.DefaultMemoryLimit)
 	}
-	st, err := store.Open(o.data)
+	st, err := o.loc.Open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	w, err := watch.New(watch.Options{Config: cfg, Store: st, Version: version, Log: log})
+	opts := watch.Options{Config: cfg, Store: st, Version: version, Log: log}
+	if !o.once {
+		var leave func()
+		if opts.Fleet, leave, err = watch.JoinFleet(ctx, st, fleet.Options{ID: o.member, Lease: o.lease, Log: log}); err != nil {
+			return err
+		}
+		defer leave()
+	}
+	w, err := watch.New(opts)
 	if err != nil {
 		return err
 	}
@@ -116,8 +126,9 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 }
 
 type historyOptions struct {
-	data, target, format, severity, since string
-	limit                                 int
+	loc                             location.Location
+	target, format, severity, since string
+	limit                           int
 }
 
 func newHistoryCmd(e *env) *cobra.Command {
@@ -131,7 +142,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(o.data)
+			st, err := o.loc.Open(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -148,11 +159,11 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return report.Write(e.stdout, format, report.History{History: h, Dir: o.data})
+			return report.Write(e.stdout, format, report.History{History: h, Dir: st.String()})
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.data, "data", "", "store `DIR` (required)")
+	o.loc.AddFlags(fs, "store `DIR` (or --postgres and --objects)")
 	fs.StringVar(&o.target, "target", "", "only this target (its URL as history lists it)")
 	fs.StringVar(&o.since, "since", "", "only the last `DURATION`, such as 24h or 7d")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many items of each kind; 0 for all")

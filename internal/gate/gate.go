@@ -159,3 +159,17 @@ const (
 	// is no test of significance to ask).
 	Fail Outcome = "fail"
 )
+
+// ParseAll parses each expression with parse; an error names the flag
+// (or setting) the expressions came from.
+func ParseAll(flag string, exprs []string, parse func(string) (Gate, error)) ([]Gate, error) {
+	var gates []Gate
+	for _, expr := range exprs {
+		g, err := parse(expr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		gates = append(gates, g)
+	}
+	return gates, nil
+}

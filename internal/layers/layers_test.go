@@ -37,6 +37,8 @@ var layer = map[string]int{
 	"internal/allocbench": 2, "internal/exectrace": 2, "internal/flame": 2,
 	"internal/rss": 2, "internal/rundir": 2, "internal/load": 2, "internal/target": 2,
 	"internal/gcrun": 2, "internal/trigger": 2, "internal/store": 2,
+	// 2 also: a fleet's membership, over the shared store's database.
+	"internal/fleet": 2,
 	// 3: rendering, for the terminal, files and HTTP alike.
 	"internal/report": 3,
 	// 4: the collector, the web UI of a run, the history server.

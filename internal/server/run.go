@@ -2,19 +2,19 @@ package server
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/location"
 	"github.com/heapscope/heapscope/internal/webguard"
 )
 
 // Config is what a command line gives a server: heapscope server's, or
 // watch --listen's, which serves its own routes beside it.
 type Config struct {
-	// Data is the store's directory, opened for reading when Store is nil.
-	Data string
+	// Location is the store's, opened for reading when Store is nil.
+	Location location.Location
 	// Store is the store when the caller has it open (watch).
 	Store store.Store
 	// Listen is the address, HOST:PORT.
@@ -46,10 +46,7 @@ func Run(ctx context.Context, cfg Config, listening func(url string)) error {
 	}
 	st := cfg.Store
 	if st == nil {
-		if cfg.Data == "" {
-			return errors.New("--data DIR is required: the store watch fills")
-		}
-		if st, err = store.OpenExisting(cfg.Data); err != nil {
+		if st, err = cfg.Location.Open(ctx, true); err != nil {
 			return err
 		}
 		defer st.Close()

@@ -40,6 +40,9 @@ type Options struct {
 	// Log receives one line per capture, trigger and problem; slog's
 	// default logger when nil.
 	Log *slog.Logger
+	// Fleet shares the targets with other watchers of the same store;
+	// nil, this watcher captures them all.
+	Fleet Fleet
 	// BundleWindow is how long a trigger's bundle collects allocations and
 	// the CPU profile: short, because the moment matters (DefaultBundleWindow).
 	BundleWindow time.Duration
@@ -77,7 +80,13 @@ type Watcher struct {
 // watched is one target and its goroutines.
 type watched struct {
 	target config.Target
+	ctx    context.Context // the target's, ended when it stops being watched
 	cancel context.CancelFunc
+	// owned says whether this watcher captures the target (always, out
+	// of a fleet); gained tells the schedule it has just come to.
+	owned        bool
+	gained       chan struct{}
+	stopTriggers context.CancelFunc
 	// fresh passes a scheduled run's MemStats, read after a forced GC,
 	// to the triggers: the heap after GC they project.
 	fresh chan trigger.Sample
@@ -173,6 +182,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	defer cancel()
 	var bg sync.WaitGroup
 	bg.Go(func() { w.retain(ctx) })
+	if w.opts.Fleet != nil {
+		bg.Go(func() { w.followFleet(ctx) })
+	}
 	err := w.opts.Config.Watch(ctx, func(ts []config.Target) { w.update(ctx, ts, true) })
 	if err == nil || ctx.Err() != nil {
 		<-ctx.Done()
@@ -202,17 +214,17 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 			old.cancel()
 			delete(w.targets, t.Key)
 		}
-		wt := &watched{target: t, health: Health{Target: t.Key}, fresh: make(chan trigger.Sample, 1)}
+		wt := &watched{target: t, health: Health{Target: t.Key}, fresh: make(chan trigger.Sample, 1),
+			gained: make(chan struct{}, 1), stopTriggers: func() {}}
 		if t.Pod != nil {
 			wt.pod = *t.Pod
 		}
 		tctx, cancel := context.WithCancel(ctx)
-		wt.cancel = cancel
+		wt.ctx, wt.cancel = tctx, cancel
 		w.targets[t.Key] = wt
 		if start {
-			w.loops.Add(2)
-			go func() { defer w.loops.Done(); w.schedule(tctx, wt) }()
-			go func() { defer w.loops.Done(); w.watchTriggers(tctx, wt) }()
+			w.loops.Go(func() { w.schedule(tctx, wt) })
+			w.reassign(wt)
 		}
 	}
 	for key, wt := range w.targets {
@@ -268,6 +280,10 @@ func (w *Watcher) watchedList() []*watched {
 // schedule captures the target at each of its slots until ctx ends. A slot
 // that comes while the previous capture still runs is missed, and counted.
 func (w *Watcher) schedule(ctx context.Context, wt *watched) {
+	if w.opts.Fleet != nil {
+		w.scheduleShared(ctx, wt)
+		return
+	}
 	every := wt.target.Settings.Every
 	offset := Offset(wt.target.Key, every)
 	for {
@@ -277,10 +293,7 @@ func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 			return
 		}
 		if _, res, err := w.capture(ctx, wt, scheduled(slot)); err == nil {
-			w.freshMeasurement(wt, res)
-			if w.longTermDue(wt) {
-				w.diagnoseLongTerm(ctx, wt)
-			}
+			w.afterScheduled(ctx, wt, res)
 		}
 		if ctx.Err() != nil {
 			return
@@ -290,6 +303,15 @@ func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 			w.metrics.missed.Add(float64(missed))
 			w.log.Warn("capture ran past its next slots", "target", wt.target.Key, "missed", missed)
 		}
+	}
+}
+
+// afterScheduled hands a scheduled run's measurement to the triggers and
+// runs the long-term diagnosis when it is due.
+func (w *Watcher) afterScheduled(ctx context.Context, wt *watched, res *result.Run) {
+	w.freshMeasurement(wt, res)
+	if w.longTermDue(wt) {
+		w.diagnoseLongTerm(ctx, wt)
 	}
 }
 

@@ -1,0 +1,291 @@
+// Package fleet lets several watchers share one store's targets. Each
+// watcher is a member with a lease in PostgreSQL (the shared store's
+// database: table members), renewed by a heartbeat; the live members are
+// those whose lease has not expired by the database's clock. Every
+// target belongs to one live member, chosen by rendezvous hashing
+// (Owner): when a member joins or leaves, only the targets that hash to
+// it move. A member that cannot renew its lease owns nothing until it
+// can, so that a watcher cut off from the database stops capturing
+// rather than capture beside the one that took its targets over.
+//
+// Ownership alone cannot make each scheduled slot captured exactly once:
+// for a moment around a move two members may both think they own a
+// target. Claims settle it: a member captures a slot only after claiming
+// it in the slots table, and a claim is taken over only when it is not
+// done and its member's lease has expired (the member died mid-capture).
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultLease is how long a member's lease lasts without a heartbeat:
+// its targets move to the others within two of these after it dies.
+const DefaultLease = 15 * time.Second
+
+// claimsKept is how long claims on past slots are kept.
+const claimsKept = 24 * time.Hour
+
+// Options configure a membership.
+type Options struct {
+	// ID names the member; the host name and a random suffix when empty.
+	ID string
+	// Lease is how long the member's lease lasts (DefaultLease when
+	// zero); it is renewed every third of it.
+	Lease time.Duration
+	// Log receives joins, leaves and lost leases; slog's default when nil.
+	Log *slog.Logger
+}
+
+// Member is one watcher's membership of a fleet.
+type Member struct {
+	pool  *pgxpool.Pool
+	id    string
+	lease time.Duration
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	members []string  // the live members, sorted; nil when this one's lease is lost
+	renewed time.Time // when the lease was last renewed, by the local clock
+	changes chan struct{}
+}
+
+// Join takes a lease for a new member and reads the live members, so
+// that Owns answers from the start; Run keeps the lease.
+func Join(ctx context.Context, pool *pgxpool.Pool, o Options) (*Member, error) {
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Lease < time.Second {
+		return nil, fmt.Errorf("join the fleet: a lease of %s is shorter than a second", o.Lease)
+	}
+	if o.ID == "" {
+		o.ID = defaultID()
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	m := &Member{pool: pool, id: o.ID, lease: o.Lease, log: o.Log, changes: make(chan struct{}, 1)}
+	var taken bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM members WHERE id = $1 AND expires > now())`, m.id).Scan(&taken)
+	if err != nil {
+		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, err)
+	}
+	if taken {
+		return nil, fmt.Errorf("join the fleet as %s: a live member has that name", m.id)
+	}
+	if err := m.heartbeat(ctx); err != nil {
+		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, err)
+	}
+	m.log.Info("joined the fleet", "member", m.id, "members", len(m.members), "lease", m.lease)
+	return m, nil
+}
+
+func defaultID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "watcher"
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// ID returns the member's name.
+func (m *Member) ID() string { return m.id }
+
+// Lease returns the member's lease period.
+func (m *Member) Lease() time.Duration { return m.lease }
+
+// Run renews the lease and rereads the members every third of the lease
+// until ctx ends, then leaves the fleet (its targets move at once).
+func (m *Member) Run(ctx context.Context) {
+	tick := time.NewTicker(m.lease / 3)
+	defer tick.Stop()
+	beats := 0
+	for {
+		select {
+		case <-ctx.Done():
+			m.leave()
+			return
+		case <-tick.C:
+		}
+		if err := m.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			m.mu.Lock()
+			lost := m.members != nil && time.Since(m.renewed) > m.lease
+			if lost {
+				m.members = nil
+			}
+			m.mu.Unlock()
+			m.log.Warn("fleet heartbeat failed", "member", m.id, "err", err)
+			if lost {
+				m.log.Error("fleet lease lost: capturing nothing until it is renewed", "member", m.id)
+				m.changed()
+			}
+		}
+		if beats++; beats%100 == 0 {
+			m.pool.Exec(ctx, "DELETE FROM slots WHERE claimed < now() - make_interval(secs => $1)", claimsKept.Seconds())
+		}
+	}
+}
+
+// heartbeat renews the lease and reads the live members.
+func (m *Member) heartbeat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.lease/2)
+	defer cancel()
+	start := time.Now()
+	_, err := m.pool.Exec(ctx, `INSERT INTO members (id, expires) VALUES ($1, now() + make_interval(secs => $2))
+		ON CONFLICT (id) DO UPDATE SET expires = EXCLUDED.expires`, m.id, m.lease.Seconds())
+	if err != nil {
+		return err
+	}
+	rows, err := m.pool.Query(ctx, "SELECT id FROM members WHERE expires > now() ORDER BY id")
+	if err != nil {
+		return err
+	}
+	var live []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		live = append(live, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	same := slices.Equal(live, m.members)
+	m.members, m.renewed = live, start
+	m.mu.Unlock()
+	if !same {
+		m.log.Info("fleet members", "member", m.id, "members", live)
+		m.changed()
+	}
+	return nil
+}
+
+// leave gives the lease up, so that the others take the targets over at
+// their next heartbeat rather than when it expires.
+func (m *Member) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := m.pool.Exec(ctx, "DELETE FROM members WHERE id = $1", m.id); err != nil {
+		m.log.Warn("leave the fleet", "member", m.id, "err", err)
+		return
+	}
+	m.log.Info("left the fleet", "member", m.id)
+}
+
+func (m *Member) changed() {
+	select {
+	case m.changes <- struct{}{}:
+	default:
+	}
+}
+
+// Changes receives a value when the members change: the targets owned
+// may have too.
+func (m *Member) Changes() <-chan struct{} { return m.changes }
+
+// Members returns the live members as last read, sorted.
+func (m *Member) Members() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.members)
+}
+
+// Owns says whether this member captures the target with that key.
+func (m *Member) Owns(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.members != nil && time.Since(m.renewed) > m.lease {
+		return false // the lease may have expired: own nothing
+	}
+	return Owner(key, m.members) == m.id
+}
+
+// Owner returns the member that owns a target: the one with the highest
+// hash of (member, key), so that a member's leaving moves only its own
+// targets, spread over the others. "" when there are no members.
+func Owner(key string, members []string) string {
+	best, bestHash := "", uint64(0)
+	for _, id := range members {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write([]byte(key))
+		v := mix(h.Sum64())
+		if best == "" || v > bestHash || (v == bestHash && id < best) {
+			best, bestHash = id, v
+		}
+	}
+	return best
+}
+
+// mix finishes a hash (splitmix64's finaliser), so that members whose
+// names differ in a last character spread evenly.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Claim claims a target's scheduled slot for this member: true when it
+// is this member's to capture. A slot already claimed is this member's
+// only when the claim is its own and not done, or when its member's
+// lease has expired before the capture was done.
+func (m *Member) Claim(ctx context.Context, key string, slot time.Time) (bool, error) {
+	var member string
+	err := m.pool.QueryRow(ctx, `INSERT INTO slots (target, slot_ns, member) VALUES ($1, $2, $3)
+		ON CONFLICT (target, slot_ns) DO UPDATE SET member = EXCLUDED.member, claimed = now()
+		WHERE NOT slots.done AND (slots.member = EXCLUDED.member OR
+			NOT EXISTS (SELECT 1 FROM members m WHERE m.id = slots.member AND m.expires > now()))
+		RETURNING member`, key, slot.UnixNano(), m.id).Scan(&member)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, err)
+	}
+	return member == m.id, nil
+}
+
+// Done marks a claimed slot captured: no one takes it over.
+func (m *Member) Done(ctx context.Context, key string, slot time.Time) error {
+	_, err := m.pool.Exec(ctx, "UPDATE slots SET done = true WHERE target = $1 AND slot_ns = $2 AND member = $3",
+		key, slot.UnixNano(), m.id)
+	if err != nil {
+		return fmt.Errorf("mark the slot %s of %s done: %w", slot.UTC().Format(time.RFC3339), key, err)
+	}
+	return nil
+}
+
+// Release gives up a claim not done (a capture that failed), so that
+// another member may still capture the slot.
+func (m *Member) Release(ctx context.Context, key string, slot time.Time) error {
+	_, err := m.pool.Exec(ctx, "DELETE FROM slots WHERE target = $1 AND slot_ns = $2 AND member = $3 AND NOT done",
+		key, slot.UnixNano(), m.id)
+	if err != nil {
+		return fmt.Errorf("release the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, err)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package watch
+
+import (
+	"context"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/fleet"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/shared"
+)
+
+// Fleet is a watcher's share of the targets when several watchers share
+// one store (internal/fleet's Member): every watcher follows every
+// target, but only the target's owner samples its triggers and captures
+// its slots, and a slot is captured only once it is claimed.
+type Fleet interface {
+	// Owns says whether this watcher captures the target.
+	Owns(key string) bool
+	// Changes receives a value when the targets owned may have changed.
+	Changes() <-chan struct{}
+	// Claim claims a target's slot: true when it is this watcher's to
+	// capture.
+	Claim(ctx context.Context, key string, slot time.Time) (bool, error)
+	// Done marks a claimed slot captured.
+	Done(ctx context.Context, key string, slot time.Time) error
+	// Release gives a claimed slot up after a failed capture.
+	Release(ctx context.Context, key string, slot time.Time) error
+}
+
+// followFleet moves the targets' triggers to and from this watcher as
+// the fleet's members change, until ctx ends.
+func (w *Watcher) followFleet(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.opts.Fleet.Changes():
+		}
+		w.mu.Lock()
+		for _, wt := range w.targets {
+			w.reassign(wt)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// reassign (w.mu held) starts the target's triggers when this watcher
+// has just come to own it, and tells its schedule, which captures the
+// slot that went by if no one did; it stops them when the target has
+// moved away. Captures in flight go on: their slots are claimed.
+func (w *Watcher) reassign(wt *watched) {
+	owns := w.opts.Fleet == nil || w.opts.Fleet.Owns(wt.target.Key)
+	if owns == wt.owned {
+		return
+	}
+	wt.owned = owns
+	if !owns {
+		wt.stopTriggers()
+		w.log.Info("target moved to another watcher", "target", wt.target.Key)
+		return
+	}
+	w.startTriggers(wt)
+	if w.opts.Fleet != nil {
+		select {
+		case wt.gained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// startTriggers (w.mu held) runs the target's trigger loop.
+func (w *Watcher) startTriggers(wt *watched) {
+	ctx, cancel := context.WithCancel(wt.ctx)
+	wt.stopTriggers = cancel
+	w.loops.Go(func() { w.watchTriggers(ctx, wt) })
+}
+
+// scheduleShared is schedule for a watcher of a fleet: each slot the
+// target's owner claims is captured, and a slot that went by while the
+// target was moving to this watcher is captured late if no one did.
+func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
+	every := wt.target.Settings.Every
+	offset := Offset(wt.target.Key, every)
+	for {
+		now := w.opts.now()
+		slot := NextSlot(now, every, offset)
+		w.setHealth(wt, func(h *Health) { h.NextSlot = slot })
+		timer := time.NewTimer(slot.Sub(now))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-wt.gained:
+			timer.Stop()
+			slot = slot.Add(-every)
+		case <-timer.C:
+		}
+		w.captureSlot(ctx, wt, slot)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// captureSlot captures a slot of the target when this watcher owns it,
+// claims it, and finds no scheduled run of it stored yet.
+func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) {
+	f, key := w.opts.Fleet, wt.target.Key
+	if !f.Owns(key) {
+		return
+	}
+	mine, err := f.Claim(ctx, key, slot)
+	if err != nil {
+		w.log.Error("claim a slot", "target", key, "err", err)
+		return
+	}
+	if !mine {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	if w.slotStored(key, slot) {
+		f.Done(bg, key, slot)
+		return
+	}
+	_, res, err := w.capture(ctx, wt, scheduled(slot))
+	if err != nil {
+		if err := f.Release(bg, key, slot); err != nil {
+			w.log.Error("release a slot", "target", key, "err", err)
+		}
+		return
+	}
+	if err := f.Done(bg, key, slot); err != nil {
+		w.log.Error("mark a slot captured", "target", key, "err", err)
+	}
+	w.afterScheduled(ctx, wt, res)
+}
+
+// slotStored says whether a scheduled run of the slot is in the store: a
+// member that died after its commit, before it marked its claim done.
+func (w *Watcher) slotStored(key string, slot time.Time) bool {
+	h, err := w.opts.Store.History(storeQuery(key, slot))
+	if err != nil {
+		return false
+	}
+	for _, e := range h.Runs {
+		if e.Scheduled && e.Time.Equal(slot) {
+			return true
+		}
+	}
+	return false
+}
+
+// storeQuery selects the entries of a target at one instant.
+func storeQuery(key string, at time.Time) store.Query {
+	return store.Query{Target: key, Since: at, Until: at.Add(time.Nanosecond)}
+}
+
+// JoinFleet makes this watcher a member of the fleet of watchers sharing
+// st, when st is a shared store, and keeps its lease until leave is
+// called; for the embedded store it returns a nil Fleet.
+func JoinFleet(ctx context.Context, st store.Store, o fleet.Options) (f Fleet, leave func(), err error) {
+	sh, ok := st.(*shared.Store)
+	if !ok {
+		return nil, func() {}, nil
+	}
+	m, err := fleet.Join(ctx, sh.Pool(), o)
+	if err != nil {
+		return nil, nil, err
+	}
+	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	left := make(chan struct{})
+	go func() { m.Run(mctx); close(left) }()
+	return m, func() { stop(); <-left }, nil
+}
