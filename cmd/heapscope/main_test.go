@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/heapscope/heapscope/internal/testserver/pgtest"
+	"github.com/heapscope/heapscope/internal/testserver/s3test"
 )
 
 func TestMain(m *testing.M) {
@@ -33,10 +36,25 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	exampleExecutable = func() (string, error) { return bin, nil }
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+	goleak.VerifyTestMain(serversStopped{m}, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}))
+}
+
+// serversStopped runs the tests, then stops the PostgreSQL and S3
+// servers the fleet tests started, before goleak looks for leaks.
+type serversStopped struct{ m *testing.M }
+
+func (s serversStopped) Run() int {
+	code := s.m.Run()
+	for _, stop := range []func() error{pgtest.StopShared, s3test.StopShared} {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // result of one in-process heapscope invocation.

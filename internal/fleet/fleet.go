@@ -52,7 +52,9 @@ type Options struct {
 
 // Member is one watcher's membership of a fleet.
 type Member struct {
-	pool  *pgxpool.Pool
+	pool *pgxpool.Pool
+	// beat is the heartbeat's connection, used by Run alone.
+	beat  *pgx.Conn
 	id    string
 	lease time.Duration
 	log   *slog.Logger
@@ -78,16 +80,23 @@ func Join(ctx context.Context, pool *pgxpool.Pool, o Options) (*Member, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	m := &Member{pool: pool, id: o.ID, lease: o.Lease, log: o.Log, changes: make(chan struct{}, 1)}
-	var taken bool
-	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM members WHERE id = $1 AND expires > now())`, m.id).Scan(&taken)
+	// The heartbeat has a connection of its own: a pool busy with the
+	// store's commits must not delay it past the lease.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, err)
+		return nil, fmt.Errorf("join the fleet as %s: %w", o.ID, err)
 	}
-	if taken {
-		return nil, fmt.Errorf("join the fleet as %s: a live member has that name", m.id)
+	m := &Member{pool: pool, beat: conn, id: o.ID, lease: o.Lease, log: o.Log, changes: make(chan struct{}, 1)}
+	var taken bool
+	err = pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM members WHERE id = $1 AND expires > now())`, m.id).Scan(&taken)
+	if err == nil && taken {
+		err = errors.New("a live member has that name")
 	}
-	if err := m.heartbeat(ctx); err != nil {
+	if err == nil {
+		err = m.heartbeat(ctx)
+	}
+	if err != nil {
+		conn.Close(context.Background())
 		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, err)
 	}
 	m.log.Info("joined the fleet", "member", m.id, "members", len(m.members), "lease", m.lease)
@@ -120,6 +129,7 @@ func (m *Member) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			m.leave()
+			m.beat.Close(context.Background())
 			return
 		case <-tick.C:
 		}
@@ -147,12 +157,19 @@ func (m *Member) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.lease/2)
 	defer cancel()
 	start := time.Now()
-	_, err := m.pool.Exec(ctx, `INSERT INTO members (id, expires) VALUES ($1, now() + make_interval(secs => $2))
+	if m.beat.IsClosed() { // a heartbeat cut off by its timeout closes it
+		conn, err := pgx.ConnectConfig(ctx, m.pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return err
+		}
+		m.beat = conn
+	}
+	_, err := m.beat.Exec(ctx, `INSERT INTO members (id, expires) VALUES ($1, now() + make_interval(secs => $2))
 		ON CONFLICT (id) DO UPDATE SET expires = EXCLUDED.expires`, m.id, m.lease.Seconds())
 	if err != nil {
 		return err
 	}
-	rows, err := m.pool.Query(ctx, "SELECT id FROM members WHERE expires > now() ORDER BY id")
+	rows, err := m.beat.Query(ctx, "SELECT id FROM members WHERE expires > now() ORDER BY id")
 	if err != nil {
 		return err
 	}
@@ -185,7 +202,7 @@ func (m *Member) heartbeat(ctx context.Context) error {
 func (m *Member) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := m.pool.Exec(ctx, "DELETE FROM members WHERE id = $1", m.id); err != nil {
+	if _, err := m.beat.Exec(ctx, "DELETE FROM members WHERE id = $1", m.id); err != nil {
 		m.log.Warn("leave the fleet", "member", m.id, "err", err)
 		return
 	}

@@ -77,28 +77,39 @@ func (w *Watcher) startTriggers(wt *watched) {
 
 // scheduleShared is schedule for a watcher of a fleet: each slot the
 // target's owner claims is captured, and a slot that went by while the
-// target was moving to this watcher is captured late if no one did.
+// target was moving to this watcher is captured late if no one did. A
+// slot that went by during a capture is captured late too (the last one,
+// when several did: the others are missed, and counted).
 func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 	every := wt.target.Settings.Every
 	offset := Offset(wt.target.Key, every)
+	next := NextSlot(w.opts.now(), every, offset)
 	for {
-		now := w.opts.now()
-		slot := NextSlot(now, every, offset)
-		w.setHealth(wt, func(h *Health) { h.NextSlot = slot })
-		timer := time.NewTimer(slot.Sub(now))
+		w.setHealth(wt, func(h *Health) { h.NextSlot = next })
+		timer := time.NewTimer(next.Sub(w.opts.now()))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
 		case <-wt.gained:
 			timer.Stop()
-			slot = slot.Add(-every)
+			w.captureSlot(ctx, wt, next.Add(-every))
+			continue
 		case <-timer.C:
 		}
-		w.captureSlot(ctx, wt, slot)
+		w.captureSlot(ctx, wt, next)
 		if ctx.Err() != nil {
 			return
 		}
+		after := NextSlot(w.opts.now(), every, offset)
+		if passed := after.Sub(next)/every - 1; passed > 0 {
+			if passed > 1 {
+				w.metrics.missed.Add(float64(passed - 1))
+				w.log.Warn("capture ran past its next slots", "target", wt.target.Key, "missed", passed-1)
+			}
+			after = after.Add(-every)
+		}
+		next = after
 	}
 }
 

@@ -17,11 +17,17 @@ const (
 )
 
 // longTermDue says whether the target's long-term diagnosis last ran
-// longTermEvery ago or more.
+// longTermEvery ago or more, and if so notes it as run now, so that it
+// is started once.
 func (w *Watcher) longTermDue(wt *watched) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.opts.now().Sub(wt.lastLongTerm) >= longTermEvery
+	now := w.opts.now()
+	if now.Sub(wt.lastLongTerm) < longTermEvery {
+		return false
+	}
+	wt.lastLongTerm = now
+	return true
 }
 
 // diagnoseLongTerm diagnoses the target over its stored runs of the last

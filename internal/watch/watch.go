@@ -307,11 +307,12 @@ func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 }
 
 // afterScheduled hands a scheduled run's measurement to the triggers and
-// runs the long-term diagnosis when it is due.
+// starts the long-term diagnosis when it is due, beside the schedule:
+// it waits for an analysis slot, and the next slot must not wait for it.
 func (w *Watcher) afterScheduled(ctx context.Context, wt *watched, res *result.Run) {
 	w.freshMeasurement(wt, res)
 	if w.longTermDue(wt) {
-		w.diagnoseLongTerm(ctx, wt)
+		w.loops.Go(func() { w.diagnoseLongTerm(ctx, wt) })
 	}
 }
 

@@ -92,6 +92,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "60000"
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "heapscope"
+	if !strings.Contains(o.Postgres, "pool_max_conns") {
+		// pgx's default, four on a small machine, would queue a watcher's
+		// concurrent commits behind each other.
+		cfg.MaxConns = max(cfg.MaxConns, 16)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fail(err)

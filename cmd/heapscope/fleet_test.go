@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/fleet"
+	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/shared"
+	"github.com/heapscope/heapscope/internal/testserver/pgtest"
+	"github.com/heapscope/heapscope/internal/testserver/s3test"
+	"github.com/heapscope/heapscope/internal/watch"
+)
+
+// fleetStore is a shared store of the test binary's PostgreSQL and S3
+// servers: a fresh database and bucket, and the environment and flags
+// that point heapscope at them.
+type fleetStore struct {
+	postgres, objects string
+	env               []string
+	open              shared.Options
+}
+
+func newFleetStore(t *testing.T) fleetStore {
+	t.Helper()
+	srv := s3test.Shared(t)
+	bucket := srv.NewBucket(t)
+	fs := fleetStore{
+		postgres: pgtest.Shared(t).NewDatabase(t),
+		objects:  fmt.Sprintf("s3://%s/fleet?endpoint=%s&region=%s", bucket, srv.Endpoint, srv.Region),
+		env: []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
+			"AWS_EC2_METADATA_DISABLED=true"},
+	}
+	o, err := shared.ParseObjects(fs.objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.open = shared.Options{Postgres: fs.postgres, Objects: o, CacheDir: t.TempDir()}
+	return fs
+}
+
+// openStore opens the shared store in the test process.
+func (fs fleetStore) openStore(t *testing.T) *shared.Store {
+	t.Helper()
+	for _, kv := range fs.env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	s, err := shared.Open(t.Context(), fs.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// startFleetTargets starts the process of n targets and returns their
+// addresses and a function that raises the last one's goroutines.
+func startFleetTargets(t *testing.T, n int) ([]string, func()) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fleettargets")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/fleettargets").CombinedOutput(); err != nil {
+		t.Fatalf("build the targets: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, strconv.Itoa(n))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the targets' process: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the targets' process: %v", err)
+	}
+	addrs := strings.Fields(line)
+	if len(addrs) != n {
+		t.Fatalf("the targets' process serves %d targets, want %d", len(addrs), n)
+	}
+	return addrs, func() { fmt.Fprintln(stdin, "raise") }
+}
+
+// watcher is one heapscope watch process of the fleet.
+type watcher struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+}
+
+func startWatcher(t *testing.T, bin, name, cfg string, fs fleetStore, lease time.Duration) *watcher {
+	t.Helper()
+	log := filepath.Join(cmp.Or(os.Getenv("HEAPSCOPE_FLEET_LOGS"), t.TempDir()), name+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "watch", "--config", cfg, "--postgres", fs.postgres, "--objects", fs.objects,
+		"--fleet-lease", lease.String(), "--fleet-member", name, "--cache", t.TempDir(), "--log-format", "json")
+	cmd.Env = append(os.Environ(), fs.env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{name: name, cmd: cmd, log: log}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(log)
+			t.Logf("%s's log:\n%s", name, tail(string(data), 40))
+		}
+	})
+	return w
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// TestFleet_slotsSurviveAWatcherKilled runs three watchers over one
+// shared store and 61 targets, kills the one that owns the trigger
+// target with SIGKILL, and checks that every scheduled slot was captured
+// exactly once, none later than two lease periods, and that the trigger
+// target's trigger fires on the watcher it moved to.
+func TestFleet_slotsSurviveAWatcherKilled(t *testing.T) {
+	bin, err := exampleExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		lease   = 3 * time.Second
+		every   = 10 * time.Second
+		targets = 60
+	)
+	addrs, raise := startFleetTargets(t, targets+1)
+	trigAddr := addrs[targets]
+	cfg := filepath.Join(t.TempDir(), "heapscope.yaml")
+	yaml := fmt.Sprintf(`concurrency: 64
+retention:
+  max_age: 0
+defaults:
+  every: %s
+  window: 200ms
+  poll: 300ms
+  profiles: [heap]
+groups:
+  - name: fleet
+    static:
+      - targets: [%s]
+  - name: triggered
+    triggers:
+      - expr: goroutines>=10000
+        cooldown: 0
+    static:
+      - targets: [%s]
+`, every, strings.Join(addrs[:targets], ", "), trigAddr)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := newFleetStore(t)
+	names := []string{"w1", "w2", "w3"}
+	ws := map[string]*watcher{}
+	for _, n := range names {
+		ws[n] = startWatcher(t, bin, n, cfg, fs, lease)
+	}
+	st := fs.openStore(t)
+
+	// Settled: three members, and every target captured once.
+	deadline := time.Now().Add(30 * time.Second)
+	var keys []string
+	for {
+		var members int
+		if err := st.Pool().QueryRow(t.Context(), "SELECT COUNT(*) FROM members WHERE expires > now()").Scan(&members); err != nil {
+			t.Fatal(err)
+		}
+		keys, err = st.Targets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if members == 3 && len(keys) == targets+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: %d members, %d of %d targets captured", members, len(keys), targets+1)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	settled := time.Now().Add(lease)
+	var trigKey string
+	for _, k := range keys {
+		if strings.Contains(k, "//"+trigAddr+"/") {
+			trigKey = k
+		}
+	}
+	victim := fleet.Owner(trigKey, names)
+	moved := map[string]bool{}
+	for _, k := range keys {
+		moved[k] = fleet.Owner(k, names) == victim
+	}
+
+	time.Sleep(every)
+	killed := time.Now()
+	if err := ws[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ws[victim].cmd.Wait()
+
+	// Past two lease periods the trigger target is another watcher's:
+	// its trigger must fire there. Meanwhile two more rounds of slots.
+	time.Sleep(2*lease + 500*time.Millisecond)
+	raised := time.Now()
+	raise()
+	time.Sleep(2 * every)
+	stopped := time.Now()
+	for _, n := range names {
+		if n != victim {
+			ws[n].cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, n := range names {
+		if n != victim {
+			if err := ws[n].cmd.Wait(); err != nil {
+				t.Errorf("%s after SIGTERM: %v", n, err)
+			}
+		}
+	}
+
+	h, err := st.History(store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundles []store.Entry
+	for _, b := range h.Bundles {
+		if b.Target == trigKey && b.Time.After(raised) && b.Trigger != nil && b.Trigger.Expr == "goroutines>=10000" {
+			bundles = append(bundles, b)
+		}
+	}
+	if len(bundles) == 0 {
+		t.Errorf("no bundle of %s in the %s after its goroutines crossed its trigger, its watcher %s killed before", trigKey, 2*every, victim)
+	}
+	type slotKey struct {
+		target string
+		slot   int64
+	}
+	runs := map[slotKey][]store.Entry{}
+	for _, e := range h.Runs {
+		if e.Scheduled {
+			k := slotKey{e.Target, e.Time.UnixNano()}
+			runs[k] = append(runs[k], e)
+		}
+	}
+	for k, es := range runs {
+		if len(es) > 1 {
+			t.Errorf("%s: slot %s captured %d times", k.target, time.Unix(0, k.slot).UTC().Format(time.RFC3339), len(es))
+		}
+	}
+	// Every slot from the settled fleet to the stop (less a capture's
+	// time) was captured, and none of a moved target later than two
+	// lease periods after its instant.
+	checked, late, latest := 0, 0, time.Duration(0)
+	for _, key := range keys {
+		offset := watch.Offset(key, every)
+		for slot := watch.NextSlot(settled, every, offset); slot.Before(stopped.Add(-4 * time.Second)); slot = slot.Add(every) {
+			es := runs[slotKey{key, slot.UnixNano()}]
+			if len(es) == 0 {
+				t.Errorf("%s: slot %s (%s after the kill) was not captured", key, slot.UTC().Format(time.RFC3339Nano), slot.Sub(killed))
+				continue
+			}
+			checked++
+			if !moved[key] || slot.Before(killed.Add(-every)) {
+				continue
+			}
+			dir, err := st.RunDir(t.Context(), es[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := rundir.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lateness := res.Window.Start.Sub(slot)
+			latest = max(latest, lateness)
+			if lateness > 2*lease {
+				t.Errorf("%s: slot %s captured %s late, more than two lease periods (%s)", key, slot.UTC().Format(time.RFC3339Nano), lateness, 2*lease)
+			} else if lateness > time.Second {
+				late++
+			}
+		}
+	}
+	t.Logf("%d slots checked, each captured once; %d of the moved targets' slots captured over 1 s late, the latest %s (bound %s); killed %s",
+		checked, late, latest.Round(time.Millisecond), 2*lease, victim)
+	if checked < targets*2 {
+		t.Errorf("only %d slots checked: the fleet did not run long enough", checked)
+	}
+}
