@@ -315,4 +315,3 @@ func copyDir(t *testing.T, from string) string {
 	}
 	return to
 }
-
