@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
 
-.PHONY: help build install need-chromium test test-short test-allocbench test-browser lint fmt bench fuzz demo clean
+.PHONY: help build install need-chromium test test-short test-allocbench test-browser test-pyroscope lint fmt bench fuzz demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,10 @@ test-short: ## the suite without the race detector
 test-allocbench: ## the allocator lab against real Go toolchains from the module proxy (a minute or two)
 	$(GO) test -count=1 -tags allocbench ./internal/allocbench/
 
+test-pyroscope: ## the Pyroscope exporter against a real Pyroscope server on 127.0.0.1, built from the Go module proxy into ~/.cache/heapscope (minutes the first time)
+	PYROSCOPE_BIN="$$(bash scripts/pyroscope-server.sh)" && export PYROSCOPE_BIN && \
+	  $(GO) test -count=1 -tags pyroscope ./internal/export/pyroscope/
+
 need-chromium:
 	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM=/path/to/chrome; scripts/test.sh installs it)"; exit 1; }
@@ -43,6 +47,7 @@ lint: ## gofmt, import groups, go vet, go mod tidy check
 	  $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 	$(GO) vet ./...
 	$(GO) vet -tags allocbench ./internal/allocbench/
+	$(GO) vet -tags pyroscope ./internal/export/pyroscope/
 	$(GO) mod tidy -diff
 
 fmt: ## format the code

@@ -41,6 +41,9 @@ var layer = map[string]int{
 	"internal/fleet": 2,
 	// 3: rendering, for the terminal, files and HTTP alike.
 	"internal/report": 3,
+	// 3 also: stored captures exported to other tools (Pyroscope), read
+	// through rundir.
+	"internal/export": 3,
 	// 4: the collector, the web UI of a run, the history server.
 	"internal/run": 4, "internal/view": 4, "internal/server": 4,
 	// 4 also: the bundled example services that demo starts.

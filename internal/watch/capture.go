@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
@@ -50,7 +51,8 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 	case <-ctx.Done():
 		return store.Entry{}, nil, ctx.Err()
 	}
-	defer func() { <-w.sem }()
+	release := sync.OnceFunc(func() { <-w.sem })
+	defer release()
 	start := w.opts.now()
 	if o.firing == nil {
 		w.metrics.scheduleLag.Observe(max(0, start.Sub(o.slot).Seconds()))
@@ -79,6 +81,10 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 	})
 	w.log.Info("captured", "target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,
 		"seconds", w.opts.now().Sub(start).Seconds())
+	// The push holds no capture slot: a slow Pyroscope delays this
+	// target's loop, never another target's capture.
+	release()
+	w.pushToPyroscope(ctx, t, entry)
 	return entry, res, nil
 }
 

@@ -29,6 +29,7 @@ type metrics struct {
 	targets        prometheus.Gauge
 	storeBytes     prometheus.Gauge
 	restarts       *prometheus.CounterVec // oom_kill
+	pyroscope      *prometheus.CounterVec // outcome
 }
 
 func newMetrics() *metrics {
@@ -72,9 +73,13 @@ func newMetrics() *metrics {
 			Name: "heapscope_watch_target_restarts_total",
 			Help: "Target restarts seen, by whether an OOM kill preceded them.",
 		}, []string{"oom_kill"}),
+		pyroscope: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "heapscope_watch_pyroscope_pushes_total",
+			Help: "Captures pushed to Pyroscope (the config's pyroscope section), by outcome (ok, failed).",
+		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.captures, m.captureSeconds, m.captureBytes, m.triggers,
-		m.scheduleLag, m.missed, m.targets, m.storeBytes, m.restarts,
+		m.scheduleLag, m.missed, m.targets, m.storeBytes, m.restarts, m.pyroscope,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,7 +1,8 @@
 // Package config reads the configuration of heapscope watch: defaults for
 // every target, groups of targets with labels, static targets and file_sd
 // discovery in the style of Prometheus scrape configs, triggers as
-// expressions, retention and a webhook.
+// expressions, retention, a webhook and a Pyroscope server to push every
+// capture to.
 //
 // Load reads a YAML file and rejects unknown keys and bad values with the
 // file and line of each; ForURLs makes the same Config from a command
@@ -14,9 +15,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/target"
@@ -37,6 +41,10 @@ const (
 	DefaultRefreshInterval = 30 * time.Second
 	DefaultWebhookTimeout  = 5 * time.Second
 	DefaultWebhookRetries  = 3
+	// A push to Pyroscope carries a capture's profiles, megabytes: a
+	// longer bound than a webhook's.
+	DefaultPyroscopeTimeout = 30 * time.Second
+	DefaultPyroscopeRetries = 3
 )
 
 // DefaultProfiles are the profiles captured unless a config names others:
@@ -57,6 +65,8 @@ type Config struct {
 	Retention Retention
 	// Webhook is where trigger bundles are announced; nil for none.
 	Webhook *Webhook
+	// Pyroscope is the server every capture is pushed to; nil for none.
+	Pyroscope *Pyroscope
 	// Defaults are the settings of every group that does not override them.
 	Defaults Settings
 	// Groups are the target groups, in the file's order.
@@ -83,6 +93,51 @@ type Webhook struct {
 	Timeout time.Duration
 	// Retries is how many times a failed notification is tried again.
 	Retries int
+}
+
+// Pyroscope is the Grafana Pyroscope server every stored capture is pushed
+// to.
+type Pyroscope struct {
+	// URL is the server's base URL, http or https.
+	URL string
+	// BasicAuth is sent with each push; nil for none.
+	BasicAuth *BasicAuth
+	// TenantID is sent as X-Scope-OrgID; empty for none.
+	TenantID string
+	// Timeout bounds each attempt.
+	Timeout time.Duration
+	// Retries is how many times a failed push is tried again.
+	Retries int
+}
+
+// BasicAuth is HTTP basic auth with the password in a file, as a mounted
+// secret: Password reads it at each use, so a rotated secret is taken up.
+type BasicAuth struct {
+	Username string
+	// PasswordFile is an absolute path (a relative one in the config is
+	// read from the config file's directory).
+	PasswordFile string
+}
+
+// maxPasswordFile bounds a password file.
+const maxPasswordFile = 64 << 10
+
+// Password reads the password file: its content less leading and
+// trailing white space (a final newline), as Prometheus reads one.
+func (b *BasicAuth) Password() (string, error) {
+	f, err := os.Open(b.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("read basic auth password: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read basic auth password %s: %w", b.PasswordFile, err)
+	case len(data) > maxPasswordFile:
+		return "", fmt.Errorf("read basic auth password %s: over %d KiB", b.PasswordFile, maxPasswordFile>>10)
+	}
+	return strings.TrimSpace(string(data)), nil
 }
 
 // Settings are what every target of a group is watched with.

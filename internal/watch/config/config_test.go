@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ type resolved struct {
 	Concurrency int
 	Retention   struct{ MaxAge, MaxSize string }
 	Webhook     *webhookView
+	Pyroscope   *pyroscopeView
 	Groups      []string
 	Targets     []targetView
 	Problems    []string
@@ -34,6 +36,12 @@ type resolved struct {
 type webhookView struct {
 	URL, Timeout string
 	Retries      int
+}
+
+type pyroscopeView struct {
+	URL, TenantID, Timeout string
+	Retries                int
+	Username, PasswordFile string `json:",omitempty"`
 }
 
 type targetView struct {
@@ -70,6 +78,12 @@ func viewOf(t *testing.T, c *Config) []byte {
 	v := resolved{Listen: c.Listen, Concurrency: c.Concurrency}
 	if w := c.Webhook; w != nil {
 		v.Webhook = &webhookView{w.URL, formatDuration(w.Timeout), w.Retries}
+	}
+	if p := c.Pyroscope; p != nil {
+		v.Pyroscope = &pyroscopeView{URL: p.URL, TenantID: p.TenantID, Timeout: formatDuration(p.Timeout), Retries: p.Retries}
+		if b := p.BasicAuth; b != nil {
+			v.Pyroscope.Username, v.Pyroscope.PasswordFile = b.Username, filepath.ToSlash(b.PasswordFile)
+		}
 	}
 	v.Retention.MaxAge, v.Retention.MaxSize = formatDuration(c.Retention.MaxAge), sizeString(c.Retention.MaxSize)
 	for _, g := range c.Groups {
@@ -156,11 +170,11 @@ func TestLoad_Bad(t *testing.T) {
 		{"targets in the group", "groups:\n  - name: api\n    targets: [h:1]\n",
 			`heapscope.yaml:3: groups[0].targets: unknown key (targets go in a static entry: static: [{targets: [...]}])`},
 		{"unknown key far from any", "storage: /var/lib\n" + group,
-			`heapscope.yaml:1: storage: unknown key (known here: listen, concurrency, retention, webhook, defaults, groups)`},
+			`heapscope.yaml:1: storage: unknown key (known here: listen, concurrency, retention, webhook, pyroscope, defaults, groups)`},
 		{"key given twice", "defaults:\n  every: 5m\n  every: 10m\n" + group,
 			`heapscope.yaml:3: defaults.every: given twice (first at line 2)`},
 		{"merge key", "base: &b {every: 5m}\n",
-			`heapscope.yaml:1: base: unknown key (known here: listen, concurrency, retention, webhook, defaults, groups)`},
+			`heapscope.yaml:1: base: unknown key (known here: listen, concurrency, retention, webhook, pyroscope, defaults, groups)`},
 		{"merge key in a group", "groups:\n  - <<: {every: 5m}\n    name: api\n",
 			`heapscope.yaml:2: groups[0]: merge keys (<<) are not supported: write the keys, or put them in defaults`},
 		{"unknown profile, close", "defaults:\n  profiles: [heap, alocs]\n" + group,
@@ -193,6 +207,26 @@ func TestLoad_Bad(t *testing.T) {
 			`heapscope.yaml:2: webhook: no url: give the URL to notify`},
 		{"webhook negative retries", "webhook: {url: http://h/, retries: -1}\n" + group,
 			`heapscope.yaml:1: webhook.retries: -1 is negative`},
+		{"pyroscope without url", "pyroscope:\n  tenant_id: team-a\n" + group,
+			`heapscope.yaml:2: pyroscope: no url: give the Pyroscope server's URL, such as http://pyroscope:4040`},
+		{"pyroscope not http", "pyroscope:\n  url: grpc://pyroscope:4040\n" + group,
+			`heapscope.yaml:2: pyroscope.url: "grpc://pyroscope:4040": want an http or https URL`},
+		{"pyroscope misspelt key", "pyroscope:\n  url: http://p:4040\n  tenant: a\n" + group,
+			`heapscope.yaml:3: pyroscope.tenant: unknown key (did you mean tenant_id?)`},
+		{"pyroscope bad tenant", "pyroscope: {url: http://p:4040, tenant_id: 'a|b'}\n" + group,
+			`heapscope.yaml:1: pyroscope.tenant_id: "a|b": want a tenant ID of letters, digits and !-_.*'(), at most 150`},
+		{"pyroscope zero timeout", "pyroscope: {url: http://p:4040, timeout: 0}\n" + group,
+			`heapscope.yaml:1: pyroscope.timeout: want more than 0`},
+		{"pyroscope negative retries", "pyroscope: {url: http://p:4040, retries: -2}\n" + group,
+			`heapscope.yaml:1: pyroscope.retries: -2 is negative`},
+		{"basic auth without password", "pyroscope:\n  url: http://p:4040\n  basic_auth:\n    username: heapscope\n" + group,
+			`heapscope.yaml:4: pyroscope.basic_auth: no password_file: give username and password_file`},
+		{"basic auth password missing", "pyroscope:\n  url: http://p:4040\n  basic_auth:\n    username: heapscope\n    password_file: /nonexistent/pyroscope-password\n" + group,
+			`heapscope.yaml:5: pyroscope.basic_auth.password_file: stat /nonexistent/pyroscope-password: no such file or directory`},
+		{"basic auth password a directory", "pyroscope:\n  url: http://p:4040\n  basic_auth: {username: u, password_file: /}\n" + group,
+			`heapscope.yaml:3: pyroscope.basic_auth.password_file: /: not a regular file`},
+		{"basic auth username with a colon", "pyroscope:\n  url: http://p:4040\n  basic_auth: {username: 'a:b', password_file: /}\n" + group,
+			`heapscope.yaml:3: pyroscope.basic_auth.username: "a:b": want a user name, not empty and without a colon`},
 		{"pprof path without slash", "defaults:\n  pprof_path: debug/pprof/\n" + group,
 			`heapscope.yaml:2: defaults.pprof_path: "debug/pprof/": want a path such as /debug/pprof/, starting with /`},
 		{"empty file", "", `heapscope.yaml: no groups: give at least one group of targets`},
@@ -270,6 +304,42 @@ func TestLoad_Bad(t *testing.T) {
 				t.Errorf("error\n  %s\nwant\n  %s", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestBasicAuth_PasswordIsReadAtEachUse(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "password")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "heapscope.yaml")
+	yaml := "pyroscope:\n  url: http://p:4040\n  basic_auth: {username: heapscope, password_file: password}\n" +
+		"groups: [{name: a, static: [{targets: [h:1]}]}]\n"
+	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(config, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.Pyroscope.BasicAuth
+	if b.PasswordFile != file {
+		t.Errorf("password_file resolved to %s, want %s (beside the config)", b.PasswordFile, file)
+	}
+	for _, want := range []string{"s3cret", "rotated"} {
+		if want == "rotated" {
+			if err := os.WriteFile(file, []byte("  rotated\r\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := b.Password(); err != nil || got != want {
+			t.Errorf("Password() = %q, %v; want %q", got, err, want)
+		}
+	}
+	os.Remove(file)
+	if _, err := b.Password(); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("Password() of a removed file: %v, want an error naming it", err)
 	}
 }
 

@@ -523,6 +523,18 @@ var configFields = []field[Config]{
 		c.Webhook = w
 		return nil
 	}},
+	{"pyroscope", func(d *decoder, n *yaml.Node, path string, c *Config) error {
+		p := &Pyroscope{Timeout: DefaultPyroscopeTimeout, Retries: DefaultPyroscopeRetries}
+		nodes, err := decodeMapping(d, n, path, pyroscopeFields, p)
+		if err != nil {
+			return err
+		}
+		if nodes["url"] == nil {
+			return d.failf(resolve(n), path, "no url: give the Pyroscope server's URL, such as http://pyroscope:4040")
+		}
+		c.Pyroscope = p
+		return nil
+	}},
 	{"defaults", func(d *decoder, n *yaml.Node, path string, c *Config) error {
 		nodes, err := decodeMapping(d, n, path, settingsFields, &c.Defaults)
 		if err != nil {
@@ -597,6 +609,83 @@ var webhookFields = []field[Webhook]{
 			return d.failf(resolve(n), path, "%d is negative", v)
 		}
 		return nil
+	}},
+}
+
+var pyroscopeFields = []field[Pyroscope]{
+	{"url", func(d *decoder, n *yaml.Node, path string, p *Pyroscope) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		p.URL = s
+		return d.check(n, path, checkWebhookURL(s))
+	}},
+	{"basic_auth", func(d *decoder, n *yaml.Node, path string, p *Pyroscope) error {
+		b := &BasicAuth{}
+		nodes, err := decodeMapping(d, n, path, basicAuthFields, b)
+		if err != nil {
+			return err
+		}
+		for _, key := range []string{"username", "password_file"} {
+			if nodes[key] == nil {
+				return d.failf(resolve(n), path, "no %s: give username and password_file", key)
+			}
+		}
+		p.BasicAuth = b
+		return nil
+	}},
+	{"tenant_id", func(d *decoder, n *yaml.Node, path string, p *Pyroscope) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		p.TenantID = s
+		return d.check(n, path, checkTenantID(s))
+	}},
+	{"timeout", func(d *decoder, n *yaml.Node, path string, p *Pyroscope) error {
+		v, err := d.duration(n, path)
+		if err != nil {
+			return err
+		}
+		p.Timeout = v
+		return d.check(n, path, positive(v))
+	}},
+	{"retries", func(d *decoder, n *yaml.Node, path string, p *Pyroscope) error {
+		v, err := d.integer(n, path)
+		if err != nil {
+			return err
+		}
+		p.Retries = v
+		if v < 0 {
+			return d.failf(resolve(n), path, "%d is negative", v)
+		}
+		return nil
+	}},
+}
+
+var basicAuthFields = []field[BasicAuth]{
+	{"username", func(d *decoder, n *yaml.Node, path string, b *BasicAuth) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		b.Username = s
+		if s == "" || strings.Contains(s, ":") {
+			return d.failf(resolve(n), path, "%q: want a user name, not empty and without a colon", s)
+		}
+		return nil
+	}},
+	{"password_file", func(d *decoder, n *yaml.Node, path string, b *BasicAuth) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		if s != "" && !filepath.IsAbs(s) {
+			s = filepath.Join(d.dir, s)
+		}
+		b.PasswordFile = s
+		return d.check(n, path, checkPasswordFile(s))
 	}},
 }
 

@@ -105,6 +105,11 @@ func TestSchema_Rejects(t *testing.T) {
 		"concurrency: 0\n" + group,
 		"webhook: {url: ftp://x}\n" + group,
 		"webhook: {timeout: 5s}\n" + group,
+		"pyroscope: {url: ftp://x}\n" + group,
+		"pyroscope: {timeout: 5s}\n" + group,
+		"pyroscope: {url: http://x, tenant_id: 'a|b'}\n" + group,
+		"pyroscope: {url: http://x, basic_auth: {username: u}}\n" + group,
+		"pyroscope: {url: http://x, retries: -1}\n" + group,
 		"groups: [{name: api, labels: {instance: x}, static: [{targets: [h:1]}]}]\n",
 		"groups: [{name: api, labels: {__x: x}, static: [{targets: [h:1]}]}]\n",
 		"groups: [{name: api, file_sd: [{files: [targets.txt]}]}]\n",
@@ -127,15 +132,17 @@ func TestSchema_Rejects(t *testing.T) {
 // schemaObjects are the objects of the schema, by their place in it, and
 // the keys the decoder takes for each.
 var schemaObjects = map[string][]string{
-	"":                      keysOf(configFields),
-	"properties/retention":  keysOf(retentionFields),
-	"properties/webhook":    keysOf(webhookFields),
-	"properties/defaults":   keysOf(settingsFields),
-	"$defs/group":           keysOf(groupFields),
-	"$defs/static":          keysOf(staticFields),
-	"$defs/file_sd":         keysOf(fileSDFields),
-	"$defs/kubernetes":      keysOf(kubernetesFields),
-	"$defs/trigger/anyOf/1": keysOf(triggerFields),
+	"":                     keysOf(configFields),
+	"properties/retention": keysOf(retentionFields),
+	"properties/webhook":   keysOf(webhookFields),
+	"properties/pyroscope": keysOf(pyroscopeFields),
+	"properties/pyroscope/properties/basic_auth": keysOf(basicAuthFields),
+	"properties/defaults":                        keysOf(settingsFields),
+	"$defs/group":                                keysOf(groupFields),
+	"$defs/static":                               keysOf(staticFields),
+	"$defs/file_sd":                              keysOf(fileSDFields),
+	"$defs/kubernetes":                           keysOf(kubernetesFields),
+	"$defs/trigger/anyOf/1":                      keysOf(triggerFields),
 }
 
 // at returns the part of the schema at a slash-separated place.
@@ -228,7 +235,8 @@ func TestSchema_DefaultsAreTheDecoders(t *testing.T) {
 	}
 	base := func() map[string]any {
 		return map[string]any{
-			"webhook": map[string]any{"url": "http://h/"},
+			"webhook":   map[string]any{"url": "http://h/"},
+			"pyroscope": map[string]any{"url": "http://h:4040"},
 			"groups": []any{map[string]any{
 				"name":     "g",
 				"static":   []any{map[string]any{"targets": []any{"h:1"}}},
@@ -241,7 +249,8 @@ func TestSchema_DefaultsAreTheDecoders(t *testing.T) {
 	g := withDefaults["groups"].([]any)[0].(map[string]any)
 	fill := map[string]map[string]any{
 		"": withDefaults, "properties/retention": {}, "properties/webhook": withDefaults["webhook"].(map[string]any),
-		"properties/defaults": {}, "$defs/group": g, "$defs/file_sd": g["file_sd"].([]any)[0].(map[string]any),
+		"properties/pyroscope": withDefaults["pyroscope"].(map[string]any),
+		"properties/defaults":  {}, "$defs/group": g, "$defs/file_sd": g["file_sd"].([]any)[0].(map[string]any),
 		"$defs/trigger/anyOf/1": g["triggers"].([]any)[0].(map[string]any),
 	}
 	withDefaults["retention"], withDefaults["defaults"] = fill["properties/retention"], fill["properties/defaults"]
@@ -291,7 +300,7 @@ func TestSchema_DefaultsAreTheDecoders(t *testing.T) {
 	// And the defaults are Default's.
 	def := Default()
 	def.File, def.opts = want.File, want.opts
-	want.Groups, want.Webhook = nil, nil
+	want.Groups, want.Webhook, want.Pyroscope = nil, nil, nil
 	if !reflect.DeepEqual(want, def) {
 		t.Errorf("a config of defaults loads as\n%+v\nDefault() is\n%+v", want, def)
 	}

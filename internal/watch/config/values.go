@@ -295,6 +295,36 @@ func checkWebhookURL(raw string) error {
 	return nil
 }
 
+// tenantID is what Pyroscope (as Cortex and Mimir) takes for a tenant:
+// letters, digits and !-_.*'(), at most 150 of them.
+var tenantID = regexp.MustCompile(`^[A-Za-z0-9!._*'()-]{1,150}$`)
+
+func checkTenantID(s string) error {
+	if !tenantID.MatchString(s) || s == "." || s == ".." {
+		return fmt.Errorf("%q: want a tenant ID of letters, digits and !-_.*'(), at most 150", s)
+	}
+	return nil
+}
+
+// checkPasswordFile says whether the file can be read now; it is read
+// again at each use.
+func checkPasswordFile(path string) error {
+	if path == "" {
+		return errors.New("empty path: give the file that holds the password")
+	}
+	// Stat first: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(path); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 func checkSDPattern(p string) error {
 	if !sdPattern.MatchString(p) {
 		return fmt.Errorf("%q: want a path or pattern (*) of .json, .yml or .yaml files", p)
