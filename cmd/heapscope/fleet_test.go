@@ -2,11 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -316,4 +321,117 @@ groups:
 	if checked < targets*2 {
 		t.Errorf("only %d slots checked: the fleet did not run long enough", checked)
 	}
+}
+
+// startServer starts a heapscope server process over the shared store
+// and returns its base URL.
+func startServer(t *testing.T, bin string, fs fleetStore) string {
+	t.Helper()
+	cmd := exec.Command(bin, "server", "--postgres", fs.postgres, "--objects", fs.objects, "--cache", t.TempDir(), "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), fs.env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("server after SIGTERM: %v: %s", err, stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("server: %v: %s", err, stderr.String())
+	}
+	u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	if u == "" {
+		t.Fatalf("server said %q, no address", line)
+	}
+	return u
+}
+
+// TestFleet_serversAreStateless fills a shared store with watch --once,
+// then asks two heapscope server processes over it, each with a cache of
+// its own, the same questions: they answer byte for byte the same.
+func TestFleet_serversAreStateless(t *testing.T) {
+	bin, err := exampleExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, _ := startFleetTargets(t, 2)
+	fs := newFleetStore(t)
+	for range 2 {
+		cmd := exec.Command(bin, append([]string{"watch", "--once", "--window", "200ms", "--postgres", fs.postgres, "--objects", fs.objects, "--cache", t.TempDir()},
+			addrs...)...)
+		cmd.Env = append(os.Environ(), fs.env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("watch --once: %v\n%s", err, out)
+		}
+	}
+	st := fs.openStore(t)
+	h, err := st.History(store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) != 4 {
+		t.Fatalf("%d runs stored, want 4", len(h.Runs))
+	}
+	dir, err := st.RunDir(t.Context(), h.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rundir.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, q := h.Runs[0].Target, url.Values{}
+	from, to := h.Runs[len(h.Runs)-1].Time.Add(-time.Minute), h.Runs[0].Time.Add(time.Minute)
+	q.Set("target", key)
+	q.Set("from", from.Format(time.RFC3339Nano))
+	q.Set("to", to.Format(time.RFC3339Nano))
+	var first store.Entry // the target's first run: the diff's base
+	for _, e := range h.Runs {
+		if e.Target == key {
+			first = e
+		}
+	}
+	mid := first.End.Add(time.Millisecond).Format(time.RFC3339Nano) // ranges hold the runs whose windows end in them
+	paths := []string{
+		"api/v1/targets",
+		"api/v1/runs?" + q.Encode(),
+		"api/v1/events?" + q.Encode(),
+		"api/v1/findings?" + q.Encode(),
+		"api/v1/series?metric=heap_after_gc&" + q.Encode(),
+		"api/v1/merge?type=heap&format=folded&" + q.Encode(),
+		"api/v1/diff?format=folded&base_from=" + url.QueryEscape(from.Format(time.RFC3339Nano)) + "&base_to=" + url.QueryEscape(mid) +
+			"&target=" + url.QueryEscape(key) + "&from=" + url.QueryEscape(mid) + "&to=" + url.QueryEscape(to.Format(time.RFC3339Nano)),
+		"api/v1/profile?run=" + url.QueryEscape(h.Runs[0].Path) + "&profile=" + url.QueryEscape(res.Profiles[len(res.Profiles)-1].Path),
+	}
+	a, b := startServer(t, bin, fs), startServer(t, bin, fs)
+	for _, p := range paths {
+		bodyA, bodyB := fetch(t, a+p), fetch(t, b+p)
+		if (len(bodyA) == 0 && !strings.Contains(p, "diff")) || !bytes.Equal(bodyA, bodyB) {
+			t.Errorf("GET /%s: %d bytes from one server, %d from the other, not the same", p, len(bodyA), len(bodyB))
+		}
+	}
+}
+
+// fetch GETs url, which must answer 200, and returns its body.
+func fetch(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v: %.300s", url, resp.StatusCode, err, body)
+	}
+	return body
 }
