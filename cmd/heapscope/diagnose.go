@@ -10,13 +10,14 @@ import (
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
+	"github.com/heapscope/heapscope/internal/store/location"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
 type diagnoseOptions struct {
 	run.Diagnosis
-	format, failOn      string
-	data, target, since string
+	format, failOn, target, since string
+	loc                           location.Location
 }
 
 func newDiagnoseCmd(e *env) *cobra.Command {
@@ -26,9 +27,9 @@ func newDiagnoseCmd(e *env) *cobra.Command {
 		Short: "Name the lines that leak, allocate or contend, with evidence and a fix",
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
-			case o.data != "" && (len(args) > 0 || o.target == ""):
+			case o.loc.Given() && (len(args) > 0 || o.target == ""):
 				return fmt.Errorf("diagnose --data DIR takes --target (the URL history lists) and no RUN_DIR or PROFILE")
-			case o.data == "" && len(args) == 0:
+			case !o.loc.Given() && len(args) == 0:
 				return fmt.Errorf("diagnose takes RUN_DIR or one or more PROFILE files; see heapscope diagnose --help")
 			}
 			return nil
@@ -42,7 +43,7 @@ func newDiagnoseCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above is present: low, medium or high")
 	fs.StringVar(&o.ThresholdsFile, "config", "", "YAML file of thresholds overriding the defaults")
 	fs.StringVar(&o.SourceDir, "source", "", "directory of the service's source, to read the lines findings point at")
-	fs.StringVar(&o.data, "data", "", "diagnose a watched target's stored runs in the store `DIR` together (with --target)")
+	o.loc.AddFlags(fs, "diagnose a watched target's stored runs in the store `DIR` together (with --target; or --postgres and --objects)")
 	fs.StringVar(&o.target, "target", "", "with --data: the target, its URL as history lists it")
 	fs.StringVar(&o.since, "since", "7d", "with --data: the runs of the last `DURATION`")
 	fs.BoolVar(&o.All, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")
@@ -79,14 +80,14 @@ func runDiagnose(ctx context.Context, e *env, args []string, o *diagnoseOptions)
 
 // diagnoseInput diagnoses the paths given, or the target's stored runs.
 func diagnoseInput(ctx context.Context, paths []string, o *diagnoseOptions) (diagnose.Report, []error, error) {
-	if o.data == "" {
+	if !o.loc.Given() {
 		return run.DiagnosePaths(ctx, paths, o.Diagnosis)
 	}
 	since, err := config.Since("--since", o.since, time.Now())
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}
-	st, err := openStore(o.data)
+	st, err := o.loc.Open(ctx, true)
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}

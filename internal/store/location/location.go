@@ -38,6 +38,10 @@ func (l *Location) AddFlags(fs *pflag.FlagSet, data string) {
 	fs.StringVar(&l.Cache, "cache", "", "shared store: `DIR` of the runs read back (default: the user's cache directory)")
 }
 
+// Given says whether a store was named at all: --data, or the shared
+// store's flags or environment.
+func (l Location) Given() bool { return l.Data != "" || l.Shared() }
+
 // Shared says whether the location is a shared store.
 func (l Location) Shared() bool { return l.resolve().Postgres != "" || l.resolve().Objects != "" }
 
