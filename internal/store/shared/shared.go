@@ -77,7 +77,9 @@ type Store struct {
 // it is older than this heapscope's, and checks the bucket answers.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	name := describe(o)
-	fail := func(err error) (*Store, error) { return nil, fmt.Errorf("open store %s: %w", name, err) }
+	fail := func(err error) (*Store, error) {
+		return nil, fmt.Errorf("open store %s: %w", name, oneLine{err})
+	}
 	if o.Postgres == "" {
 		return fail(errors.New("no PostgreSQL URL"))
 	}
@@ -125,6 +127,32 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// oneLine is an error said on one line: pgx lists each address it tried
+// on a line of its own.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	var b strings.Builder
+	prev := ""
+	for _, line := range strings.Split(e.err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || line == prev:
+			continue
+		case b.Len() == 0:
+		case strings.HasSuffix(prev, ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+		prev = line
+	}
+	return b.String()
+}
+
+func (e oneLine) Unwrap() error { return e.err }
 
 func cmpDuration(d, def time.Duration) time.Duration {
 	if d > 0 {

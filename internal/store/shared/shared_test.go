@@ -235,3 +235,62 @@ func TestShared_cacheBound(t *testing.T) {
 		}
 	}
 }
+
+// TestOpen_refusesWhatItCannotReach checks the one-line errors of a store
+// that cannot be opened: nothing listening, a bucket that is not there,
+// credentials the server refuses.
+func TestOpen_refusesWhatItCannotReach(t *testing.T) {
+	srv := s3test.Shared(t)
+	db := pgtest.Shared(t).NewDatabase(t)
+	good := shared.Objects{Bucket: srv.NewBucket(t), Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
+	tests := []struct {
+		name     string
+		postgres string
+		objects  shared.Objects
+		secret   string
+		want     string
+	}{
+		{"no database server", "postgres://heapscope@127.0.0.1:1/heapscope?sslmode=disable", good, srv.SecretKey, "connection refused"},
+		{"no such bucket", db, shared.Objects{Bucket: "not-there", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}, srv.SecretKey, "bucket s3://not-there"},
+		{"wrong secret", db, good, "not-the-secret", "bucket s3://" + good.Bucket},
+		{"no object server", db, shared.Objects{Bucket: "b", Endpoint: "http://127.0.0.1:1", PathStyle: true}, srv.SecretKey, "connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tt.secret)
+			t.Setenv("AWS_MAX_ATTEMPTS", "1")
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			s, err := shared.Open(ctx, shared.Options{Postgres: tt.postgres, Objects: tt.objects, CacheDir: t.TempDir()})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open: no error")
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") {
+				t.Errorf("Open: %q, want one line saying %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseObjects(f *testing.F) {
+	for _, seed := range []string{"s3://b", "s3://b/p/q?endpoint=http://127.0.0.1:9000&region=r&path_style=false", "s3://", "gs://b", "s3://b?x=%zz"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		o, err := shared.ParseObjects(raw)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error on more than one line: %q", err)
+			}
+			return
+		}
+		if o.Bucket == "" || strings.HasPrefix(o.Prefix, "/") || strings.HasSuffix(o.Prefix, "/") {
+			t.Errorf("ParseObjects(%q) = %+v: no bucket, or a prefix with a slash at an end", raw, o)
+		}
+		if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "http") {
+			t.Errorf("ParseObjects(%q) = %+v: an endpoint that is not http(s)", raw, o)
+		}
+	})
+}
