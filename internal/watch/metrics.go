@@ -115,6 +115,9 @@ type Health struct {
 	LastErrorTime       time.Time `json:"last_error_time,omitzero"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	NextSlot            time.Time `json:"next_slot,omitzero"`
+	// Elsewhere is true for a target another watcher of the fleet
+	// captures: this one only follows it.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
 // Health returns every watched target's health, sorted by target.
@@ -123,7 +126,9 @@ func (w *Watcher) Health() []Health {
 	defer w.mu.Unlock()
 	hs := make([]Health, 0, len(w.targets))
 	for _, t := range w.targets {
-		hs = append(hs, t.health)
+		h := t.health
+		h.Elsewhere = !t.owned && w.opts.Fleet != nil
+		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Target < hs[j].Target })
 	return hs
@@ -134,6 +139,9 @@ func (w *Watcher) Health() []Health {
 func (w *Watcher) ServerHealth() map[string]server.TargetHealth {
 	out := map[string]server.TargetHealth{}
 	for _, h := range w.Health() {
+		if h.Elsewhere {
+			continue // the store says what its owner captured
+		}
 		out[h.Target] = server.TargetHealth{LastError: h.LastError, NextSlot: h.NextSlot}
 	}
 	return out

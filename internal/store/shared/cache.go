@@ -25,6 +25,9 @@ type cache struct {
 	limit int64
 
 	mu sync.Mutex
+	// bytes is what the cache holds, as counted at open and since: the
+	// whole cache is walked only to evict.
+	bytes int64
 	// loading holds the downloads in flight, so that two readers of one
 	// run wait for one download.
 	loading map[string]*load
@@ -43,7 +46,11 @@ func openCache(dir string, limit int64) (*cache, error) {
 	if err := os.MkdirAll(filepath.Join(abs, store.TempDir), 0o755); err != nil {
 		return nil, fmt.Errorf("cache %s: %w", abs, err)
 	}
-	return &cache{dir: abs, limit: limit, loading: map[string]*load{}}, nil
+	c := &cache{dir: abs, limit: limit, loading: map[string]*load{}}
+	for _, r := range c.runs() {
+		c.bytes += r.bytes
+	}
+	return c, nil
 }
 
 // RunDir returns the entry's run, downloaded into the cache when it is
@@ -94,6 +101,9 @@ func (c *cache) get(ctx context.Context, path string, fetch func(dir string) err
 		l.err = c.fill(dir, fetch)
 		c.mu.Lock()
 		delete(c.loading, path)
+		if l.err == nil {
+			c.bytes += dirBytes(dir)
+		}
 		c.mu.Unlock()
 		close(l.done)
 		if l.err != nil {
@@ -126,48 +136,68 @@ func (c *cache) fill(dir string, fetch func(string) error) error {
 	return nil
 }
 
-// evict removes the runs read least recently until the cache is within
-// its bound, never keep (the run just fetched).
-func (c *cache) evict(keep string) {
-	type run struct {
-		dir   string
-		bytes int64
-		read  time.Time
-	}
-	var runs []run
-	var total int64
-	// Runs are at <kind>/<target>/<name>: three levels down.
-	tops, _ := filepath.Glob(filepath.Join(c.dir, "*", "*", "*"))
-	for _, d := range tops {
+// cachedRun is a run in the cache.
+type cachedRun struct {
+	dir   string
+	bytes int64
+	read  time.Time
+}
+
+// runs lists the cached runs, at <kind>/<target>/<name>: three levels
+// down, less the downloads in progress under .tmp.
+func (c *cache) runs() []cachedRun {
+	var out []cachedRun
+	dirs, _ := filepath.Glob(filepath.Join(c.dir, "*", "*", "*"))
+	for _, d := range dirs {
 		if rel, _ := filepath.Rel(c.dir, d); strings.HasPrefix(rel, store.TempDir+string(filepath.Separator)) {
-			continue // a download in progress
+			continue
 		}
 		info, err := os.Stat(d)
 		if err != nil || !info.IsDir() {
 			continue
 		}
-		var n int64
-		filepath.WalkDir(d, func(_ string, de os.DirEntry, err error) error {
-			if err == nil && !de.IsDir() {
-				if fi, err := de.Info(); err == nil {
-					n += fi.Size()
-				}
+		out = append(out, cachedRun{d, dirBytes(d), info.ModTime()})
+	}
+	return out
+}
+
+// dirBytes sums the sizes of the files under dir.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, de os.DirEntry, err error) error {
+		if err == nil && !de.IsDir() {
+			if fi, err := de.Info(); err == nil {
+				n += fi.Size()
 			}
-			return nil
-		})
-		runs = append(runs, run{d, n, info.ModTime()})
-		total += n
+		}
+		return nil
+	})
+	return n
+}
+
+// evict removes the runs read least recently until the cache is within
+// its bound, never keep (the run just fetched).
+func (c *cache) evict(keep string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes <= c.limit {
+		return
+	}
+	runs := c.runs()
+	c.bytes = 0
+	for _, r := range runs {
+		c.bytes += r.bytes
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].read.Before(runs[j].read) })
 	for _, r := range runs {
-		if total <= c.limit {
+		if c.bytes <= c.limit {
 			return
 		}
 		if r.dir == keep {
 			continue
 		}
 		if os.RemoveAll(r.dir) == nil {
-			total -= r.bytes
+			c.bytes -= r.bytes
 		}
 	}
 }
@@ -178,5 +208,8 @@ func (c *cache) adopt(src, path string) {
 	if os.MkdirAll(filepath.Dir(dir), 0o755) != nil || os.Rename(src, dir) != nil {
 		return
 	}
+	c.mu.Lock()
+	c.bytes += dirBytes(dir)
+	c.mu.Unlock()
 	c.evict(dir)
 }
