@@ -2,8 +2,6 @@ package shared_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,32 +9,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"go.uber.org/goleak"
 
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
 	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/testserver/pgtest"
 	"github.com/heapscope/heapscope/internal/testserver/s3test"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, stop := range []func() error{pgtest.StopShared, s3test.StopShared} {
-		if err := stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, pgtest.StopShared, s3test.StopShared) }
 
 // open opens a shared store over a fresh database and bucket of the test
 // binary's PostgreSQL and S3 servers, closed when the test ends.

@@ -38,7 +38,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -71,55 +70,19 @@ type Server struct {
 
 // Start starts a cluster for the test and stops it at the test's end. It
 // fails the test if the cluster cannot start.
-func Start(t testing.TB) *Server {
-	t.Helper()
-	s, err := StartCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
-}
+func Start(t testing.TB) *Server { return testserver.ForTest(t, StartCluster) }
 
-var shared struct {
-	mu  sync.Mutex
-	s   *Server
-	err error
-}
+var shared testserver.Shared[*Server]
 
 // Shared returns the test binary's one cluster, started by its first
 // call; StopShared, called from TestMain after m.Run, stops it. It fails
 // the test if the cluster could not start (every later call fails alike,
 // without trying again).
-func Shared(t testing.TB) *Server {
-	t.Helper()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.s == nil && shared.err == nil {
-		shared.s, shared.err = StartCluster()
-	}
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.s
-}
+func Shared(t testing.TB) *Server { return shared.Get(t, StartCluster) }
 
 // StopShared stops the cluster Shared started, if it did. Call it from
 // TestMain once m.Run has returned.
-func StopShared() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	s := shared.s
-	shared.s, shared.err = nil, nil
-	if s == nil {
-		return nil
-	}
-	return s.Stop()
-}
+func StopShared() error { return shared.Stop() }
 
 // StartCluster starts a cluster, which the caller stops with Stop. Start
 // and Shared are the forms for tests.
