@@ -115,7 +115,9 @@ func openBucket(ctx context.Context, o Objects) (*bucket, error) {
 	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
 		tr = bc.GetTransport()
 	}
-	tr.MaxIdleConnsPerHost = uploads
+	// A watcher commits many runs at once, each uploading several files:
+	// keep their connections rather than open new ones.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 128
 	cfg.HTTPClient = &http.Client{Transport: tr}
 	if o.Region != "" {
 		cfg.Region = o.Region
