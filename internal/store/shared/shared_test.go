@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.uber.org/goleak"
 
+	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
@@ -22,6 +25,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if name := os.Getenv(exampleEnv); name != "" {
+		// The ingest benchmarks' target: this binary serving an example.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := examples.Main(ctx, name, os.Args[1:], os.Getenv, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	code := m.Run()
 	for _, stop := range []func() error{pgtest.StopShared, s3test.StopShared} {
 		if err := stop(); err != nil {
