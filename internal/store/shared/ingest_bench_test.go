@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/load"
+	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
 	"github.com/heapscope/heapscope/internal/testserver/pgtest"
@@ -48,6 +50,8 @@ var (
 		"the ingest benchmarks: targets the captures are spread over, each captured every 15 minutes")
 	ingestCommitters = flag.String("ingest.committers", "1,8,32",
 		"the ingest benchmarks: the numbers of goroutines committing at once, comma-separated")
+	ingestCount = flag.Bool("ingest.count", true,
+		"the ingest benchmarks: count the S3 requests through a proxy (false: the store talks to the S3 server directly, and the client's CPU time leaves the proxy's out)")
 )
 
 // exampleEnv makes the test binary serve a bundled example, as `heapscope
@@ -214,6 +218,8 @@ type s3Counter struct {
 	mu        sync.Mutex
 	requests  map[string]int64
 	putBytes  int64
+	// conns counts the connections the store opened to it.
+	conns int64
 }
 
 func newS3Counter(b *testing.B, endpoint string) *s3Counter {
@@ -226,7 +232,7 @@ func newS3Counter(b *testing.B, endpoint string) *s3Counter {
 	c.transport.MaxIdleConnsPerHost = 64
 	proxy := httputil.NewSingleHostReverseProxy(u) // keeps the Host the client signed
 	proxy.Transport = c.transport
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := s3Operation(r)
 		c.mu.Lock()
 		c.requests[op]++
@@ -242,6 +248,14 @@ func newS3Counter(b *testing.B, endpoint string) *s3Counter {
 		c.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
+	c.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			c.mu.Lock()
+			c.conns++
+			c.mu.Unlock()
+		}
+	}
+	c.srv.Start()
 	b.Cleanup(func() {
 		c.srv.Close()
 		c.transport.CloseIdleConnections()
@@ -262,13 +276,20 @@ func s3Operation(r *http.Request) string {
 	return r.Method
 }
 
+// snapshot returns the requests counted so far by operation, with the
+// connections under "conns", and the bytes put; nothing without a
+// counter.
 func (c *s3Counter) snapshot() (map[string]int64, int64) {
+	if c == nil {
+		return nil, 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]int64{}
 	for k, v := range c.requests {
 		out[k] = v
 	}
+	out["conns"] = c.conns
 	return out, c.putBytes
 }
 
@@ -331,8 +352,13 @@ func openRig(b *testing.B, kind string, pg *pgtest.Server) *rig {
 	b.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	b.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	counter := newS3Counter(b, srv.Endpoint)
-	o := shared.Objects{Bucket: srv.NewBucket(b), Prefix: "heapscope", Endpoint: counter.srv.URL, Region: srv.Region, PathStyle: true}
+	endpoint := srv.Endpoint
+	var counter *s3Counter
+	if *ingestCount {
+		counter = newS3Counter(b, srv.Endpoint)
+		endpoint = counter.srv.URL
+	}
+	o := shared.Objects{Bucket: srv.NewBucket(b), Prefix: "heapscope", Endpoint: endpoint, Region: srv.Region, PathStyle: true}
 	s, err := shared.Open(context.Background(), shared.Options{Postgres: pg.NewDatabase(b), Objects: o, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -433,6 +459,33 @@ func (r *rig) stored(b *testing.B) usage {
 	return u
 }
 
+// logTables logs the rows and bytes of each table a capture adds rows
+// to, with its indexes.
+func (r *rig) logTables(b *testing.B) {
+	b.Helper()
+	ctx := context.Background()
+	var parts []string
+	for _, t := range r.captureTables() {
+		var rows, size int64
+		var err error
+		if r.pool != nil {
+			err = r.pool.QueryRow(ctx, fmt.Sprintf("SELECT COUNT(*), pg_total_relation_size('%s') FROM %s", t, t)).Scan(&rows, &size)
+		} else {
+			// The pages of the table and of its indexes, from SQLite's
+			// dbstat table.
+			err = r.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT (SELECT COUNT(*) FROM %s),
+				(SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = '%s'))`,
+				t, t)).Scan(&rows, &size)
+		}
+		if err != nil {
+			b.Logf("%s: %v", t, err)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d rows %d bytes", t, rows, size))
+	}
+	b.Logf("%s: %s", b.Name(), strings.Join(parts, ", "))
+}
+
 // report reports, per capture, what the rig used between two usages
 // for n captures.
 func (r *rig) report(b *testing.B, from, to usage, n int) {
@@ -449,16 +502,27 @@ func (r *rig) report(b *testing.B, from, to usage, n int) {
 		b.ReportMetric(ms(to.pg-from.pg), "pg-cpu-ms/capture")
 		b.ReportMetric(ms(to.s3-from.s3), "s3-cpu-ms/capture")
 	}
+	if r.s3 != nil {
+		reportRequests(b, from.requests, to.requests, n, "capture")
+		b.ReportMetric(per(float64(to.putBytes-from.putBytes)), "put-B/capture")
+	}
+}
+
+// reportRequests reports the S3 requests between two snapshots, per
+// one of n units: each operation that had some, all of them (s3-req),
+// and the connections opened (conns).
+func reportRequests(b *testing.B, from, to map[string]int64, n int, unit string) {
 	var total int64
-	for op, v := range to.requests {
-		d := v - from.requests[op]
-		total += d
+	for op, v := range to {
+		d := v - from[op]
+		if op != "conns" {
+			total += d
+		}
 		if d > 0 {
-			b.ReportMetric(per(float64(d)), op+"/capture")
+			b.ReportMetric(float64(d)/float64(n), op+"/"+unit)
 		}
 	}
-	b.ReportMetric(per(float64(total)), "s3-req/capture")
-	b.ReportMetric(per(float64(to.putBytes-from.putBytes)), "put-B/capture")
+	b.ReportMetric(float64(total)/float64(n), "s3-req/"+unit)
 }
 
 // ticksToDuration converts clock ticks: USER_HZ is 100 on Linux.
@@ -604,8 +668,16 @@ func BenchmarkIngest(b *testing.B) {
 		files = append(files, fmt.Sprintf("%s %d", name, len(data)))
 	}
 	slices.Sort(files)
-	b.Logf("each capture: %d files (%d profiles), %d bytes: %s; PostgreSQL durable: %v",
-		len(run), run.profiles(), run.bytes(), strings.Join(files, ", "), *ingestDurable)
+	dir := b.TempDir()
+	if err := run.write(dir); err != nil {
+		b.Fatal(err)
+	}
+	res, err := rundir.Read(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("each capture: %d files (%d profiles), %d bytes: %s; %d findings, %d series points; PostgreSQL durable: %v",
+		len(run), run.profiles(), run.bytes(), strings.Join(files, ", "), len(res.Findings), len(store.SeriesOf(res)), *ingestDurable)
 	for _, kind := range []string{"embedded", "shared"} {
 		for _, n := range committersList(b) {
 			b.Run(fmt.Sprintf("store=%s/committers=%d", kind, n), func(b *testing.B) {
@@ -626,6 +698,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.ReportMetric(quantile(lat, 0.99), "p99-ms")
 				b.ReportMetric(float64(run.bytes()), "run-B/capture")
 				r.report(b, from, to, b.N)
+				r.logTables(b)
 			})
 		}
 	}
@@ -654,6 +727,7 @@ func BenchmarkRunDir(b *testing.B) {
 	}
 	defer reader.Close()
 	before, _ := r.s3.snapshot()
+	cpu := selfCPU()
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -666,16 +740,13 @@ func BenchmarkRunDir(b *testing.B) {
 		lat = append(lat, time.Since(t))
 	}
 	elapsed := time.Since(t0)
+	cpu = selfCPU() - cpu
 	b.StopTimer()
 	after, _ := r.s3.snapshot()
-	var total int64
-	for op, v := range after {
-		total += v - before[op]
-		if v > before[op] {
-			b.ReportMetric(float64(v-before[op])/float64(b.N), op+"/read")
-		}
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "client-cpu-ms/read")
+	if r.s3 != nil {
+		reportRequests(b, before, after, b.N, "read")
 	}
-	b.ReportMetric(float64(total)/float64(b.N), "s3-req/read")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "reads/s")
 	b.ReportMetric(quantile(lat, 0.5), "p50-ms")
 	b.ReportMetric(quantile(lat, 0.99), "p99-ms")
@@ -710,14 +781,9 @@ func BenchmarkRetain(b *testing.B) {
 				return
 			}
 			b.ReportMetric(float64(to.wal-from.wal)/float64(b.N), "wal-B/run")
-			var total int64
-			for op, v := range to.requests {
-				total += v - from.requests[op]
-				if v > from.requests[op] {
-					b.ReportMetric(float64(v-from.requests[op])/float64(b.N), op+"/run")
-				}
+			if r.s3 != nil {
+				reportRequests(b, from.requests, to.requests, b.N, "run")
 			}
-			b.ReportMetric(float64(total)/float64(b.N), "s3-req/run")
 		})
 	}
 }
