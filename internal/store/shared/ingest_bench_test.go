@@ -50,6 +50,8 @@ var (
 		"the ingest benchmarks: targets the captures are spread over, each captured every 15 minutes")
 	ingestCommitters = flag.String("ingest.committers", "1,8,32",
 		"the ingest benchmarks: the numbers of goroutines committing at once, comma-separated")
+	ingestCheckpoint = flag.Duration("ingest.checkpoint", 0,
+		"the ingest benchmarks: run a PostgreSQL CHECKPOINT this often while committing, so that the WAL holds the full-page writes a production server's checkpoints cause (0: leave them to PostgreSQL)")
 	ingestCount = flag.Bool("ingest.count", true,
 		"the ingest benchmarks: count the S3 requests through a proxy (false: the store talks to the S3 server directly, and the client's CPU time leaves the proxy's out)")
 )
@@ -459,6 +461,40 @@ func (r *rig) stored(b *testing.B) usage {
 	return u
 }
 
+// checkpoints runs a CHECKPOINT in the shared store's database every
+// period until the function it returns is called; nothing for the
+// embedded store or a zero period. After a checkpoint, the first change
+// to each page writes the whole page to the WAL: a watch revisits each
+// target's pages once a cadence, 15 minutes, and PostgreSQL checkpoints
+// every 5 minutes by default, so in production nearly every page a
+// capture changes is written whole.
+func (r *rig) checkpoints(b *testing.B, period time.Duration) (stop func()) {
+	if r.pool == nil || period <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if _, err := r.pool.Exec(context.Background(), "CHECKPOINT"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
 // logTables logs the rows and bytes of each table a capture adds rows
 // to, with its indexes.
 func (r *rig) logTables(b *testing.B) {
@@ -688,9 +724,11 @@ func BenchmarkIngest(b *testing.B) {
 				from := r.usageBefore(b)
 				b.ReportAllocs()
 				b.ResetTimer()
+				stop := r.checkpoints(b, *ingestCheckpoint)
 				t0 := time.Now()
 				lat := commitAll(b, r, run, 1, b.N, n)
 				elapsed := time.Since(t0)
+				stop()
 				b.StopTimer()
 				to := r.usageAfter(b)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "captures/s")
