@@ -97,7 +97,7 @@ func (p *pending) Commit(runDir string, e store.Entry) (store.Entry, error) {
 	}
 	// The run is at hand: keep it in the cache rather than download it
 	// again for the first reader.
-	p.s.cache.adopt(abs, pr.Entry.Path)
+	p.s.cache.adopt(abs, pr.Entry.Path, pr.Entry.Bytes)
 	return pr.Entry, nil
 }
 

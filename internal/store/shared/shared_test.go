@@ -2,14 +2,18 @@ package shared_test
 
 import (
 	"context"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
@@ -19,7 +23,16 @@ import (
 	"github.com/heapscope/heapscope/internal/testserver/s3test"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, pgtest.StopShared, s3test.StopShared) }
+func TestMain(m *testing.M) {
+	if name := os.Getenv(exampleEnv); name != "" {
+		// The ingest benchmarks' target: this binary serving an example.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := examples.Main(ctx, name, os.Args[1:], os.Getenv, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	testserver.Main(m, pgtest.StopShared, s3test.StopShared)
+}
 
 // open opens a shared store over a fresh database and bucket of the test
 // binary's PostgreSQL and S3 servers, closed when the test ends.

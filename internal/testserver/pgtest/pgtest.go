@@ -2,7 +2,7 @@
 // Debian's postgresql package: initdb makes a cluster in a temporary
 // directory, postgres serves it on 127.0.0.1 at a free port (trust
 // authentication, from 127.0.0.1 and the cluster's own Unix socket
-// directory only; fsync off), and the cluster is stopped by PID and its
+// directory only; fsync off unless Options.Durable), and the cluster is stopped by PID and its
 // directory removed at the end. Run as root, initdb and postgres run as
 // the postgres system user, since PostgreSQL refuses to run as root.
 //
@@ -87,6 +87,20 @@ func StopShared() error { return shared.Stop() }
 // StartCluster starts a cluster, which the caller stops with Stop. Start
 // and Shared are the forms for tests.
 func StartCluster() (*Server, error) {
+	return StartClusterWith(Options{})
+}
+
+// Options change how StartClusterWith runs a cluster.
+type Options struct {
+	// Durable keeps what a test cluster turns off for speed — fsync,
+	// synchronous commits and full-page writes — so that every commit
+	// waits for its WAL to reach the disk, as on a production server: for
+	// benchmarks of what a commit costs.
+	Durable bool
+}
+
+// StartClusterWith starts a cluster as StartCluster does, with options.
+func StartClusterWith(o Options) (*Server, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -99,7 +113,7 @@ func StartCluster() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := start(bin, dir, owner)
+	s, err := start(bin, dir, owner, o)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -109,7 +123,7 @@ func StartCluster() (*Server, error) {
 
 // start runs initdb in dir and then postgres, trying new ports while the
 // one it picked turns out to be taken.
-func start(bin, dir string, owner *syscall.Credential) (*Server, error) {
+func start(bin, dir string, owner *syscall.Credential, o Options) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", Superuser,
 		"-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
@@ -134,15 +148,16 @@ func start(bin, dir string, owner *syscall.Credential) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("start postgresql: %w", err)
 		}
-		cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+		args := []string{"-D", data,
 			"-c", "listen_addresses=127.0.0.1",
-			"-c", "port="+strconv.Itoa(port),
-			"-c", "unix_socket_directories="+socketDir,
-			"-c", "fsync=off",
-			"-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off",
+			"-c", "port=" + strconv.Itoa(port),
+			"-c", "unix_socket_directories=" + socketDir,
 			"-c", "max_connections=200",
-			"-c", "TimeZone=UTC")
+			"-c", "TimeZone=UTC"}
+		if !o.Durable {
+			args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+		}
+		cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 		cmd.Env = serverEnv()
 		cmd.Dir = dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: owner}

@@ -211,3 +211,27 @@ func TestFindBinDir(t *testing.T) {
 		})
 	}
 }
+
+// TestStartClusterWith_durable checks that a durable cluster keeps what a
+// test cluster turns off.
+func TestStartClusterWith_durable(t *testing.T) {
+	s, err := StartClusterWith(Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the connection's cleanup, registered below
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	conn := connect(t, s.URL)
+	for _, setting := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
+		var got string
+		if err := conn.QueryRow(t.Context(), "SELECT current_setting($1)", setting).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != "on" {
+			t.Errorf("%s = %q in a durable cluster, want on", setting, got)
+		}
+	}
+}
