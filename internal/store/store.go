@@ -26,7 +26,7 @@ type Store interface {
 	// History returns the entries and findings the query selects.
 	History(q Query) (History, error)
 	// Series returns a target's points of one metric (Metrics) in
-	// [from, to), oldest first.
+	// [from, to], oldest first; a zero from or to leaves that end open.
 	Series(target, metric string, from, to time.Time) ([]Point, error)
 	// Targets returns the keys of the targets with at least one stored
 	// entry, sorted.

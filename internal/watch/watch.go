@@ -252,8 +252,8 @@ func withoutStatus(t config.Target) config.Target {
 func (w *Watcher) podStatus(ctx context.Context, wt *watched, st config.PodStatus, live bool) {
 	prev := wt.pod
 	wt.pod = st
-	if !live || st.Restarts <= prev.Restarts {
-		return
+	if !live || st.Restarts <= prev.Restarts || !wt.owned {
+		return // in a fleet, the target's owner records the restart
 	}
 	w.loops.Go(func() { w.podRestarted(ctx, wt, st, st.Restarts) })
 }

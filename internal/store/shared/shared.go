@@ -23,7 +23,9 @@ package shared
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -118,7 +120,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if err != nil {
 			base = os.TempDir()
 		}
-		dir = filepath.Join(base, "heapscope", "runs")
+		// One directory per store: two fleets' runs share paths.
+		sum := sha256.Sum256([]byte(name))
+		dir = filepath.Join(base, "heapscope", "runs", hex.EncodeToString(sum[:8]))
 	}
 	if s.cache, err = openCache(dir, cmpInt(o.CacheBytes, DefaultCacheBytes)); err != nil {
 		pool.Close()
