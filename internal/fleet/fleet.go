@@ -12,7 +12,11 @@
 // for a moment around a move two members may both think they own a
 // target. Claims settle it: a member captures a slot only after claiming
 // it in the slots table, and a claim is taken over only when it is not
-// done and its member's lease has expired (the member died mid-capture).
+// done and its member's lease has expired (the member died mid-capture,
+// or lost its lease to a long database outage). The claim is marked done
+// in the transaction that indexes the capture (Done), which fails when
+// the claim was taken over meanwhile: of two members that captured one
+// slot, only the one holding the claim stores it.
 package fleet
 
 import (
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -30,6 +35,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heapscope/heapscope/internal/store/shared"
 )
 
 // DefaultLease is how long a member's lease lasts without a heartbeat:
@@ -63,7 +70,18 @@ type Member struct {
 	members []string  // the live members, sorted; nil when this one's lease is lost
 	renewed time.Time // when the lease was last renewed, by the local clock
 	changes chan struct{}
+	// expiry fires when the lease runs out unrenewed: the member owns
+	// nothing from then, without waiting for a heartbeat to fail.
+	expiry *time.Timer
 }
+
+// ErrClaimLost is Done's error when another member took the claim over:
+// the capture must not be stored.
+var ErrClaimLost = errors.New("the slot's claim was taken over by another member")
+
+// ErrNotOwner is Holds' error when the target belongs to another member,
+// or to none while this member's lease is lost.
+var ErrNotOwner = errors.New("the target belongs to another member")
 
 // Join takes a lease for a new member and reads the live members, so
 // that Owns answers from the start; Run keeps the lease.
@@ -84,20 +102,25 @@ func Join(ctx context.Context, pool *pgxpool.Pool, o Options) (*Member, error) {
 	// store's commits must not delay it past the lease.
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, fmt.Errorf("join the fleet as %s: %w", o.ID, err)
+		return nil, fmt.Errorf("join the fleet as %s: %w", o.ID, shared.OneLine(err))
 	}
 	m := &Member{pool: pool, beat: conn, id: o.ID, lease: o.Lease, log: o.Log, changes: make(chan struct{}, 1)}
-	var taken bool
-	err = pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM members WHERE id = $1 AND expires > now())`, m.id).Scan(&taken)
-	if err == nil && taken {
-		err = errors.New("a live member has that name")
+	m.expiry = time.AfterFunc(time.Hour, m.expire)
+	m.expiry.Stop()
+	var left float64 // seconds the member of that name has left
+	err = pool.QueryRow(ctx, `SELECT COALESCE(MAX(EXTRACT(EPOCH FROM expires - clock_timestamp())), 0)::float8
+		FROM members WHERE id = $1`, m.id).Scan(&left)
+	if err == nil && left > 0 {
+		err = fmt.Errorf("a live member has that name: if it is this watcher restarted, it may join once its lease runs out, in %.0f s",
+			math.Ceil(left))
 	}
 	if err == nil {
 		err = m.heartbeat(ctx)
 	}
 	if err != nil {
+		m.expiry.Stop()
 		conn.Close(context.Background())
-		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, err)
+		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, shared.OneLine(err))
 	}
 	m.log.Info("joined the fleet", "member", m.id, "members", len(m.members), "lease", m.lease)
 	return m, nil
@@ -128,27 +151,35 @@ func (m *Member) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			m.expiry.Stop()
 			m.leave()
 			m.beat.Close(context.Background())
 			return
 		case <-tick.C:
 		}
 		if err := m.heartbeat(ctx); err != nil && ctx.Err() == nil {
-			m.mu.Lock()
-			lost := m.members != nil && time.Since(m.renewed) > m.lease
-			if lost {
-				m.members = nil
-			}
-			m.mu.Unlock()
-			m.log.Warn("fleet heartbeat failed", "member", m.id, "err", err)
-			if lost {
-				m.log.Error("fleet lease lost: capturing nothing until it is renewed", "member", m.id)
-				m.changed()
-			}
+			m.log.Warn("fleet heartbeat failed", "member", m.id, "err", shared.OneLine(err))
+			m.expire()
 		}
 		if beats++; beats%100 == 0 {
 			m.pool.Exec(ctx, "DELETE FROM slots WHERE claimed < now() - make_interval(secs => $1)", claimsKept.Seconds())
 		}
+	}
+}
+
+// expire drops every target when the lease has run out unrenewed, by
+// the local clock (renewed is taken before the heartbeat's request, so
+// the local lease ends no later than the database's).
+func (m *Member) expire() {
+	m.mu.Lock()
+	lost := m.members != nil && time.Since(m.renewed) >= m.lease
+	if lost {
+		m.members = nil
+	}
+	m.mu.Unlock()
+	if lost {
+		m.log.Error("fleet lease lost: capturing nothing until it is renewed", "member", m.id)
+		m.changed()
 	}
 }
 
@@ -189,6 +220,7 @@ func (m *Member) heartbeat(ctx context.Context) error {
 	m.mu.Lock()
 	same := slices.Equal(live, m.members)
 	m.members, m.renewed = live, start
+	m.expiry.Reset(m.lease - time.Since(start))
 	m.mu.Unlock()
 	if !same {
 		m.log.Info("fleet members", "member", m.id, "members", live)
@@ -272,26 +304,52 @@ func mix(x uint64) uint64 {
 // lease has expired before the capture was done.
 func (m *Member) Claim(ctx context.Context, key string, slot time.Time) (bool, error) {
 	var member string
+	// clock_timestamp, not now(): the lease is judged when the row is,
+	// not when the statement's snapshot was taken.
 	err := m.pool.QueryRow(ctx, `INSERT INTO slots (target, slot_ns, member) VALUES ($1, $2, $3)
-		ON CONFLICT (target, slot_ns) DO UPDATE SET member = EXCLUDED.member, claimed = now()
+		ON CONFLICT (target, slot_ns) DO UPDATE SET member = EXCLUDED.member, claimed = clock_timestamp()
 		WHERE NOT slots.done AND (slots.member = EXCLUDED.member OR
-			NOT EXISTS (SELECT 1 FROM members m WHERE m.id = slots.member AND m.expires > now()))
+			NOT EXISTS (SELECT 1 FROM members m WHERE m.id = slots.member AND m.expires > clock_timestamp()))
 		RETURNING member`, key, slot.UnixNano(), m.id).Scan(&member)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("claim the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, err)
+		return false, fmt.Errorf("claim the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, shared.OneLine(err))
 	}
 	return member == m.id, nil
 }
 
-// Done marks a claimed slot captured: no one takes it over.
-func (m *Member) Done(ctx context.Context, key string, slot time.Time) error {
-	_, err := m.pool.Exec(ctx, "UPDATE slots SET done = true WHERE target = $1 AND slot_ns = $2 AND member = $3",
+// Done marks a claimed slot captured, in tx: the transaction that
+// indexes its capture, so that the capture is stored if and only if the
+// claim is still this member's (ErrClaimLost otherwise), and no one
+// takes the slot over once it is.
+func (m *Member) Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time) error {
+	tag, err := tx.Exec(ctx, "UPDATE slots SET done = true WHERE target = $1 AND slot_ns = $2 AND member = $3 AND NOT done",
 		key, slot.UnixNano(), m.id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = ErrClaimLost
+	}
 	if err != nil {
-		return fmt.Errorf("mark the slot %s of %s done: %w", slot.UTC().Format(time.RFC3339), key, err)
+		return fmt.Errorf("mark the slot %s of %s done: %w", slot.UTC().Format(time.RFC3339), key, shared.OneLine(err))
+	}
+	return nil
+}
+
+// Holds checks, in tx, that this member owns the target by the live
+// members the database knows now (ErrNotOwner otherwise): what a capture
+// that claims no slot (a trigger's bundle) is stored under, so that a
+// member whose lease ran out during the capture does not store it.
+func (m *Member) Holds(ctx context.Context, tx pgx.Tx, key string) error {
+	rows, err := tx.Query(ctx, "SELECT id FROM members WHERE expires > clock_timestamp()")
+	if err == nil {
+		var live []string
+		if live, err = pgx.CollectRows(rows, pgx.RowTo[string]); err == nil && Owner(key, live) != m.id {
+			err = ErrNotOwner
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("check the owner of %s: %w", key, shared.OneLine(err))
 	}
 	return nil
 }
@@ -302,7 +360,7 @@ func (m *Member) Release(ctx context.Context, key string, slot time.Time) error 
 	_, err := m.pool.Exec(ctx, "DELETE FROM slots WHERE target = $1 AND slot_ns = $2 AND member = $3 AND NOT done",
 		key, slot.UnixNano(), m.id)
 	if err != nil {
-		return fmt.Errorf("release the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, err)
+		return fmt.Errorf("release the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, shared.OneLine(err))
 	}
 	return nil
 }

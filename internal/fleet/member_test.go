@@ -2,12 +2,17 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/heapscope/heapscope/internal/fleet"
+	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
+	"github.com/heapscope/heapscope/internal/store/storetest"
 	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/testserver/pgtest"
 	"github.com/heapscope/heapscope/internal/testserver/s3test"
@@ -86,7 +91,7 @@ func TestMember_claimsAndLeases(t *testing.T) {
 	claim(a, "k", slot, true)
 	claim(b, "k", slot, false) // a is alive and not done
 	claim(a, "k", slot, true)  // its own claim, again
-	if err := a.Done(ctx, "k", slot); err != nil {
+	if err := pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error { return a.Done(ctx, tx, "k", slot) }); err != nil {
 		t.Fatal(err)
 	}
 	claim(a, "k", slot, false) // done: no one captures it again
@@ -122,5 +127,115 @@ func TestMember_claimsAndLeases(t *testing.T) {
 	waitMembers(t, b, "[b]")
 	if c.Owns("anything") {
 		t.Error("c owns a target though its lease ran out")
+	}
+}
+
+// TestMember_captureCutOffIsNotStored follows a watcher whose lease runs
+// out during a capture (a database outage longer than the lease): the
+// other takes its claim over and captures the slot too, and of the two
+// captures only the one holding the claim is stored. Likewise a bundle
+// is stored only by the target's owner at commit.
+func TestMember_captureCutOffIsNotStored(t *testing.T) {
+	s := fleetStore(t)
+	ctx := t.Context()
+	// a never heartbeats after joining: its lease runs out as if the
+	// database had been out of its reach since.
+	a, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "a", Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := join(t, s, "b")
+	slot := storetest.At(0)
+	const key = "http://127.0.0.1:6060/debug/pprof/"
+	if mine, err := a.Claim(ctx, key, slot); err != nil || !mine {
+		t.Fatalf("a claims the slot: %v, %v", mine, err)
+	}
+	pa, err := s.Begin(store.KindRun, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Abandon()
+	storetest.WriteFixture(t, "leaky", pa.Dir())
+
+	waitMembers(t, b, "[b]")
+	if mine, err := b.Claim(ctx, key, slot); err != nil || !mine {
+		t.Fatalf("b takes the claim of a, whose lease ran out: %v, %v", mine, err)
+	}
+	if a.Owns(key) {
+		t.Error("a owns the target though its lease ran out")
+	}
+	e := store.Entry{Time: slot, Scheduled: true}
+	_, err = shared.CommitGuarded(pa, pa.Dir(), e, func(ctx context.Context, tx pgx.Tx) error { return a.Done(ctx, tx, key, slot) })
+	if !errors.Is(err, fleet.ErrClaimLost) {
+		t.Errorf("a commits the slot b took over: %v, want %v", err, fleet.ErrClaimLost)
+	}
+	if err := a.Holds(ctx, mustTx(t, s), key); !errors.Is(err, fleet.ErrNotOwner) {
+		t.Errorf("a holds the target with its lease run out: %v, want %v", err, fleet.ErrNotOwner)
+	}
+
+	pb, err := s.Begin(store.KindRun, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Abandon()
+	storetest.WriteFixture(t, "leaky", pb.Dir())
+	stored, err := shared.CommitGuarded(pb, pb.Dir(), e, func(ctx context.Context, tx pgx.Tx) error { return b.Done(ctx, tx, key, slot) })
+	if err != nil {
+		t.Fatalf("b commits the slot it holds: %v", err)
+	}
+	if err := b.Holds(ctx, mustTx(t, s), key); err != nil {
+		t.Errorf("b, alone alive, does not hold the target: %v", err)
+	}
+	h, err := s.History(store.Query{Target: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) != 1 || h.Runs[0].Path != stored.Path {
+		t.Errorf("stored runs of the slot: %+v, want b's alone (%s)", h.Runs, stored.Path)
+	}
+	// Done once: the slot is no one's to capture again.
+	if mine, _ := b.Claim(ctx, key, slot); mine {
+		t.Error("the slot is claimed again after its capture was stored")
+	}
+}
+
+// mustTx begins a transaction that ends with the test.
+func mustTx(t *testing.T, s *shared.Store) pgx.Tx {
+	t.Helper()
+	tx, err := s.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	return tx
+}
+
+// TestMember_ownsNothingOnceItsLeaseRunsOut checks that a member whose
+// heartbeats stop getting through drops its targets when its lease runs
+// out by its own clock, without waiting for a heartbeat to fail, and
+// says so on Changes.
+func TestMember_ownsNothingOnceItsLeaseRunsOut(t *testing.T) {
+	s := fleetStore(t)
+	const lease = time.Second
+	joined := time.Now() // before the lease is taken: it ends no sooner
+	m, err := fleet.Join(t.Context(), s.Pool(), fleet.Options{ID: "alone", Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Owns("k") {
+		t.Fatal("a member alone does not own a target")
+	}
+	<-m.Changes() // the members read on joining
+	// No Run: no heartbeat renews the lease.
+	select {
+	case <-m.Changes():
+	case <-time.After(3 * lease):
+		t.Fatalf("no change told %s after its lease of %s ran out", time.Since(joined).Round(time.Millisecond), lease)
+	}
+	if since := time.Since(joined); since < lease {
+		t.Errorf("the targets were dropped %s after joining, before the lease of %s ran out", since, lease)
+	}
+	if m.Owns("k") || m.Members() != nil {
+		t.Errorf("a member whose lease ran out owns k: %v, sees members %v", m.Owns("k"), m.Members())
 	}
 }

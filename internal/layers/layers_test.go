@@ -64,6 +64,7 @@ var sideways = [][2]string{
 	// A remote target's /metrics.
 	{"internal/trigger", "internal/target"},
 	{"internal/store", "internal/rundir"}, // the one reader of a run directory
+	{"internal/fleet", "internal/store"},  // leases in the shared store's database
 	{"internal/server", "internal/view"},  // a stored run's page is view's
 	{"internal/server", "internal/run"},   // a diff reads its sides as compare does
 }

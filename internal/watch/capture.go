@@ -18,6 +18,7 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/shared"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 	"github.com/heapscope/heapscope/internal/trigger"
@@ -28,6 +29,9 @@ import (
 type occasion struct {
 	slot   time.Time
 	firing *trigger.Firing
+	// guard, in a fleet, is what the capture is stored under: its claim
+	// on the slot, or its owner's lease for a bundle.
+	guard shared.Guard
 }
 
 func scheduled(slot time.Time) occasion { return occasion{slot: slot} }
@@ -166,7 +170,12 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 		// index row, which Commit adds in one transaction.
 		e.CaptureSeconds = w.opts.now().Sub(f.At).Seconds()
 	}
-	entry, err := p.Commit(dir, e)
+	var entry store.Entry
+	if o.guard != nil {
+		entry, err = shared.CommitGuarded(p, dir, e, o.guard)
+	} else {
+		entry, err = p.Commit(dir, e)
+	}
 	if err != nil {
 		return store.Entry{}, nil, err
 	}

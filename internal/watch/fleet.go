@@ -2,7 +2,10 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/heapscope/heapscope/internal/fleet"
 	"github.com/heapscope/heapscope/internal/store"
@@ -18,11 +21,19 @@ type Fleet interface {
 	Owns(key string) bool
 	// Changes receives a value when the targets owned may have changed.
 	Changes() <-chan struct{}
+	// Lease is how long a watcher keeps its targets without renewing its
+	// lease: they move within two of these when it dies.
+	Lease() time.Duration
 	// Claim claims a target's slot: true when it is this watcher's to
 	// capture.
 	Claim(ctx context.Context, key string, slot time.Time) (bool, error)
-	// Done marks a claimed slot captured.
-	Done(ctx context.Context, key string, slot time.Time) error
+	// Done marks a claimed slot captured in tx, the transaction that
+	// stores its capture; it fails (fleet.ErrClaimLost) when another
+	// watcher took the claim over meanwhile, and the capture is dropped.
+	Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time) error
+	// Holds checks in tx that this watcher still owns the target
+	// (fleet.ErrNotOwner otherwise): a bundle is stored only then.
+	Holds(ctx context.Context, tx pgx.Tx, key string) error
 	// Release gives a claimed slot up after a failed capture.
 	Release(ctx context.Context, key string, slot time.Time) error
 }
@@ -79,7 +90,9 @@ func (w *Watcher) startTriggers(wt *watched) {
 // target's owner claims is captured, and a slot that went by while the
 // target was moving to this watcher is captured late if no one did. A
 // slot that went by during a capture is captured late too (the last one,
-// when several did: the others are missed, and counted).
+// when several did: the others are missed, and counted). Late is at most
+// two lease periods (lateBound): a capture is dated at its slot, and one
+// measured later than a move takes is no longer that slot's measure.
 func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 	every := wt.target.Settings.Every
 	offset := Offset(wt.target.Key, every)
@@ -114,10 +127,17 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 }
 
 // captureSlot captures a slot of the target when this watcher owns it,
-// claims it, and finds no scheduled run of it stored yet.
+// claims it, and the slot is no later than lateBound. The capture is
+// stored only if the claim is still this watcher's when it commits.
 func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) {
 	f, key := w.opts.Fleet, wt.target.Key
 	if !f.Owns(key) {
+		return
+	}
+	if late := w.opts.now().Sub(slot); late > lateBound(f) {
+		w.metrics.missed.Inc()
+		w.log.Warn("slot missed: later than two lease periods", "target", key,
+			"slot", slot.UTC().Format(time.RFC3339), "late", late.Round(time.Millisecond))
 		return
 	}
 	mine, err := f.Claim(ctx, key, slot)
@@ -128,43 +148,26 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) 
 	if !mine {
 		return
 	}
-	bg := context.WithoutCancel(ctx)
-	if w.slotStored(key, slot) {
-		f.Done(bg, key, slot)
+	o := scheduled(slot)
+	o.guard = func(ctx context.Context, tx pgx.Tx) error { return f.Done(ctx, tx, key, slot) }
+	_, res, err := w.capture(ctx, wt, o)
+	if errors.Is(err, fleet.ErrClaimLost) {
+		w.log.Warn("slot captured by another watcher while this one was cut off: capture dropped",
+			"target", key, "slot", slot.UTC().Format(time.RFC3339))
 		return
 	}
-	_, res, err := w.capture(ctx, wt, scheduled(slot))
 	if err != nil {
-		if err := f.Release(bg, key, slot); err != nil {
+		if err := f.Release(context.WithoutCancel(ctx), key, slot); err != nil {
 			w.log.Error("release a slot", "target", key, "err", err)
 		}
 		return
 	}
-	if err := f.Done(bg, key, slot); err != nil {
-		w.log.Error("mark a slot captured", "target", key, "err", err)
-	}
 	w.afterScheduled(ctx, wt, res)
 }
 
-// slotStored says whether a scheduled run of the slot is in the store: a
-// member that died after its commit, before it marked its claim done.
-func (w *Watcher) slotStored(key string, slot time.Time) bool {
-	h, err := w.opts.Store.History(storeQuery(key, slot))
-	if err != nil {
-		return false
-	}
-	for _, e := range h.Runs {
-		if e.Scheduled && e.Time.Equal(slot) {
-			return true
-		}
-	}
-	return false
-}
-
-// storeQuery selects the entries of a target at one instant.
-func storeQuery(key string, at time.Time) store.Query {
-	return store.Query{Target: key, Since: at, Until: at.Add(time.Nanosecond)}
-}
+// lateBound is how late after its instant a slot may still be captured:
+// two lease periods, the time a dead watcher's targets take to move.
+func lateBound(f Fleet) time.Duration { return 2 * f.Lease() }
 
 // JoinFleet makes this watcher a member of the fleet of watchers sharing
 // st, when st is a shared store, and keeps its lease until leave is

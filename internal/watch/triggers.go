@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/sysmem"
@@ -102,7 +104,16 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 
 // bundle captures a trigger's bundle and tells the webhook.
 func (w *Watcher) bundle(ctx context.Context, wt *watched, f trigger.Firing) {
-	e, _, err := w.capture(ctx, wt, occasion{slot: f.At, firing: &f})
+	o := occasion{slot: f.At, firing: &f}
+	if fl := w.opts.Fleet; fl != nil {
+		key := wt.target.Key
+		if !fl.Owns(key) {
+			w.log.Info("trigger fired as the target moved to another watcher: no bundle here", "target", key, "expr", f.Expr)
+			return
+		}
+		o.guard = func(ctx context.Context, tx pgx.Tx) error { return fl.Holds(ctx, tx, key) }
+	}
+	e, _, err := w.capture(ctx, wt, o)
 	if err != nil {
 		return
 	}

@@ -59,8 +59,9 @@ func (l Location) resolve() Location {
 	return l
 }
 
-// Open opens the store; existing refuses a data directory that holds no
-// store yet (the readers: a typo is not a new, empty store).
+// Open opens the store; existing refuses a data directory or database
+// that holds no store yet, and never migrates a shared store's schema
+// (the readers: a typo is not a new, empty store).
 func (l Location) Open(ctx context.Context, existing bool) (store.Store, error) {
 	l = l.resolve()
 	switch {
@@ -81,5 +82,5 @@ func (l Location) Open(ctx context.Context, existing bool) (store.Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	return shared.Open(ctx, shared.Options{Postgres: l.Postgres, Objects: o, CacheDir: l.Cache})
+	return shared.Open(ctx, shared.Options{Postgres: l.Postgres, Objects: o, CacheDir: l.Cache, Existing: existing})
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,8 +68,44 @@ func (p *pending) Abandon() error {
 // Commit takes the run's name, uploads its files, then indexes it in one
 // transaction (the package doc has the order and why).
 func (p *pending) Commit(runDir string, e store.Entry) (store.Entry, error) {
+	return p.commit(runDir, e, nil)
+}
+
+// Guard is checked in the transaction that indexes a commit, after the
+// entry's rows are added: an error from it rolls the commit back, its
+// objects and name are removed, and the commit fails with that error.
+// The fleet's claims are kept this way (internal/fleet: Member.Done).
+type Guard func(ctx context.Context, tx pgx.Tx) error
+
+// CommitGuarded commits a capture begun by a shared store's Begin as its
+// Commit does, storing it only when guard passes in the index
+// transaction.
+func CommitGuarded(p store.Pending, runDir string, e store.Entry, guard Guard) (store.Entry, error) {
+	sp, ok := p.(*pending)
+	if !ok {
+		return store.Entry{}, fmt.Errorf("commit capture: %T is not a shared store's capture", p)
+	}
+	return sp.commit(runDir, e, guard)
+}
+
+// commitTimeout bounds a commit, its retries included: well under
+// orphanAge, so that Retain never takes a commit in progress for one a
+// crash interrupted.
+const commitTimeout = 10 * time.Minute
+
+// commitAttempts is how many times a commit's upload and its index
+// transaction are tried before the capture is given up.
+const commitAttempts = 3
+
+// guardError is a Guard's refusal: final, never retried.
+type guardError struct{ err error }
+
+func (g guardError) Error() string { return g.err.Error() }
+func (g guardError) Unwrap() error { return g.err }
+
+func (p *pending) commit(runDir string, e store.Entry, guard Guard) (store.Entry, error) {
 	fail := func(err error) (store.Entry, error) {
-		return store.Entry{}, fmt.Errorf("commit capture of %s: %w", p.target, err)
+		return store.Entry{}, fmt.Errorf("commit capture of %s: %w", p.target, oneLine{err})
 	}
 	abs, err := filepath.Abs(runDir)
 	if err != nil {
@@ -85,20 +122,58 @@ func (p *pending) Commit(runDir string, e store.Entry) (store.Entry, error) {
 		return fail(errors.New("capture already committed or abandoned"))
 	}
 	defer os.RemoveAll(p.dir)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), p.s.commitTimeout)
+	defer cancel()
 	if pr.Entry.Path, err = p.s.takeName(ctx, pr.Base); err != nil {
 		return fail(err)
 	}
-	if err := p.s.objects.putDir(ctx, abs, pr.Entry.Path); err != nil {
-		return fail(fmt.Errorf("%w (the name %s stays taken until Retain removes what was uploaded)", err, pr.Entry.Path))
+	err = retry(ctx, func() error { return p.s.objects.putDir(ctx, abs, pr.Entry.Path) })
+	if err == nil {
+		err = retry(ctx, func() error { return p.s.index(ctx, &pr, guard) })
+		if err != nil {
+			// A commit whose answer was lost may have been stored.
+			if stored, ok, _ := p.s.EntryAt(pr.Entry.Path); ok {
+				pr.Entry, err = stored, nil
+			} else {
+				err = fmt.Errorf("index %s: %w", pr.Entry.Path, err)
+			}
+		}
 	}
-	if err := p.s.index(ctx, &pr); err != nil {
-		return fail(fmt.Errorf("index %s: %w", pr.Entry.Path, err))
+	if err != nil {
+		p.s.dropUncommitted(pr.Entry.Path)
+		return fail(err)
 	}
 	// The run is at hand: keep it in the cache rather than download it
 	// again for the first reader.
 	p.s.cache.adopt(abs, pr.Entry.Path, pr.Entry.Bytes)
 	return pr.Entry, nil
+}
+
+// retry calls f until it succeeds, commitAttempts times at most, a
+// second and then two apart, unless a guard refused or ctx ended.
+func retry(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := range commitAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		if err = f(); err == nil || errors.As(err, new(guardError)) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// dropUncommitted removes what a failed commit uploaded, and frees its
+// name; what it cannot remove now, Retain removes as an orphan.
+func (s *Store) dropUncommitted(path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.dropRuns(ctx, []string{path})
 }
 
 // takeName takes the first of base, base-2, base-3… that no run has.
@@ -120,8 +195,9 @@ func (s *Store) takeName(ctx context.Context, base string) (string, error) {
 }
 
 // index adds a prepared entry, its findings and points in one
-// transaction, and fills its ID.
-func (s *Store) index(ctx context.Context, pr *store.Prepared) error {
+// transaction, and fills its ID; guard, when not nil, is checked in the
+// transaction before it commits.
+func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) error {
 	e := &pr.Entry
 	labels, err := json.Marshal(orEmpty(e.Labels))
 	if err != nil {
@@ -158,10 +234,17 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared) error {
 			batch.Queue("INSERT INTO points (target_id, metric_id, time_ns, entry_id, value) VALUES ($1, $2, $3, $4, $5)",
 				tid, v.ID, pr.End.UnixNano(), e.ID, v.Value)
 		}
-		if batch.Len() == 0 {
-			return nil
+		if batch.Len() > 0 {
+			if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+				return err
+			}
 		}
-		return tx.SendBatch(ctx, &batch).Close()
+		if guard != nil {
+			if err := guard(ctx, tx); err != nil {
+				return guardError{err}
+			}
+		}
+		return nil
 	})
 }
 

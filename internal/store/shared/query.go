@@ -37,7 +37,7 @@ func scanEntry(row pgx.Row) (store.Entry, error) {
 		e.CaptureSeconds = *capture
 	}
 	if err := json.Unmarshal(labels, &e.Labels); err != nil {
-		return store.Entry{}, fmt.Errorf("labels of %s: %w", e.Path, err)
+		return store.Entry{}, fmt.Errorf("labels of %s: %w", e.Path, oneLine{err})
 	}
 	if len(e.Labels) == 0 {
 		e.Labels = nil
@@ -134,11 +134,11 @@ func (s *Store) entries(ctx context.Context, q store.Query, kind store.Kind) ([]
 	}
 	rows, err := s.pool.Query(ctx, "SELECT "+entryColumns+entriesFrom+f.sql()+" ORDER BY e.time_ns DESC, e.id DESC"+limitSQL(q.Limit), f.args...)
 	if err != nil {
-		return nil, fmt.Errorf("history of %ss: %w", kind, err)
+		return nil, fmt.Errorf("history of %ss: %w", kind, oneLine{err})
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Entry, error) { return scanEntry(r) })
 	if err != nil {
-		return nil, fmt.Errorf("history of %ss: %w", kind, err)
+		return nil, fmt.Errorf("history of %ss: %w", kind, oneLine{err})
 	}
 	if out == nil {
 		out = []store.Entry{}
@@ -171,7 +171,7 @@ func (s *Store) findings(ctx context.Context, q store.Query) ([]store.Finding, e
 	rows, err := s.pool.Query(ctx, `SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source
 		FROM findings f JOIN targets t ON t.id = f.target_id`+f.sql()+" ORDER BY f.time_ns DESC, f.id"+limitSQL(q.Limit), f.args...)
 	if err != nil {
-		return nil, fmt.Errorf("history of findings: %w", err)
+		return nil, fmt.Errorf("history of findings: %w", oneLine{err})
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Finding, error) {
 		var fd store.Finding
@@ -181,7 +181,7 @@ func (s *Store) findings(ctx context.Context, q store.Query) ([]store.Finding, e
 		return fd, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("history of findings: %w", err)
+		return nil, fmt.Errorf("history of findings: %w", oneLine{err})
 	}
 	if out == nil {
 		out = []store.Finding{}
@@ -194,7 +194,7 @@ func (s *Store) findings(ctx context.Context, q store.Query) ([]store.Finding, e
 func (s *Store) Series(target, metric string, from, to time.Time) ([]store.Point, error) {
 	id, err := store.MetricID(metric)
 	if err != nil {
-		return nil, fmt.Errorf("series %s of %s: %w", metric, target, err)
+		return nil, fmt.Errorf("series %s of %s: %w", metric, target, oneLine{err})
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if !from.IsZero() {
@@ -207,7 +207,7 @@ func (s *Store) Series(target, metric string, from, to time.Time) ([]store.Point
 		WHERE p.target_id = (SELECT id FROM targets WHERE key = $1) AND p.metric_id = $2 AND p.time_ns BETWEEN $3 AND $4
 		ORDER BY p.time_ns, p.entry_id`, target, id, lo, hi)
 	if err != nil {
-		return nil, fmt.Errorf("series %s of %s: %w", metric, target, err)
+		return nil, fmt.Errorf("series %s of %s: %w", metric, target, oneLine{err})
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Point, error) {
 		var ns int64
@@ -217,7 +217,7 @@ func (s *Store) Series(target, metric string, from, to time.Time) ([]store.Point
 		return p, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("series %s of %s: %w", metric, target, err)
+		return nil, fmt.Errorf("series %s of %s: %w", metric, target, oneLine{err})
 	}
 	if out == nil {
 		out = []store.Point{}
@@ -230,11 +230,11 @@ func (s *Store) Targets() ([]string, error) {
 	rows, err := s.pool.Query(context.Background(), `SELECT key FROM targets t
 		WHERE EXISTS (SELECT 1 FROM entries e WHERE e.target_id = t.id) ORDER BY key COLLATE "C"`)
 	if err != nil {
-		return nil, fmt.Errorf("list targets: %w", err)
+		return nil, fmt.Errorf("list targets: %w", oneLine{err})
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("list targets: %w", err)
+		return nil, fmt.Errorf("list targets: %w", oneLine{err})
 	}
 	if out == nil {
 		out = []string{}
@@ -246,7 +246,7 @@ func (s *Store) Targets() ([]string, error) {
 func (s *Store) Size() (int64, error) {
 	var n int64
 	if err := s.pool.QueryRow(context.Background(), "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM entries").Scan(&n); err != nil {
-		return 0, fmt.Errorf("store size: %w", err)
+		return 0, fmt.Errorf("store size: %w", oneLine{err})
 	}
 	return n, nil
 }
@@ -258,7 +258,7 @@ func (s *Store) EntryAt(path string) (store.Entry, bool, error) {
 		return store.Entry{}, false, nil
 	}
 	if err != nil {
-		return store.Entry{}, false, fmt.Errorf("entry %s: %w", path, err)
+		return store.Entry{}, false, fmt.Errorf("entry %s: %w", path, oneLine{err})
 	}
 	return e, true, nil
 }
@@ -283,7 +283,7 @@ func (s *Store) lastEntry(ctx context.Context, q interface {
 func (s *Store) LastHealthyRun(target string, before time.Time) (store.Entry, bool, error) {
 	e, ok, err := s.lastEntry(context.Background(), s.pool, target, before, "e.kind = 'run' AND e.scheduled AND e.status = 'complete'")
 	if err != nil {
-		return store.Entry{}, false, fmt.Errorf("last healthy run of %s: %w", target, err)
+		return store.Entry{}, false, fmt.Errorf("last healthy run of %s: %w", target, oneLine{err})
 	}
 	return e, ok, nil
 }
@@ -293,7 +293,7 @@ func (s *Store) LastHealthyRun(target string, before time.Time) (store.Entry, bo
 // run's entry.json object first, then into the index.
 func (s *Store) MarkBeforeOOM(target string, killedAt time.Time) (store.Entry, bool, error) {
 	fail := func(err error) (store.Entry, bool, error) {
-		return store.Entry{}, false, fmt.Errorf("mark the capture of %s before its OOM kill at %s: %w", target, killedAt.UTC().Format(time.RFC3339), err)
+		return store.Entry{}, false, fmt.Errorf("mark the capture of %s before its OOM kill at %s: %w", target, killedAt.UTC().Format(time.RFC3339), oneLine{err})
 	}
 	ctx := context.Background()
 	e, ok, err := s.lastEntry(ctx, s.pool, target, killedAt, "e.kind = 'bundle'")
@@ -342,7 +342,7 @@ func (s *Store) AddFindings(fs []store.Finding) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("add findings: %w", err)
+		return fmt.Errorf("add findings: %w", oneLine{err})
 	}
 	return nil
 }

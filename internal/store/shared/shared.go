@@ -58,6 +58,11 @@ type Options struct {
 	CacheDir string
 	// CacheBytes bounds the cache (DefaultCacheBytes when zero).
 	CacheBytes int64
+	// Existing opens a store whose schema a watcher has already made or
+	// migrated, and never changes it: what readers (history, server)
+	// open, so that they need no CREATE privilege and a wrong database
+	// is an error rather than a new, empty store.
+	Existing bool
 }
 
 // DefaultCacheBytes bounds a store's cache of downloaded runs.
@@ -73,6 +78,8 @@ type Store struct {
 	cache   *cache
 	name    string
 	now     func() time.Time
+	// commitTimeout bounds a commit (commitTimeout; tests shorten it).
+	commitTimeout time.Duration
 }
 
 // Open connects to the database and the bucket, migrates the schema when
@@ -105,8 +112,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Store{pool: pool, name: name, now: time.Now}
-	if err := s.migrate(ctx); err != nil {
+	s := &Store{pool: pool, name: name, now: time.Now, commitTimeout: commitTimeout}
+	if err := s.migrate(ctx, o.Existing); err != nil {
 		pool.Close()
 		return fail(err)
 	}
@@ -132,8 +139,17 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
-// oneLine is an error said on one line: pgx lists each address it tried
-// on a line of its own.
+// OneLine says err on one line, wrapping it: pgx lists each address it
+// tried on a line of its own, and a log line or a command's message must
+// stay one line.
+func OneLine(err error) error {
+	if err == nil {
+		return nil
+	}
+	return oneLine{err}
+}
+
+// oneLine is an error said on one line (OneLine).
 type oneLine struct{ err error }
 
 func (e oneLine) Error() string {
@@ -199,13 +215,30 @@ func (s *Store) Close() error {
 }
 
 // migrate applies the embedded migrations the database lacks, in order,
-// each in its own transaction, under an advisory lock.
-func (s *Store) migrate(ctx context.Context) error {
+// each in its own transaction, under an advisory lock. A database at
+// this heapscope's version is only read (no lock, no DDL), so that a
+// role without CREATE can use a store its administrator migrated;
+// existing refuses any other.
+func (s *Store) migrate(ctx context.Context, existing bool) error {
 	files, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	slices.Sort(files)
+	want := len(files)
+	have, err := schemaVersion(ctx, s.pool)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the schema's version: %w", err)
+	case have > want:
+		return fmt.Errorf("the database's schema is version %d, newer than this heapscope's %d: upgrade heapscope", have, want)
+	case have == want:
+		return nil
+	case existing && have == 0:
+		return errors.New("the database holds no heapscope store: a watch against it makes one (or check the URL)")
+	case existing:
+		return fmt.Errorf("the database's schema is version %d, older than this heapscope's %d: a watch of this version migrates it", have, want)
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -219,12 +252,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		version INTEGER PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var have int
-	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM heapscope_schema").Scan(&have); err != nil {
+	// Again under the lock: another watcher may have migrated meanwhile.
+	if have, err = schemaVersion(ctx, conn); err != nil {
 		return fmt.Errorf("migrate: %w", err)
-	}
-	if have > len(files) {
-		return fmt.Errorf("the database's schema is version %d, newer than this heapscope's %d: upgrade heapscope", have, len(files))
 	}
 	for _, f := range files {
 		v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
@@ -247,6 +277,21 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// schemaVersion returns the newest migration applied, 0 when none is.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (int, error) {
+	// Two statements: one naming a table that does not exist fails
+	// whichever branch it is in.
+	var made bool
+	if err := q.QueryRow(ctx, "SELECT to_regclass('heapscope_schema') IS NOT NULL").Scan(&made); err != nil || !made {
+		return 0, err
+	}
+	var v int
+	err := q.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM heapscope_schema").Scan(&v)
+	return v, err
 }
 
 var _ store.Store = (*Store)(nil)
