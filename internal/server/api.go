@@ -136,7 +136,9 @@ func (s *Server) targetList() ([]Target, error) {
 	out := []Target{}
 	for _, key := range keys {
 		t := Target{Target: key, Labels: map[string]string{}, Health: "unknown"}
-		h, err := s.opts.Store.History(store.Query{Target: key, Limit: 1})
+		// One query set for both: the newest entries and the newest
+		// findings (Limit bounds each list).
+		h, err := s.opts.Store.History(store.Query{Target: key, Limit: targetFindings})
 		if err != nil {
 			return nil, err
 		}
@@ -155,11 +157,7 @@ func (s *Server) targetList() ([]Target, error) {
 				t.Health = "failing"
 			}
 		}
-		f, err := s.opts.Store.History(store.Query{Target: key, Limit: targetFindings})
-		if err != nil {
-			return nil, err
-		}
-		t.Findings = f.Findings
+		t.Findings = h.Findings
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.Target, b.Target) })
