@@ -32,8 +32,18 @@ import (
 type cache struct {
 	dir   string
 	limit int64
+	// fetchTimeout bounds a download (downloadTimeout).
+	fetchTimeout time.Duration
+
+	// base ends the downloads in flight when the cache closes; loads
+	// counts them.
+	base  context.Context
+	stop  context.CancelFunc
+	loads sync.WaitGroup
 
 	mu sync.Mutex
+	// closed is set by close: no download starts after it.
+	closed bool
 	// loading holds the downloads in flight, so that two readers of one
 	// run wait for one download.
 	loading map[string]*load
@@ -53,6 +63,10 @@ type load struct {
 	err  error
 }
 
+// downloadTimeout bounds a download, which runs on after the reader that
+// started it has given up, for the others waiting on it.
+const downloadTimeout = 5 * time.Minute
+
 func openCache(dir string, limit int64) (*cache, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -61,11 +75,21 @@ func openCache(dir string, limit int64) (*cache, error) {
 	if err := os.MkdirAll(filepath.Join(abs, store.TempDir), 0o755); err != nil {
 		return nil, fmt.Errorf("cache %s: %w", abs, err)
 	}
-	c := &cache{dir: abs, limit: limit, loading: map[string]*load{}}
+	base, stop := context.WithCancel(context.Background())
+	c := &cache{dir: abs, limit: limit, fetchTimeout: downloadTimeout, base: base, stop: stop, loading: map[string]*load{}}
 	for _, r := range c.runs() {
 		c.size += r.bytes
 	}
 	return c, nil
+}
+
+// close ends the downloads in flight and waits for them.
+func (c *cache) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.loads.Wait()
 }
 
 // RunDir returns the entry's run, downloaded into the cache when it is
@@ -80,7 +104,9 @@ func (s *Store) RunDir(ctx context.Context, e store.Entry) (string, error) {
 		}
 		return "", fmt.Errorf("run of %s at %s: %w", e.Target, e.Path, err)
 	}
-	dir, err := s.cache.get(ctx, e.Path, func(tmp string) error { return s.objects.getDir(ctx, e.Path, tmp) })
+	dir, err := s.cache.get(ctx, e.Path, func(ctx context.Context, tmp string) error {
+		return s.objects.getDir(ctx, e.Path, tmp)
+	})
 	if err != nil {
 		return "", fmt.Errorf("run of %s at %s: %w", e.Target, e.Path, err)
 	}
@@ -89,45 +115,75 @@ func (s *Store) RunDir(ctx context.Context, e store.Entry) (string, error) {
 
 // get returns the cached run at path, calling fetch to fill a fresh
 // directory with it when the cache does not hold it.
-func (c *cache) get(ctx context.Context, path string, fetch func(dir string) error) (string, error) {
+//
+// The download is no one caller's: it runs detached from their contexts,
+// bounded by fetchTimeout, and each caller waits for it or for its own
+// ctx, whichever ends first. A caller that gives up gets its ctx's error
+// alone; the download goes on for the others.
+func (c *cache) get(ctx context.Context, path string, fetch func(ctx context.Context, dir string) error) (string, error) {
 	dir := filepath.Join(c.dir, filepath.FromSlash(path))
-	for {
-		if _, err := os.Stat(filepath.Join(dir, store.EntryFile)); err == nil {
-			now := time.Now()
-			os.Chtimes(dir, now, now) // read recently: evicted last
-			return dir, nil
-		}
-		c.mu.Lock()
-		if l, ok := c.loading[path]; ok {
-			c.mu.Unlock()
-			select {
-			case <-l.done:
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-			if l.err != nil {
-				return "", l.err
-			}
-			continue
-		}
-		l := &load{done: make(chan struct{})}
-		c.loading[path] = l
+	c.mu.Lock()
+	if c.touch(dir) {
 		c.mu.Unlock()
-		l.err = c.fill(dir, fetch)
-		c.mu.Lock()
-		delete(c.loading, path)
-		c.mu.Unlock()
-		close(l.done)
-		if l.err != nil {
-			return "", l.err
-		}
-		c.added(dir, dirBytes(dir))
 		return dir, nil
 	}
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return "", err
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return "", errors.New("the store is closed")
+	}
+	l, ok := c.loading[path]
+	if !ok {
+		l = &load{done: make(chan struct{})}
+		c.loading[path] = l
+		c.loads.Add(1)
+		go c.load(context.WithoutCancel(ctx), path, dir, l, fetch)
+	}
+	c.mu.Unlock()
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	if l.err != nil {
+		return "", l.err
+	}
+	return dir, nil
+}
+
+// touch says whether the cache holds the run at dir whole, and if so
+// marks it read now, so that it is evicted last.
+func (c *cache) touch(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, store.EntryFile)); err != nil {
+		return false
+	}
+	now := time.Now()
+	os.Chtimes(dir, now, now)
+	return true
+}
+
+// load downloads the run at path into dir for the callers waiting on l,
+// until fetchTimeout or the cache's close.
+func (c *cache) load(ctx context.Context, path, dir string, l *load, fetch func(context.Context, string) error) {
+	defer c.loads.Done()
+	ctx, cancel := context.WithTimeout(ctx, c.fetchTimeout)
+	defer cancel()
+	defer context.AfterFunc(c.base, cancel)()
+	l.err = c.fill(ctx, dir, fetch)
+	if l.err == nil {
+		c.added(dir, dirBytes(dir))
+	}
+	c.mu.Lock()
+	delete(c.loading, path)
+	c.mu.Unlock()
+	close(l.done)
 }
 
 // fill downloads into a temporary directory and renames it into place.
-func (c *cache) fill(dir string, fetch func(string) error) error {
+func (c *cache) fill(ctx context.Context, dir string, fetch func(context.Context, string) error) error {
 	var b [8]byte
 	rand.Read(b[:])
 	tmp := filepath.Join(c.dir, store.TempDir, hex.EncodeToString(b[:]))
@@ -135,7 +191,7 @@ func (c *cache) fill(dir string, fetch func(string) error) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := fetch(tmp); err != nil {
+	if err := fetch(ctx, tmp); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {

@@ -1,12 +1,18 @@
 package shared
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/store"
 )
 
 // TestCache_walksOnlyOverItsBound checks that the cache counts the runs
@@ -73,4 +79,150 @@ func TestCache_walksOnlyOverItsBound(t *testing.T) {
 	if got := c.walks.Load(); got != 2 {
 		t.Errorf("%d walks after a run that fits, want still 2", got)
 	}
+}
+
+// testCache opens a cache over a fresh directory, closed when the test
+// ends.
+func testCache(t *testing.T, limit int64) *cache {
+	t.Helper()
+	c, err := openCache(t.TempDir(), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+// writeRun writes a whole run into dir: its entry.json and a profile.
+func writeRun(t *testing.T, dir string, profile string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "profiles", "heap.pb.gz"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, store.EntryFile), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockedFetch is a download that waits for release (or its context's
+// end) before it writes the run, and counts how often it is called.
+type blockedFetch struct {
+	t        *testing.T
+	release  chan struct{}
+	calls    atomic.Int64
+	deadline time.Time
+}
+
+func newBlockedFetch(t *testing.T) *blockedFetch {
+	return &blockedFetch{t: t, release: make(chan struct{})}
+}
+
+func (f *blockedFetch) fetch(ctx context.Context, dir string) error {
+	f.calls.Add(1)
+	f.deadline, _ = ctx.Deadline()
+	select {
+	case <-f.release:
+	case <-ctx.Done():
+		return fmt.Errorf("download: %w", ctx.Err())
+	}
+	writeRun(f.t, dir, "heap")
+	return nil
+}
+
+// TestCache_getOutlivesItsCallers checks that the download is no one
+// caller's: a caller that gives up fails alone, the others get the run,
+// and the run lands in the cache after every caller has left.
+func TestCache_getOutlivesItsCallers(t *testing.T) {
+	tests := []struct {
+		name string
+		// stay says which callers wait to the end; the others give up
+		// while the download is under way.
+		stay []bool
+	}{
+		{"the first caller gives up, the second gets the run", []bool{false, true}},
+		{"the second caller gives up, the first gets the run", []bool{true, false}},
+		{"every caller gives up", []bool{false, false}},
+		{"one caller stays", []bool{true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := testCache(t, 1<<20)
+				f := newBlockedFetch(t)
+				start := time.Now()
+				type result struct {
+					dir string
+					err error
+				}
+				results := make([]result, len(tt.stay))
+				var cancels []context.CancelFunc
+				for i := range tt.stay {
+					ctx, cancel := context.WithCancel(t.Context())
+					cancels = append(cancels, cancel)
+					go func() { results[i].dir, results[i].err = c.get(ctx, "runs/svc/a", f.fetch) }()
+					synctest.Wait()
+				}
+				for i, stay := range tt.stay {
+					if !stay {
+						cancels[i]()
+					}
+				}
+				synctest.Wait()
+				close(f.release)
+				synctest.Wait()
+				want := filepath.Join(c.dir, "runs", "svc", "a")
+				for i, stay := range tt.stay {
+					r := results[i]
+					switch {
+					case stay && (r.err != nil || r.dir != want):
+						t.Errorf("caller %d, who waited: %q, %v; want %s", i, r.dir, r.err, want)
+					case !stay && !errors.Is(r.err, context.Canceled):
+						t.Errorf("caller %d, who gave up: %q, %v; want its context's error", i, r.dir, r.err)
+					}
+				}
+				if n := f.calls.Load(); n != 1 {
+					t.Errorf("%d downloads, want 1", n)
+				}
+				if !f.deadline.Equal(start.Add(downloadTimeout)) {
+					t.Errorf("the download's deadline is %v, want %v after it started", f.deadline.Sub(start), downloadTimeout)
+				}
+				// The run is in the cache: the next reader does not download it.
+				dir, err := c.get(t.Context(), "runs/svc/a", func(context.Context, string) error {
+					return errors.New("downloaded again")
+				})
+				if err != nil || dir != want {
+					t.Errorf("after the download: %q, %v; want %s from the cache", dir, err, want)
+				}
+				for _, cancel := range cancels {
+					cancel()
+				}
+			})
+		})
+	}
+}
+
+// TestCache_closeEndsDownloads checks that close ends the downloads in
+// flight and waits for them, and that none starts after it.
+func TestCache_closeEndsDownloads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := testCache(t, 1<<20)
+		f := newBlockedFetch(t)
+		var err error
+		go func() { _, err = c.get(t.Context(), "runs/svc/a", f.fetch) }()
+		synctest.Wait()
+		c.close()
+		synctest.Wait()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a download in flight at close: %v, want context.Canceled", err)
+		}
+		if _, err := c.get(t.Context(), "runs/svc/b", f.fetch); err == nil {
+			t.Error("a download started after close")
+		}
+		if n := f.calls.Load(); n != 1 {
+			t.Errorf("%d downloads, want 1", n)
+		}
+	})
 }

@@ -191,8 +191,10 @@ func (s *Store) String() string { return s.name }
 // Path.
 func (s *Store) RunRoot() string { return s.cache.dir }
 
-// Close closes the database's connections.
+// Close ends the downloads in flight and closes the database's
+// connections.
 func (s *Store) Close() error {
+	s.cache.close()
 	s.pool.Close()
 	s.objects.close()
 	return nil
