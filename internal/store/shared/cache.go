@@ -183,10 +183,11 @@ func (c *cache) load(ctx context.Context, path, dir string, l *load, fetch func(
 }
 
 // fill downloads into a temporary directory and renames it into place.
+// A whole copy already there (another process's, placed meanwhile) stays,
+// for that process may be reading it, and the download goes; what a
+// crash left there, without entry.json, is moved aside and replaced.
 func (c *cache) fill(ctx context.Context, dir string, fetch func(context.Context, string) error) error {
-	var b [8]byte
-	rand.Read(b[:])
-	tmp := filepath.Join(c.dir, store.TempDir, hex.EncodeToString(b[:]))
+	tmp := c.tempName("")
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return err
 	}
@@ -197,10 +198,44 @@ func (c *cache) fill(ctx context.Context, dir string, fetch func(context.Context
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
-	os.RemoveAll(dir) // an incomplete copy another process left
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	for range 3 {
+		err := os.Rename(tmp, dir)
+		if err == nil || !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(dir, store.EntryFile)); err == nil {
+			return nil
+		}
+		if err := c.remove(dir); err != nil {
+			return err
+		}
 	}
+	return fmt.Errorf("place %s: something else keeps placing an incomplete copy there", dir)
+}
+
+// removedPrefix begins the names in .tmp of the runs being removed.
+const removedPrefix = "removed-"
+
+// tempName returns a fresh name in .tmp, beginning with prefix.
+func (c *cache) tempName(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return filepath.Join(c.dir, store.TempDir, prefix+hex.EncodeToString(b[:]))
+}
+
+// remove removes the run at dir, first moving it into .tmp in one
+// rename, so that no reader ever finds it half removed. Once moved it is
+// out of view, even what a crash or a failure leaves of it there. A run
+// already gone is no error.
+func (c *cache) remove(dir string) error {
+	aside := c.tempName(removedPrefix)
+	if err := os.Rename(dir, aside); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	os.RemoveAll(aside)
 	return nil
 }
 

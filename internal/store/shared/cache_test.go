@@ -93,31 +93,29 @@ func testCache(t *testing.T, limit int64) *cache {
 	return c
 }
 
-// writeRun writes a whole run into dir: its entry.json and a profile.
-func writeRun(t *testing.T, dir string, profile string) {
-	t.Helper()
+// writeRun writes a whole run into dir: a profile, then its entry.json.
+// Downloads call it on their own goroutine: it returns its error rather
+// than end the test.
+func writeRun(dir string, profile string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "profiles", "heap.pb.gz"), []byte(profile), 0o644); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, store.EntryFile), []byte("{}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return os.WriteFile(filepath.Join(dir, store.EntryFile), []byte("{}\n"), 0o644)
 }
 
 // blockedFetch is a download that waits for release (or its context's
 // end) before it writes the run, and counts how often it is called.
 type blockedFetch struct {
-	t        *testing.T
 	release  chan struct{}
 	calls    atomic.Int64
 	deadline time.Time
 }
 
-func newBlockedFetch(t *testing.T) *blockedFetch {
-	return &blockedFetch{t: t, release: make(chan struct{})}
+func newBlockedFetch() *blockedFetch {
+	return &blockedFetch{release: make(chan struct{})}
 }
 
 func (f *blockedFetch) fetch(ctx context.Context, dir string) error {
@@ -128,8 +126,7 @@ func (f *blockedFetch) fetch(ctx context.Context, dir string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("download: %w", ctx.Err())
 	}
-	writeRun(f.t, dir, "heap")
-	return nil
+	return writeRun(dir, "heap")
 }
 
 // TestCache_getOutlivesItsCallers checks that the download is no one
@@ -151,7 +148,7 @@ func TestCache_getOutlivesItsCallers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := testCache(t, 1<<20)
-				f := newBlockedFetch(t)
+				f := newBlockedFetch()
 				start := time.Now()
 				type result struct {
 					dir string
@@ -209,7 +206,7 @@ func TestCache_getOutlivesItsCallers(t *testing.T) {
 func TestCache_closeEndsDownloads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := testCache(t, 1<<20)
-		f := newBlockedFetch(t)
+		f := newBlockedFetch()
 		var err error
 		go func() { _, err = c.get(t.Context(), "runs/svc/a", f.fetch) }()
 		synctest.Wait()
@@ -225,4 +222,76 @@ func TestCache_closeEndsDownloads(t *testing.T) {
 			t.Errorf("%d downloads, want 1", n)
 		}
 	})
+}
+
+// TestCache_fillKeepsAWholeCopy checks how a download is placed when the
+// run's directory is already there: a whole copy another process placed
+// meanwhile stays (it may be reading it) and the download goes; what a
+// crash left, without entry.json, is replaced.
+func TestCache_fillKeepsAWholeCopy(t *testing.T) {
+	tests := []struct {
+		name string
+		// before is there when the download starts, during is placed
+		// while it runs (by another process): "whole", "partial" (no
+		// entry.json), "empty" or "" (nothing).
+		before, during string
+		want           string // whose profile the cache serves
+	}{
+		{"nothing there", "", "", "ours"},
+		{"a whole copy placed meanwhile stays", "", "whole", "theirs"},
+		{"a partial leftover is replaced", "partial", "", "ours"},
+		{"an empty leftover is replaced", "empty", "", "ours"},
+		{"a partial leftover, then a whole copy placed meanwhile", "partial", "whole", "theirs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testCache(t, 1<<20)
+			dir := filepath.Join(c.dir, "runs", "svc", "a")
+			other := t.TempDir()
+			place := func(what string) error {
+				if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+					return err
+				}
+				switch what {
+				case "whole":
+					// Another process's download, renamed into place
+					// over what a crash left.
+					if err := writeRun(filepath.Join(other, "a"), "theirs"); err != nil {
+						return err
+					}
+					os.RemoveAll(dir)
+					return os.Rename(filepath.Join(other, "a"), dir)
+				case "partial":
+					if err := writeRun(dir, "leftover"); err != nil {
+						return err
+					}
+					return os.Remove(filepath.Join(dir, store.EntryFile))
+				case "empty":
+					return os.Mkdir(dir, 0o755)
+				}
+				return nil
+			}
+			if err := place(tt.before); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.get(t.Context(), "runs/svc/a", func(_ context.Context, tmp string) error {
+				if err := writeRun(tmp, "ours"); err != nil {
+					return err
+				}
+				return place(tt.during)
+			})
+			if err != nil || got != dir {
+				t.Fatalf("get: %q, %v; want %s", got, err, dir)
+			}
+			if _, err := os.Stat(filepath.Join(dir, store.EntryFile)); err != nil {
+				t.Errorf("the run served has no %s: %v", store.EntryFile, err)
+			}
+			if profile, _ := os.ReadFile(filepath.Join(dir, "profiles", "heap.pb.gz")); string(profile) != tt.want {
+				t.Errorf("the run served holds %q's profile, want %q's", profile, tt.want)
+			}
+			if des, _ := os.ReadDir(filepath.Join(c.dir, store.TempDir)); len(des) != 0 {
+				t.Errorf(".tmp holds %d entries after the download, want none", len(des))
+			}
+		})
+	}
 }
