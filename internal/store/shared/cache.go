@@ -20,8 +20,16 @@ import (
 
 // cache holds runs downloaded from the bucket, each at dir/<entry path>,
 // whole or absent: a download goes into dir/.tmp and is renamed into
-// place. Beyond its bound it removes the runs least recently read, down
-// to nine tenths of the bound.
+// place, and a run removed is renamed into dir/.tmp before it is removed
+// there. Beyond its bound it removes the runs least recently read, down
+// to nine tenths of the bound, but never one read within grace: a reader
+// may still be at it (a server's merge over many runs, a bundle's
+// comparison with its baseline). Until such runs age past grace the
+// cache may exceed its bound.
+//
+// Several processes may share the directory (two watchers or servers of
+// one store on one host): each places a run only by rename, and keeps a
+// whole copy another process placed first.
 //
 // It keeps its size in memory, added to as runs come in, so that a run
 // added costs a walk of that run alone: only when the size passes the
@@ -34,6 +42,10 @@ type cache struct {
 	limit int64
 	// fetchTimeout bounds a download (downloadTimeout).
 	fetchTimeout time.Duration
+	// grace is how long a run read is safe from eviction (evictGrace).
+	grace time.Duration
+	// now is the clock eviction goes by.
+	now func() time.Time
 
 	// base ends the downloads in flight when the cache closes; loads
 	// counts them.
@@ -51,6 +63,10 @@ type cache struct {
 	// of the runs added since; an overestimate after removals, which the
 	// next eviction corrects.
 	size int64
+	// calm is when the runs that kept the last eviction above nine tenths
+	// of the bound, all read within grace, begin to age past it: until
+	// then an eviction could remove nothing, and none walks the cache.
+	calm time.Time
 
 	// evicting is held by the one eviction that runs at a time.
 	evicting sync.Mutex
@@ -62,6 +78,9 @@ type load struct {
 	done chan struct{}
 	err  error
 }
+
+// evictGrace is how long after it is read a run is safe from eviction.
+const evictGrace = 10 * time.Minute
 
 // downloadTimeout bounds a download, which runs on after the reader that
 // started it has given up, for the others waiting on it.
@@ -76,7 +95,7 @@ func openCache(dir string, limit int64) (*cache, error) {
 		return nil, fmt.Errorf("cache %s: %w", abs, err)
 	}
 	base, stop := context.WithCancel(context.Background())
-	c := &cache{dir: abs, limit: limit, fetchTimeout: downloadTimeout, base: base, stop: stop, loading: map[string]*load{}}
+	c := &cache{dir: abs, limit: limit, fetchTimeout: downloadTimeout, grace: evictGrace, now: time.Now, base: base, stop: stop, loading: map[string]*load{}}
 	for _, r := range c.runs() {
 		c.size += r.bytes
 	}
@@ -228,15 +247,24 @@ func (c *cache) tempName(prefix string) string {
 // out of view, even what a crash or a failure leaves of it there. A run
 // already gone is no error.
 func (c *cache) remove(dir string) error {
-	aside := c.tempName(removedPrefix)
-	if err := os.Rename(dir, aside); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+	aside, err := c.moveAside(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("remove %s: %w", dir, err)
 	}
 	os.RemoveAll(aside)
 	return nil
+}
+
+// moveAside moves the run at dir into .tmp and returns where.
+func (c *cache) moveAside(dir string) (string, error) {
+	aside := c.tempName(removedPrefix)
+	if err := os.Rename(dir, aside); err != nil {
+		return "", err
+	}
+	return aside, nil
 }
 
 // cachedRun is a run in the cache.
@@ -284,7 +312,7 @@ func dirBytes(dir string) int64 {
 func (c *cache) added(dir string, n int64) {
 	c.mu.Lock()
 	c.size += n
-	over := c.size > c.limit
+	over := c.size > c.limit && !c.now().Before(c.calm)
 	c.mu.Unlock()
 	if over {
 		c.evict(dir)
@@ -292,8 +320,9 @@ func (c *cache) added(dir string, n int64) {
 }
 
 // evict removes the runs read least recently until the cache is within
-// nine tenths of its bound, never keep (the run just added). When an
-// eviction is already under way it leaves the work to it.
+// nine tenths of its bound, never keep (the run just added) nor a run
+// read within grace. When an eviction is already under way it leaves
+// the work to it.
 func (c *cache) evict(keep string) {
 	if !c.evicting.TryLock() {
 		return
@@ -309,6 +338,8 @@ func (c *cache) evict(keep string) {
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].read.Before(runs[j].read) })
 	low := c.limit - c.limit/10
+	now := c.now()
+	var calm time.Time
 	for _, r := range runs {
 		if total <= low {
 			break
@@ -316,7 +347,15 @@ func (c *cache) evict(keep string) {
 		if r.dir == keep {
 			continue
 		}
-		if os.RemoveAll(r.dir) == nil {
+		if c.recent(r.read, now) {
+			// So are the runs after it.
+			calm = now.Add(c.grace)
+			if r.read.Before(now) {
+				calm = r.read.Add(c.grace)
+			}
+			break
+		}
+		if c.evictRun(r.dir, now) {
 			total -= r.bytes
 		}
 	}
@@ -324,7 +363,36 @@ func (c *cache) evict(keep string) {
 	// The runs added during the walk, which it may have counted too:
 	// counted twice, they only bring the next eviction nearer.
 	c.size = total + c.size - before
+	c.calm = calm
 	c.mu.Unlock()
+}
+
+// recent says whether a run read at read is within grace at now.
+func (c *cache) recent(read, now time.Time) bool {
+	return c.grace > 0 && now.Sub(read) < c.grace
+}
+
+// evictRun removes the run at dir unless it has been read within grace
+// (since the walk, too), and says whether the run is gone. Under c.mu
+// the check and the move out of view are one step against get's reads.
+func (c *cache) evictRun(dir string, now time.Time) bool {
+	c.mu.Lock()
+	info, err := os.Stat(dir)
+	if err != nil {
+		c.mu.Unlock()
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	if c.recent(info.ModTime(), now) {
+		c.mu.Unlock()
+		return false
+	}
+	aside, err := c.moveAside(dir)
+	c.mu.Unlock()
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	os.RemoveAll(aside)
+	return true
 }
 
 // adopt moves a run of n bytes just committed from src into the cache at

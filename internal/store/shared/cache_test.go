@@ -295,3 +295,232 @@ func TestCache_fillKeepsAWholeCopy(t *testing.T) {
 		})
 	}
 }
+
+// addRun adopts into c a run of runBytes at runs/svc/<name>, read age
+// ago, and returns its directory in the cache.
+func addRun(t *testing.T, c *cache, name string, age time.Duration) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, store.EntryFile), []byte(strings.Repeat("x", runBytes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-age)
+	if err := os.Chtimes(src, at, at); err != nil {
+		t.Fatal(err)
+	}
+	c.adopt(src, "runs/svc/"+name, runBytes)
+	return filepath.Join(c.dir, "runs", "svc", name)
+}
+
+// runBytes is the size of addRun's runs.
+const runBytes = 1000
+
+// TestCache_evictSparesRunsReadWithinGrace checks that eviction never
+// removes a run read within the grace period, even when that leaves the
+// cache above its bound.
+func TestCache_evictSparesRunsReadWithinGrace(t *testing.T) {
+	const minute = time.Minute
+	tests := []struct {
+		name  string
+		grace time.Duration
+		// ages are how long ago runs 0…9 were read; get lists those read
+		// through the cache since.
+		ages []time.Duration
+		get  []int
+		// The eleventh run passes the bound (ten runs): want are the runs
+		// that remain of the first ten.
+		want []int
+	}{
+		{
+			name:  "no grace: the two read least recently go",
+			grace: 0,
+			ages:  []time.Duration{10 * minute, 9 * minute, 8 * minute, 7 * minute, 6 * minute, 5 * minute, 4 * minute, 3 * minute, 2 * minute, minute},
+			want:  []int{2, 3, 4, 5, 6, 7, 8, 9},
+		},
+		{
+			name:  "every run read within grace: none goes, the cache stays above its bound",
+			grace: 15 * minute,
+			ages:  []time.Duration{10 * minute, 9 * minute, 8 * minute, 7 * minute, 6 * minute, 5 * minute, 4 * minute, 3 * minute, 2 * minute, minute},
+			want:  []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+		},
+		{
+			name:  "one run read before grace: it alone goes",
+			grace: 15 * minute,
+			ages:  []time.Duration{time.Hour, 9 * minute, 8 * minute, 7 * minute, 6 * minute, 5 * minute, 4 * minute, 3 * minute, 2 * minute, minute},
+			want:  []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		},
+		{
+			name:  "half read before grace: the two read least recently go",
+			grace: 15 * minute,
+			ages:  []time.Duration{5 * time.Hour, 4 * time.Hour, 3 * time.Hour, 2 * time.Hour, time.Hour, 5 * minute, 4 * minute, 3 * minute, 2 * minute, minute},
+			want:  []int{2, 3, 4, 5, 6, 7, 8, 9},
+		},
+		{
+			name:  "a merge reads nine of ten old runs: only the tenth goes",
+			grace: 15 * minute,
+			ages:  []time.Duration{10 * time.Hour, 9 * time.Hour, 8 * time.Hour, 7 * time.Hour, 6 * time.Hour, 5 * time.Hour, 4 * time.Hour, 3 * time.Hour, 2 * time.Hour, time.Hour},
+			get:   []int{0, 1, 2, 3, 4, 6, 7, 8, 9},
+			want:  []int{0, 1, 2, 3, 4, 6, 7, 8, 9},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testCache(t, 10*runBytes)
+			c.grace = tt.grace
+			var dirs []string
+			for i, age := range tt.ages {
+				dirs = append(dirs, addRun(t, c, fmt.Sprint(i), age))
+			}
+			for _, i := range tt.get {
+				if _, err := c.get(t.Context(), "runs/svc/"+fmt.Sprint(i), func(context.Context, string) error {
+					return errors.New("downloaded a cached run")
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if eleventh := addRun(t, c, "10", 0); !cached(eleventh) {
+				t.Error("the run just added was evicted")
+			}
+			var got []int
+			for i, d := range dirs {
+				if cached(d) {
+					got = append(got, i)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("runs left %v, want %v", got, tt.want)
+			}
+			if n := dirBytes(c.dir); c.size != n {
+				t.Errorf("the cache counts %d bytes, holds %d", c.size, n)
+			}
+		})
+	}
+}
+
+// cached says whether a run's directory is in the cache.
+func cached(dir string) bool {
+	_, err := os.Stat(dir)
+	return err == nil
+}
+
+// TestCache_evictWaitsOutGrace checks that when the runs read within
+// grace keep the cache above its bound, runs added meanwhile cost no walk
+// of the cache until those runs age past grace, and are evicted then.
+func TestCache_evictWaitsOutGrace(t *testing.T) {
+	c := testCache(t, 10*runBytes)
+	c.grace = 10 * time.Minute
+	var dirs []string
+	for i := range 11 {
+		dirs = append(dirs, addRun(t, c, fmt.Sprint(i), time.Minute))
+	}
+	if got := c.walks.Load(); got != 2 {
+		t.Fatalf("%d walks after passing the bound, want 2 (at open, then the eviction)", got)
+	}
+	dirs = append(dirs, addRun(t, c, "11", 0))
+	if got := c.walks.Load(); got != 2 {
+		t.Errorf("%d walks after a run added within grace of all the others, want still 2", got)
+	}
+	for i, d := range dirs {
+		if !cached(d) {
+			t.Errorf("run %d, read within grace, was evicted", i)
+		}
+	}
+	// Grace has passed for the first twelve.
+	c.now = func() time.Time { return time.Now().Add(time.Hour) }
+	dirs = append(dirs, addRun(t, c, "12", 0))
+	if got := c.walks.Load(); got != 3 {
+		t.Errorf("%d walks after grace has passed, want 3", got)
+	}
+	var left []int
+	for i, d := range dirs {
+		if cached(d) {
+			left = append(left, i)
+		}
+	}
+	if want := "[4 5 6 7 8 9 10 11 12]"; fmt.Sprint(left) != want {
+		t.Errorf("runs left %v, want %s", left, want)
+	}
+}
+
+// TestCache_evictNeverShowsHalfARun checks that a run being evicted is
+// never in view half removed: whenever its entry.json is there, so is
+// every other file of it.
+func TestCache_evictNeverShowsHalfARun(t *testing.T) {
+	const files = 400
+	for round := range 2 {
+		c := testCache(t, 2*files*10)
+		c.grace = 0
+		// The run evicted: entry.json, and files spread over directories
+		// listed before and after it.
+		src := filepath.Join(t.TempDir(), "old")
+		for i := range files {
+			name := filepath.Join(src, fmt.Sprintf("d%d", i%8), fmt.Sprintf("f%03d", i))
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(name, []byte("0123456789"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(src, store.EntryFile), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Hour)
+		os.Chtimes(src, old, old)
+		c.adopt(src, "runs/svc/old", files*10)
+		dir := filepath.Join(c.dir, "runs", "svc", "old")
+
+		stop := make(chan struct{})
+		half := make(chan string, 1)
+		go func() {
+			defer close(half)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Counted between two sightings of entry.json, the run was
+				// in view all along: a count cut short by its move out of
+				// view ends with entry.json gone.
+				entry := filepath.Join(dir, store.EntryFile)
+				if _, err := os.Stat(entry); err != nil {
+					continue
+				}
+				n := fileCount(dir)
+				if _, err := os.Stat(entry); err == nil && n < files+1 {
+					half <- fmt.Sprintf("%d of its %d files", n, files+1)
+					return
+				}
+			}
+		}()
+		// A run that passes the bound evicts the old one.
+		big := filepath.Join(t.TempDir(), "new")
+		if err := writeRun(big, strings.Repeat("x", 2*files*10)); err != nil {
+			t.Fatal(err)
+		}
+		c.adopt(big, "runs/svc/new", 2*files*10)
+		close(stop)
+		if h, ok := <-half; ok {
+			t.Fatalf("round %d: the run being evicted was in view with its %s and %s", round, store.EntryFile, h)
+		}
+		if cached(dir) {
+			t.Fatalf("round %d: the old run was not evicted", round)
+		}
+	}
+}
+
+// fileCount counts the files under dir.
+func fileCount(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(_ string, de os.DirEntry, err error) error {
+		if err == nil && !de.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}

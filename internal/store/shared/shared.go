@@ -15,7 +15,8 @@
 //
 // Readers get a run as a local directory (RunDir): its objects are
 // downloaded once into a cache directory and served from there; the cache
-// is bounded, oldest first.
+// is bounded, least recently read first out, but spares the runs read in
+// the last minutes.
 //
 // The schema is migrated by the embedded, numbered files in migrations/,
 // under an advisory lock, so that watchers started together migrate once.
