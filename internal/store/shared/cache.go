@@ -21,7 +21,8 @@ import (
 // cache holds runs downloaded from the bucket, each at dir/<entry path>,
 // whole or absent: a download goes into dir/.tmp and is renamed into
 // place, and a run removed is renamed into dir/.tmp before it is removed
-// there. Beyond its bound it removes the runs least recently read, down
+// there; what a crash leaves in dir/.tmp, cleanTemp removes once it is
+// old. Beyond its bound it removes the runs least recently read, down
 // to nine tenths of the bound, but never one read within grace: a reader
 // may still be at it (a server's merge over many runs, a bundle's
 // comparison with its baseline). Until such runs age past grace the
@@ -82,6 +83,12 @@ type load struct {
 // evictGrace is how long after it is read a run is safe from eviction.
 const evictGrace = 10 * time.Minute
 
+// tempAge is how old an entry of .tmp must be before the cache takes it
+// for a crashed process's leftover: a download (<hex>) lasts at most
+// downloadTimeout, but a pending capture of Begin (<kind>-<hex>) may
+// last a capture window, minutes.
+const tempAge = 6 * time.Hour
+
 // downloadTimeout bounds a download, which runs on after the reader that
 // started it has given up, for the others waiting on it.
 const downloadTimeout = 5 * time.Minute
@@ -96,6 +103,7 @@ func openCache(dir string, limit int64) (*cache, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	c := &cache{dir: abs, limit: limit, fetchTimeout: downloadTimeout, grace: evictGrace, now: time.Now, base: base, stop: stop, loading: map[string]*load{}}
+	c.cleanTemp()
 	for _, r := range c.runs() {
 		c.size += r.bytes
 	}
@@ -244,8 +252,8 @@ func (c *cache) tempName(prefix string) string {
 
 // remove removes the run at dir, first moving it into .tmp in one
 // rename, so that no reader ever finds it half removed. Once moved it is
-// out of view, even what a crash or a failure leaves of it there. A run
-// already gone is no error.
+// out of view, even what a crash or a failure leaves of it there, which
+// cleanTemp removes. A run already gone is no error.
 func (c *cache) remove(dir string) error {
 	aside, err := c.moveAside(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -265,6 +273,27 @@ func (c *cache) moveAside(dir string) (string, error) {
 		return "", err
 	}
 	return aside, nil
+}
+
+// cleanTemp removes what crashed processes left in .tmp: a removal's
+// leftover at any age (a run once moved aside is no one's), any other
+// entry once it is tempAge old, by its modification time.
+func (c *cache) cleanTemp() {
+	tmp := filepath.Join(c.dir, store.TempDir)
+	des, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	now := c.now()
+	for _, de := range des {
+		if !strings.HasPrefix(de.Name(), removedPrefix) {
+			info, err := de.Info()
+			if err != nil || now.Sub(info.ModTime()) < tempAge {
+				continue
+			}
+		}
+		os.RemoveAll(filepath.Join(tmp, de.Name()))
+	}
 }
 
 // cachedRun is a run in the cache.
@@ -328,6 +357,7 @@ func (c *cache) evict(keep string) {
 		return
 	}
 	defer c.evicting.Unlock()
+	c.cleanTemp()
 	c.mu.Lock()
 	before := c.size
 	c.mu.Unlock()

@@ -524,3 +524,83 @@ func fileCount(dir string) int {
 	})
 	return n
 }
+
+// TestCache_cleansTemp checks what the cache removes of .tmp, at open and
+// when it evicts: what crashed processes left (old downloads and
+// captures, removals at any age), never a capture or download that may
+// be in progress.
+func TestCache_cleansTemp(t *testing.T) {
+	entries := []struct {
+		name string
+		age  time.Duration
+		kept bool
+	}{
+		{"run-00a1b2c3d4e5f607", time.Minute, true},            // a capture in progress
+		{"bundle-00a1b2c3d4e5f607", 5 * time.Hour, true},       // a long one
+		{"10a1b2c3d4e5f607", time.Minute, true},                // a download in progress
+		{"20a1b2c3d4e5f607", 7 * time.Hour, false},             // a crashed download
+		{"run-30a1b2c3d4e5f607", 7 * time.Hour, false},         // a crashed capture
+		{"removed-40a1b2c3d4e5f607", time.Minute, false},       // a crashed removal
+		{"removed-50a1b2c3d4e5f607", 7 * time.Hour, false},     // an old one
+		{"record-60a1b2c3d4e5f607.json", 7 * time.Hour, false}, // a file
+	}
+	leave := func(t *testing.T, dir string) {
+		t.Helper()
+		for _, e := range entries {
+			p := filepath.Join(dir, store.TempDir, e.name)
+			var err error
+			if strings.HasSuffix(e.name, ".json") {
+				err = os.WriteFile(p, []byte("{}"), 0o644)
+			} else {
+				err = writeRun(p, "left")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().Add(-e.age)
+			if err := os.Chtimes(p, at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		clean func(t *testing.T) string // leaves the entries, cleans, returns the cache's directory
+	}{
+		{"at open", func(t *testing.T) string {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, store.TempDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			leave(t, dir)
+			c, err := openCache(dir, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.close()
+			return dir
+		}},
+		{"when evicting", func(t *testing.T) string {
+			c := testCache(t, 2*runBytes)
+			leave(t, c.dir)
+			for i := range 3 {
+				addRun(t, c, fmt.Sprint(i), time.Hour)
+			}
+			if c.walks.Load() != 2 {
+				t.Fatal("no eviction")
+			}
+			return c.dir
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.clean(t)
+			for _, e := range entries {
+				_, err := os.Stat(filepath.Join(dir, store.TempDir, e.name))
+				if kept := err == nil; kept != e.kept {
+					t.Errorf(".tmp/%s, %v old: kept %v, want %v", e.name, e.age, kept, e.kept)
+				}
+			}
+		})
+	}
+}
