@@ -201,6 +201,11 @@ func (c *cache) load(ctx context.Context, path, dir string, l *load, fetch func(
 	defer context.AfterFunc(c.base, cancel)()
 	l.err = c.fill(ctx, dir, fetch)
 	if l.err == nil {
+		// Read now, for the callers waiting: the copy served may be
+		// another process's, placed a while ago.
+		c.mu.Lock()
+		c.touch(dir)
+		c.mu.Unlock()
 		c.added(dir, dirBytes(dir))
 	}
 	c.mu.Lock()

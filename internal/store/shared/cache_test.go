@@ -255,8 +255,12 @@ func TestCache_fillKeepsAWholeCopy(t *testing.T) {
 				switch what {
 				case "whole":
 					// Another process's download, renamed into place
-					// over what a crash left.
+					// over what a crash left, and last read a while ago.
 					if err := writeRun(filepath.Join(other, "a"), "theirs"); err != nil {
+						return err
+					}
+					old := time.Now().Add(-time.Hour)
+					if err := os.Chtimes(filepath.Join(other, "a"), old, old); err != nil {
 						return err
 					}
 					os.RemoveAll(dir)
@@ -291,6 +295,9 @@ func TestCache_fillKeepsAWholeCopy(t *testing.T) {
 			}
 			if des, _ := os.ReadDir(filepath.Join(c.dir, store.TempDir)); len(des) != 0 {
 				t.Errorf(".tmp holds %d entries after the download, want none", len(des))
+			}
+			if info, err := os.Stat(dir); err != nil || time.Since(info.ModTime()) > time.Minute {
+				t.Errorf("the run served is not marked read now: %v", err)
 			}
 		})
 	}
