@@ -5,3 +5,7 @@ import "time"
 // SetCommitTimeout shortens a store's commit deadline (tests of a
 // stalled upload).
 func SetCommitTimeout(s *Store, d time.Duration) { s.commitTimeout = d }
+
+// SetCacheGrace sets how long after it is read a run is safe from the
+// eviction of s's cache.
+func SetCacheGrace(s *Store, d time.Duration) { s.cache.grace = d }

@@ -125,7 +125,7 @@ func (s *Store) dropRuns(ctx context.Context, paths []string) error {
 		return err
 	}
 	for _, p := range paths {
-		os.RemoveAll(filepath.Join(s.cache.dir, filepath.FromSlash(p)))
+		s.cache.remove(filepath.Join(s.cache.dir, filepath.FromSlash(p)))
 	}
 	_, err := s.pool.Exec(ctx, "DELETE FROM names n WHERE n.path = ANY($1) AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path)", paths)
 	return err

@@ -15,7 +15,8 @@
 //
 // Readers get a run as a local directory (RunDir): its objects are
 // downloaded once into a cache directory and served from there; the cache
-// is bounded, oldest first.
+// is bounded, least recently read first out, but spares the runs read in
+// the last minutes.
 //
 // The schema is migrated by the embedded, numbered files in migrations/,
 // under an advisory lock, so that watchers started together migrate once.
@@ -207,8 +208,10 @@ func (s *Store) String() string { return s.name }
 // Path.
 func (s *Store) RunRoot() string { return s.cache.dir }
 
-// Close closes the database's connections.
+// Close ends the downloads in flight and closes the database's
+// connections.
 func (s *Store) Close() error {
+	s.cache.close()
 	s.pool.Close()
 	s.objects.close()
 	return nil

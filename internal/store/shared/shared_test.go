@@ -200,7 +200,8 @@ func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 }
 
 // TestShared_cacheBound checks that the cache keeps within its bound and
-// downloads a run evicted from it again.
+// downloads a run evicted from it again. Runs read are not spared here
+// (no grace) for the bound to bite at once.
 func TestShared_cacheBound(t *testing.T) {
 	srv := s3test.Shared(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
@@ -212,6 +213,7 @@ func TestShared_cacheBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	shared.SetCacheGrace(s, 0)
 	var es []store.Entry
 	for m := range 3 {
 		es = append(es, storetest.Commit(t, s, store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(m)}))
