@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ const MaxStoredProfiles = 48
 
 // DiagnoseStored diagnoses a watched target over its stored runs since a
 // time, as one long series: the heap profile at the end of up to
-// MaxStoredProfiles runs, evenly spread and oldest first, makes the heap
+// MaxStoredProfiles runs, spread over the range (onGrid) and oldest first, makes the heap
 // series whose per-site growth the leak checks judge (hours or days apart
 // rather than seconds), and heap after GC over every run gives the
 // long-term growth finding with the time to the memory limit. Only the
@@ -39,7 +40,7 @@ func DiagnoseStored(ctx context.Context, st store.Store, target string, since ti
 	if err != nil {
 		return diagnose.Report{}, nil, err
 	}
-	runs := evenly(h.Runs, MaxStoredProfiles) // newest first
+	runs := onGrid(h.Runs, MaxStoredProfiles) // newest first
 	var (
 		paths      []string
 		limit      float64
@@ -82,7 +83,7 @@ func DiagnoseStored(ctx context.Context, st store.Store, target string, since ti
 		return diagnose.Report{}, nil, err
 	}
 	if len(h.Runs) > len(runs) {
-		notes = append(notes, fmt.Sprintf("per-site growth over the heap profiles of %d of the %d stored runs, evenly spread", len(runs), len(h.Runs)))
+		notes = append(notes, fmt.Sprintf("per-site growth over the heap profiles of %d of the %d stored runs, spread over their span", len(runs), len(h.Runs)))
 	}
 	rep.Notes = append(rep.Notes, notes...)
 	pts, err := st.Series(key, store.MetricHeapAfterGC, seriesFrom, time.Time{})
@@ -106,16 +107,36 @@ func DiagnoseStored(ctx context.Context, st store.Store, target string, since ti
 	return rep, warnings, nil
 }
 
-// evenly returns at most n of xs, evenly spread, the first and the last
-// among them.
-func evenly[T any](xs []T, n int) []T {
-	if len(xs) <= n {
-		return xs
+// onGrid returns at most n of the entries (newest first, as History
+// lists them), spread over their span: the oldest entry of each cell of
+// a time grid aligned to the Unix epoch, the cells as wide as it takes to
+// have at most n-1 of them, and the newest entry. The grid does not move
+// as time passes, so the diagnosis that runs every hour over the last
+// week picks the same runs as the hour before but for its two ends: a
+// shared store's cache already holds them, where picks spread by count
+// moved every hour and were downloaded afresh.
+func onGrid(es []store.Entry, n int) []store.Entry {
+	if len(es) <= n || n < 2 {
+		return es[:min(len(es), max(n, 0))]
 	}
-	out := make([]T, n)
-	for i := range n {
-		out[i] = xs[i*(len(xs)-1)/(n-1)]
+	span := es[0].Time.Sub(es[len(es)-1].Time)
+	// Cells of a power of two seconds, wide enough that the span touches
+	// at most n-1 of them (span/cell + 1 cells at most).
+	cell := time.Second
+	for span/cell+1 > time.Duration(n-1) {
+		cell *= 2
 	}
+	out := make([]store.Entry, 0, n)
+	last := int64(math.MinInt64)
+	for i := len(es) - 1; i >= 0; i-- { // oldest first
+		if c := es[i].Time.UnixNano() / int64(cell); c != last {
+			out, last = append(out, es[i]), c
+		}
+	}
+	if newest := es[0]; out[len(out)-1].Path != newest.Path {
+		out = append(out, newest)
+	}
+	slices.Reverse(out)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -61,23 +62,61 @@ func TestDiagnoseStored(t *testing.T) {
 	}
 }
 
-func TestEvenly(t *testing.T) {
+func TestOnGrid(t *testing.T) {
+	origin := time.Date(2026, 3, 2, 0, 7, 0, 0, time.UTC)
+	// runs returns count entries every 15 minutes from the first-th,
+	// newest first, as History lists them.
+	runs := func(first, count int) []store.Entry {
+		var es []store.Entry
+		for i := first + count - 1; i >= first; i-- {
+			es = append(es, store.Entry{Path: fmt.Sprint(i), Time: origin.Add(time.Duration(i) * 15 * time.Minute)})
+		}
+		return es
+	}
+	paths := func(es []store.Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Path)
+		}
+		return out
+	}
 	tests := []struct {
-		n, max int
-		want   []int
+		name        string
+		first, runs int
+		max         int
 	}{
-		{n: 3, max: 48, want: []int{0, 1, 2}},
-		{n: 10, max: 4, want: []int{0, 3, 6, 9}},
-		{n: 672, max: 3, want: []int{0, 335, 671}},
-		{n: 5, max: 5, want: []int{0, 1, 2, 3, 4}},
+		{"fewer than the bound: all", 0, 3, 48},
+		{"as many as the bound: all", 0, 48, 48},
+		{"a day", 0, 96, 48},
+		{"a week", 0, 672, 48},
+		{"a week, later", 333, 672, 48},
+		{"two", 0, 672, 2},
 	}
 	for _, tt := range tests {
-		xs := make([]int, tt.n)
-		for i := range xs {
-			xs[i] = i
-		}
-		if got := evenly(xs, tt.max); !slices.Equal(got, tt.want) {
-			t.Errorf("evenly(%d items, %d) = %v, want %v", tt.n, tt.max, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			es := runs(tt.first, tt.runs)
+			got := onGrid(es, tt.max)
+			if len(got) > tt.max || (tt.runs <= tt.max && len(got) != tt.runs) {
+				t.Fatalf("%d picks of %d runs, bound %d", len(got), tt.runs, tt.max)
+			}
+			if got[0].Path != es[0].Path || got[len(got)-1].Path != es[len(es)-1].Path {
+				t.Errorf("picks %v do not hold the newest (%s) and the oldest (%s)", paths(got), es[0].Path, es[len(es)-1].Path)
+			}
+			for i := 1; i < len(got); i++ {
+				if !got[i].Time.Before(got[i-1].Time) {
+					t.Fatalf("picks %v not newest first", paths(got))
+				}
+			}
+			// An hour later (four runs in, four out), the picks are the
+			// same but for a few at the ends.
+			later := onGrid(runs(tt.first+4, tt.runs), tt.max)
+			kept := 0
+			for _, p := range later {
+				kept += len(slices.DeleteFunc(slices.Clone(got), func(e store.Entry) bool { return e.Path != p.Path }))
+			}
+			if new := len(later) - kept; tt.runs > tt.max && new > 3 {
+				t.Errorf("an hour later %d of %d picks are new: %v, then %v", new, len(later), paths(got), paths(later))
+			}
+		})
 	}
 }
