@@ -127,21 +127,24 @@ func (p *pending) commit(runDir string, e store.Entry, guard Guard) (store.Entry
 	if pr.Entry.Path, err = p.s.takeName(ctx, pr.Base); err != nil {
 		return fail(err)
 	}
-	err = retry(ctx, func() error { return p.s.objects.putDir(ctx, abs, pr.Entry.Path) })
-	if err == nil {
-		err = retry(ctx, func() error { return p.s.index(ctx, &pr, guard) })
-		if err != nil {
-			// A commit whose answer was lost may have been stored.
-			if stored, ok, _ := p.s.EntryAt(pr.Entry.Path); ok {
-				pr.Entry, err = stored, nil
-			} else {
-				err = fmt.Errorf("index %s: %w", pr.Entry.Path, err)
-			}
-		}
-	}
-	if err != nil {
+	if err := retry(ctx, func() error { return p.s.objects.putDir(ctx, abs, pr.Entry.Path) }); err != nil {
 		p.s.dropUncommitted(pr.Entry.Path)
 		return fail(err)
+	}
+	if err := retry(ctx, func() error { return p.s.index(ctx, &pr, guard) }); err != nil {
+		// A transaction whose answer was lost may have committed: look
+		// before removing anything, and leave what cannot be known to
+		// Retain, which removes a name without entry once it is old.
+		stored, ok, lookErr := p.s.EntryAt(pr.Entry.Path)
+		switch {
+		case ok:
+			pr.Entry = stored
+		case lookErr == nil:
+			p.s.dropUncommitted(pr.Entry.Path)
+			return fail(fmt.Errorf("index %s: %w", pr.Entry.Path, err))
+		default:
+			return fail(fmt.Errorf("index %s: %w (whether it was stored is unknown: %v)", pr.Entry.Path, err, lookErr))
+		}
 	}
 	// The run is at hand: keep it in the cache rather than download it
 	// again for the first reader.
