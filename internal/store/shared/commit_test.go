@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heapscope/heapscope/internal/store"
@@ -60,7 +59,7 @@ func TestCommitGuarded_refusalStoresNothing(t *testing.T) {
 			if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM names").Scan(&names); err != nil {
 				t.Fatal(err)
 			}
-			objects := listObjects(t, s)
+			objects := listKeys(t, s3test.Shared(t).Client(), s.Objects().Bucket, s.Objects().Prefix)
 			if tt.wantErr != nil {
 				if len(h.Runs) != 0 || names != 0 || len(objects) != 0 {
 					t.Errorf("a refused commit left %d entries, %d names, objects %v", len(h.Runs), names, objects)
@@ -72,21 +71,6 @@ func TestCommitGuarded_refusalStoresNothing(t *testing.T) {
 			}
 		})
 	}
-}
-
-// listObjects lists the keys of the store's bucket (the first thousand).
-func listObjects(t *testing.T, s *shared.Store) []string {
-	t.Helper()
-	o := s.Objects()
-	out, err := s3test.Shared(t).Client().ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: &o.Bucket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, obj := range out.Contents {
-		keys = append(keys, *obj.Key)
-	}
-	return keys
 }
 
 // TestCommit_stalledUploadEndsByItsDeadline checks that a commit whose

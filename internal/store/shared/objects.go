@@ -1,7 +1,6 @@
 package shared
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 // usual places (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile,
 // a role of the instance or the pod).
 type Objects struct {
+	// Bucket is the bucket's name; it must exist.
 	Bucket string
 	// Prefix is where in the bucket, without a trailing slash.
 	Prefix string
@@ -169,13 +169,20 @@ func (b *bucket) putDir(ctx context.Context, dir, runPath string) error {
 			if err != nil {
 				return err
 			}
-			data, err := os.ReadFile(f)
+			// Streamed from the file: a seekable body the SDK can hash
+			// and send again on a retry without holding it in memory.
+			in, err := os.Open(f)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			info, err := in.Stat()
 			if err != nil {
 				return err
 			}
 			key := b.key(runPath, filepath.ToSlash(rel))
 			_, err = b.client.PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(b.o.Bucket), Key: aws.String(key),
-				Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
+				Body: in, ContentLength: aws.Int64(info.Size())})
 			if err != nil {
 				return fmt.Errorf("upload %s: %w", key, err)
 			}
@@ -211,12 +218,16 @@ func (b *bucket) getDir(ctx context.Context, runPath, dir string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("no objects under %s", b.prefix(runPath))
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(uploads)
+	// Every name first: a bad one must not leave downloads running into
+	// a directory the caller removes.
 	for _, name := range names {
 		if !validName(name) {
 			return fmt.Errorf("object %s%s: not a file name of a run", b.prefix(runPath), name)
 		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(uploads)
+	for _, name := range names {
 		g.Go(func() error {
 			key := b.key(runPath, name)
 			out, err := b.client.GetObject(gctx, &s3.GetObjectInput{Bucket: aws.String(b.o.Bucket), Key: aws.String(key)})

@@ -29,8 +29,33 @@ const orphanAge = time.Hour
 // names. A crash between leaves names whose objects outlive their entry,
 // which a later Retain removes as orphans. It also removes the series
 // findings older than MaxAge and the orphans of interrupted commits.
+//
+// One retention runs at a time over a store, whichever process runs it
+// (an advisory lock): every watcher of a fleet retains, and each would
+// otherwise free the whole excess over MaxBytes, N watchers N times it.
+// A Retain that finds another under way returns 0 at once.
 func (s *Store) Retain(r store.Retention) (int, error) {
 	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("retain: %w", oneLine{err})
+	}
+	defer conn.Release()
+	var mine bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", retainLock).Scan(&mine); err != nil {
+		return 0, fmt.Errorf("retain: %w", oneLine{err})
+	}
+	if !mine {
+		return 0, nil
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", retainLock)
+	return s.retain(ctx, r)
+}
+
+// retainLock is the advisory lock key a retention holds.
+const retainLock = 0x68656171 // "heaq"
+
+func (s *Store) retain(ctx context.Context, r store.Retention) (int, error) {
 	now := r.Now
 	if now.IsZero() {
 		now = s.now()
@@ -134,28 +159,56 @@ func (s *Store) dropRuns(ctx context.Context, paths []string) error {
 // removeOrphans removes the names (and objects) that no entry has and
 // that were taken more than orphanAge ago by the database's clock:
 // commits interrupted between their upload and their index, and
-// retention interrupted before its objects.
+// retention interrupted before its objects. Each batch's names are
+// locked before their objects go and deleted with them in one
+// transaction: a commit still indexing one (stalled past its deadline)
+// waits on the lock, then fails for want of its name, rather than index
+// a run whose objects are gone; and names whose objects could not be
+// deleted stay for the next Retain.
 func (s *Store) removeOrphans(ctx context.Context) error {
-	rows, err := s.pool.Query(ctx, `SELECT n.path FROM names n WHERE n.taken < now() - make_interval(secs => $1)
-		AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path) LIMIT 1000`, orphanAge.Seconds())
-	if err != nil {
-		return fmt.Errorf("retain: orphans: %w", err)
+	for {
+		var n int
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT n.path FROM names n WHERE n.taken < now() - make_interval(secs => $1)
+				AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path)
+				ORDER BY n.taken LIMIT `+fmt.Sprint(orphanBatch)+` FOR UPDATE SKIP LOCKED`, orphanAge.Seconds())
+			if err != nil {
+				return err
+			}
+			paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(paths) == 0 {
+				return err
+			}
+			n = len(paths)
+			if err := s.objects.deleteRuns(ctx, paths); err != nil {
+				return err
+			}
+			for _, p := range paths {
+				s.cache.remove(filepath.Join(s.cache.dir, filepath.FromSlash(p)))
+			}
+			_, err = tx.Exec(ctx, "DELETE FROM names WHERE path = ANY($1)", paths)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("retain: orphans: %w", oneLine{err})
+		}
+		if n < orphanBatch {
+			return nil
+		}
 	}
-	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("retain: orphans: %w", err)
-	}
-	if err := s.dropRuns(ctx, paths); err != nil {
-		return fmt.Errorf("retain: orphans: %w", err)
-	}
-	return nil
 }
+
+// orphanBatch is how many orphans one transaction removes: it holds
+// their names locked while their objects are deleted.
+const orphanBatch = 100
 
 // rewriteRecord writes an entry's entry.json object anew (and its cached
 // copy's).
 func (s *Store) rewriteRecord(ctx context.Context, e store.Entry) error {
-	dir := filepath.Join(s.cache.dir, store.TempDir, fmt.Sprintf("record-%d", e.ID))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Its own directory: processes sharing the cache may rewrite one
+	// record at once.
+	dir, err := os.MkdirTemp(filepath.Join(s.cache.dir, store.TempDir), fmt.Sprintf("record-%d-", e.ID))
+	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)

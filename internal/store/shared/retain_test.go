@@ -1,0 +1,164 @@
+package shared_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/shared"
+	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver/pgtest"
+	"github.com/heapscope/heapscope/internal/testserver/s3test"
+)
+
+// openTwins opens n shared stores over one fresh database and bucket,
+// each with its own cache: the watchers of a fleet.
+func openTwins(t *testing.T, n int) []*shared.Store {
+	t.Helper()
+	srv := s3test.Shared(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	o := shared.Objects{Bucket: srv.NewBucket(t), Prefix: "heapscope", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
+	db := pgtest.Shared(t).NewDatabase(t)
+	var ss []*shared.Store
+	for range n {
+		s, err := shared.Open(t.Context(), shared.Options{Postgres: db, Objects: o, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+// TestRetain_byOneWatcherAtATime checks that watchers retaining by size
+// at once free the excess once between them, not once each.
+func TestRetain_byOneWatcherAtATime(t *testing.T) {
+	ss := openTwins(t, 4)
+	var each int64
+	for m := range 12 {
+		each = storetest.Commit(t, ss[0], store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(m)}).Bytes
+	}
+	total, err := ss[0].Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two runs over the bound.
+	r := store.Retention{MaxBytes: total - 2*each}
+	var wg sync.WaitGroup
+	removed := make([]int, len(ss))
+	for i, s := range ss {
+		wg.Go(func() {
+			n, err := s.Retain(r)
+			if err != nil {
+				t.Errorf("watcher %d: Retain: %v", i, err)
+			}
+			removed[i] = n
+		})
+	}
+	wg.Wait()
+	sum := 0
+	for _, n := range removed {
+		sum += n
+	}
+	if sum != 2 {
+		t.Errorf("four watchers retaining at once removed %v runs, %d in all; want the 2 over the bound", removed, sum)
+	}
+}
+
+// TestRetain_spareAnOrphanBeingIndexed checks that the orphan sweep
+// passes over an old name a commit is indexing (its entry's reference
+// holds the name's row), and removes it once the commit has gone.
+func TestRetain_spareAnOrphanBeingIndexed(t *testing.T) {
+	s := open(t)
+	srv := s3test.Shared(t)
+	bucket, prefix := s.Objects().Bucket, s.Objects().Prefix
+	orphan := "runs/svc-000000000000/20260301T110000Z"
+	if _, err := s.Pool().Exec(t.Context(), "INSERT INTO names (path, taken) VALUES ($1, now() - interval '2 hours')", orphan); err != nil {
+		t.Fatal(err)
+	}
+	key := prefix + "/" + orphan + "/result.json"
+	if _, err := srv.Client().PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+		Key: aws.String(key), Body: strings.NewReader("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	// What an entry's insert takes on the name it references.
+	tx, err := s.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM names WHERE path = $1 FOR KEY SHARE", orphan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Retain(store.Retention{MaxAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if keys := listKeys(t, srv.Client(), bucket, prefix); len(keys) != 1 || keys[0] != key {
+		t.Errorf("the sweep took the objects of a name being indexed: %v left", keys)
+	}
+	tx.Rollback(t.Context())
+	if _, err := s.Retain(store.Retention{MaxAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if keys := listKeys(t, srv.Client(), bucket, prefix); len(keys) != 0 {
+		t.Errorf("the orphan's objects outlived the sweep: %v", keys)
+	}
+	var names int
+	if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM names").Scan(&names); err != nil || names != 0 {
+		t.Errorf("%d names left (%v), want none", names, err)
+	}
+}
+
+// TestCommit_largeFileRoundTrips commits a run with a file of tens of
+// megabytes (streamed from disk) and reads it back whole.
+func TestCommit_largeFileRoundTrips(t *testing.T) {
+	s := open(t)
+	p, err := s.Begin(store.KindRun, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Abandon()
+	storetest.WriteFixture(t, storetest.Leaky, p.Dir())
+	big := make([]byte, 24<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(p.Dir(), "trace.out"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := p.Commit(p.Dir(), store.Entry{Time: storetest.At(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read through a second store: from the bucket, not this one's cache.
+	other, err := shared.Open(t.Context(), shared.Options{Postgres: poolURL(t, s), Objects: s.Objects(), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	dir, err := other.RunDir(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "trace.out"))
+	if err != nil || !bytes.Equal(got, big) {
+		t.Errorf("the large file read back: %d bytes (%v), equal %v; want %d", len(got), err, bytes.Equal(got, big), len(big))
+	}
+}
+
+// poolURL returns the URL a store's pool connects with.
+func poolURL(t *testing.T, s *shared.Store) string {
+	t.Helper()
+	return s.Pool().Config().ConnString()
+}
