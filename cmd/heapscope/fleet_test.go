@@ -149,9 +149,10 @@ func tail(s string, n int) string {
 
 // TestFleet_slotsSurviveAWatcherKilled runs three watchers over one
 // shared store and 61 targets, kills the one that owns the trigger
-// target with SIGKILL, and checks that every scheduled slot was captured
-// exactly once, none later than two lease periods, and that the trigger
-// target's trigger fires on the watcher it moved to.
+// target with SIGKILL, later freezes another past its lease and resumes
+// it, and checks that every scheduled slot was captured exactly once,
+// none of the killed watcher's later than two lease periods, and that
+// the trigger target's trigger fires on the watcher it moved to.
 func TestFleet_slotsSurviveAWatcherKilled(t *testing.T) {
 	bin, err := exampleExecutable()
 	if err != nil {
@@ -256,6 +257,23 @@ groups:
 			break
 		}
 	}
+	// Then one of the two left is frozen (SIGSTOP) past its lease, as a
+	// watcher cut off from the database is, with captures in flight, and
+	// resumed: the other takes its targets over, and what the frozen one
+	// was capturing is not stored beside what the other captured.
+	frozen := names[slices.IndexFunc(names, func(n string) bool { return n != victim })]
+	if err := ws[frozen].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*lease + time.Second)
+	if err := ws[frozen].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(every + lease) // it rejoins, and the targets split again
+	if log, _ := os.ReadFile(ws[frozen].log); !strings.Contains(string(log), "fleet lease lost") {
+		t.Errorf("%s, frozen past its lease, never said it lost it", frozen)
+	}
+
 	stopped := time.Now()
 	for _, n := range names {
 		if n != victim {

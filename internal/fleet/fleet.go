@@ -327,11 +327,11 @@ func (m *Member) Claim(ctx context.Context, key string, slot time.Time) (bool, e
 func (m *Member) Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time) error {
 	tag, err := tx.Exec(ctx, "UPDATE slots SET done = true WHERE target = $1 AND slot_ns = $2 AND member = $3 AND NOT done",
 		key, slot.UnixNano(), m.id)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrClaimLost
-	}
 	if err != nil {
 		return fmt.Errorf("mark the slot %s of %s done: %w", slot.UTC().Format(time.RFC3339), key, shared.OneLine(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return shared.Refuse(fmt.Errorf("mark the slot %s of %s done: %w", slot.UTC().Format(time.RFC3339), key, ErrClaimLost))
 	}
 	return nil
 }
@@ -342,14 +342,15 @@ func (m *Member) Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time
 // member whose lease ran out during the capture does not store it.
 func (m *Member) Holds(ctx context.Context, tx pgx.Tx, key string) error {
 	rows, err := tx.Query(ctx, "SELECT id FROM members WHERE expires > clock_timestamp()")
+	var live []string
 	if err == nil {
-		var live []string
-		if live, err = pgx.CollectRows(rows, pgx.RowTo[string]); err == nil && Owner(key, live) != m.id {
-			err = ErrNotOwner
-		}
+		live, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	}
 	if err != nil {
 		return fmt.Errorf("check the owner of %s: %w", key, shared.OneLine(err))
+	}
+	if Owner(key, live) != m.id {
+		return shared.Refuse(fmt.Errorf("check the owner of %s: %w", key, ErrNotOwner))
 	}
 	return nil
 }

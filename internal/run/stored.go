@@ -109,21 +109,28 @@ func DiagnoseStored(ctx context.Context, st store.Store, target string, since ti
 
 // onGrid returns at most n of the entries (newest first, as History
 // lists them), spread over their span: the oldest entry of each cell of
-// a time grid aligned to the Unix epoch, the cells as wide as it takes to
-// have at most n-1 of them, and the newest entry. The grid does not move
+// a time grid aligned to the Unix epoch, the cells as wide as it takes
+// for the span to touch at most n-1 of them, and the newest entry. The grid does not move
 // as time passes, so the diagnosis that runs every hour over the last
 // week picks the same runs as the hour before but for its two ends: a
 // shared store's cache already holds them, where picks spread by count
 // moved every hour and were downloaded afresh.
 func onGrid(es []store.Entry, n int) []store.Entry {
-	if len(es) <= n || n < 2 {
+	switch {
+	case len(es) <= n || n < 2:
 		return es[:min(len(es), max(n, 0))]
+	case n < 4: // too few for a grid: the ends, and the middle
+		picks := []store.Entry{es[0]}
+		if n == 3 {
+			picks = append(picks, es[len(es)/2])
+		}
+		return append(picks, es[len(es)-1])
 	}
 	span := es[0].Time.Sub(es[len(es)-1].Time)
 	// Cells of a power of two seconds, wide enough that the span touches
-	// at most n-1 of them (span/cell + 1 cells at most).
+	// at most n-1 of them: span/cell + 2 when its ends fall mid-cell.
 	cell := time.Second
-	for span/cell+1 > time.Duration(n-1) {
+	for span/cell+2 > time.Duration(n-1) {
 		cell *= 2
 	}
 	out := make([]store.Entry, 0, n)

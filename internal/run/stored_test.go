@@ -92,6 +92,16 @@ func TestOnGrid(t *testing.T) {
 		{"a week, later", 333, 672, 48},
 		{"two", 0, 672, 2},
 	}
+	// Every count of runs up to a week's, from origins a minute apart:
+	// never more picks than the bound.
+	for count := 2; count <= 700; count++ {
+		for shift := range 15 {
+			es := runs(shift*count, count)
+			if got := onGrid(es, 48); len(got) > 48 {
+				t.Fatalf("%d picks of %d runs from run %d, bound 48", len(got), count, shift*count)
+			}
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			es := runs(tt.first, tt.runs)

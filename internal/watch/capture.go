@@ -14,6 +14,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/compare"
+	"github.com/heapscope/heapscope/internal/fleet"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
@@ -63,11 +64,21 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 	}
 	entry, res, err := w.captureInto(ctx, wt, o)
 	outcome := "failed"
-	if err == nil {
+	switch {
+	case err == nil:
 		outcome = entry.Status
+	case errors.Is(err, fleet.ErrClaimLost) || errors.Is(err, fleet.ErrNotOwner):
+		// Not a failure of the target's: the capture belongs to the
+		// watcher the target moved to, which stores its own.
+		outcome = "dropped"
 	}
 	w.metrics.captures.WithLabelValues(string(kind), outcome).Inc()
 	w.metrics.captureSeconds.WithLabelValues(string(kind)).Observe(w.opts.now().Sub(start).Seconds())
+	if outcome == "dropped" {
+		w.log.Warn("capture dropped: the target moved to another watcher while this one was cut off from the fleet",
+			"target", t.Key, "kind", kind, "err", err)
+		return entry, nil, err
+	}
 	if err != nil {
 		w.setHealth(wt, func(h *Health) {
 			h.LastError, h.LastErrorTime = err.Error(), w.opts.now()

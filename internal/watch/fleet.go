@@ -127,17 +127,12 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 }
 
 // captureSlot captures a slot of the target when this watcher owns it,
-// claims it, and the slot is no later than lateBound. The capture is
+// claims it, and the slot is no later than lateBound; a slot from before
+// this watcher watched the target is not its to catch up. The capture is
 // stored only if the claim is still this watcher's when it commits.
 func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) {
 	f, key := w.opts.Fleet, wt.target.Key
-	if !f.Owns(key) {
-		return
-	}
-	if late := w.opts.now().Sub(slot); late > lateBound(f) {
-		w.metrics.missed.Inc()
-		w.log.Warn("slot missed: later than two lease periods", "target", key,
-			"slot", slot.UTC().Format(time.RFC3339), "late", late.Round(time.Millisecond))
+	if !f.Owns(key) || slot.Before(wt.since) {
 		return
 	}
 	mine, err := f.Claim(ctx, key, slot)
@@ -146,18 +141,27 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) 
 		return
 	}
 	if !mine {
+		return // captured, or being captured, by another watcher
+	}
+	bg := context.WithoutCancel(ctx)
+	if late := w.opts.now().Sub(slot); late > lateBound(f) {
+		// No one captured it: missed, and given up for the others.
+		w.metrics.missed.Inc()
+		w.log.Warn("slot missed: later than two lease periods", "target", key,
+			"slot", slot.UTC().Format(time.RFC3339), "late", late.Round(time.Millisecond))
+		if err := f.Release(bg, key, slot); err != nil {
+			w.log.Error("release a slot", "target", key, "err", err)
+		}
 		return
 	}
 	o := scheduled(slot)
 	o.guard = func(ctx context.Context, tx pgx.Tx) error { return f.Done(ctx, tx, key, slot) }
 	_, res, err := w.capture(ctx, wt, o)
 	if errors.Is(err, fleet.ErrClaimLost) {
-		w.log.Warn("slot captured by another watcher while this one was cut off: capture dropped",
-			"target", key, "slot", slot.UTC().Format(time.RFC3339))
-		return
+		return // capture said so
 	}
 	if err != nil {
-		if err := f.Release(context.WithoutCancel(ctx), key, slot); err != nil {
+		if err := f.Release(bg, key, slot); err != nil {
 			w.log.Error("release a slot", "target", key, "err", err)
 		}
 		return

@@ -84,8 +84,11 @@ type watched struct {
 	cancel context.CancelFunc
 	// owned says whether this watcher captures the target (always, out
 	// of a fleet); gained tells the schedule it has just come to.
-	owned        bool
-	gained       chan struct{}
+	owned  bool
+	gained chan struct{}
+	// since is when this watcher began to watch the target: in a fleet,
+	// it catches up no slot before it.
+	since        time.Time
 	stopTriggers context.CancelFunc
 	// fresh passes a scheduled run's MemStats, read after a forced GC,
 	// to the triggers: the heap after GC they project.
@@ -215,7 +218,7 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 			delete(w.targets, t.Key)
 		}
 		wt := &watched{target: t, health: Health{Target: t.Key}, fresh: make(chan trigger.Sample, 1),
-			gained: make(chan struct{}, 1), stopTriggers: func() {}}
+			gained: make(chan struct{}, 1), since: w.opts.now(), stopTriggers: func() {}}
 		if t.Pod != nil {
 			wt.pod = *t.Pod
 		}

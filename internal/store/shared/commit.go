@@ -72,10 +72,16 @@ func (p *pending) Commit(runDir string, e store.Entry) (store.Entry, error) {
 }
 
 // Guard is checked in the transaction that indexes a commit, after the
-// entry's rows are added: an error from it rolls the commit back, its
-// objects and name are removed, and the commit fails with that error.
-// The fleet's claims are kept this way (internal/fleet: Member.Done).
+// entry's rows are added: an error from it rolls the commit back. An
+// error made by Refuse is final: the commit fails with it at once, its
+// objects are removed and its name freed. Any other error is a failure
+// like the index's own, tried again. The fleet's claims are kept this
+// way (internal/fleet: Member.Done).
 type Guard func(ctx context.Context, tx pgx.Tx) error
+
+// Refuse marks a Guard's error as a refusal, final (errors.Is and As
+// still see err).
+func Refuse(err error) error { return refusal{err} }
 
 // CommitGuarded commits a capture begun by a shared store's Begin as its
 // Commit does, storing it only when guard passes in the index
@@ -97,11 +103,11 @@ const commitTimeout = 10 * time.Minute
 // transaction are tried before the capture is given up.
 const commitAttempts = 3
 
-// guardError is a Guard's refusal: final, never retried.
-type guardError struct{ err error }
+// refusal is a Guard's refusal (Refuse): final, never retried.
+type refusal struct{ err error }
 
-func (g guardError) Error() string { return g.err.Error() }
-func (g guardError) Unwrap() error { return g.err }
+func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Unwrap() error { return r.err }
 
 func (p *pending) commit(runDir string, e store.Entry, guard Guard) (store.Entry, error) {
 	fail := func(err error) (store.Entry, error) {
@@ -128,22 +134,26 @@ func (p *pending) commit(runDir string, e store.Entry, guard Guard) (store.Entry
 		return fail(err)
 	}
 	if err := retry(ctx, func() error { return p.s.objects.putDir(ctx, abs, pr.Entry.Path) }); err != nil {
-		p.s.dropUncommitted(pr.Entry.Path)
-		return fail(err)
+		// The name stays taken: a request cut off by the deadline may
+		// still land under it. Retain removes it and its objects once
+		// it is old.
+		return fail(fmt.Errorf("%w (Retain removes what was uploaded under %s)", err, pr.Entry.Path))
 	}
 	if err := retry(ctx, func() error { return p.s.index(ctx, &pr, guard) }); err != nil {
-		// A transaction whose answer was lost may have committed: look
-		// before removing anything, and leave what cannot be known to
-		// Retain, which removes a name without entry once it is old.
-		stored, ok, lookErr := p.s.EntryAt(pr.Entry.Path)
+		// A transaction whose answer was lost may yet commit: settle it
+		// before removing anything.
+		stored, dropErr := p.s.dropUnindexed(pr.Entry.Path)
 		switch {
-		case ok:
-			pr.Entry = stored
-		case lookErr == nil:
-			p.s.dropUncommitted(pr.Entry.Path)
-			return fail(fmt.Errorf("index %s: %w", pr.Entry.Path, err))
+		case stored:
+			e, ok, err := p.s.EntryAt(pr.Entry.Path)
+			if !ok || err != nil {
+				return fail(fmt.Errorf("index %s: stored, but its entry cannot be read: %v", pr.Entry.Path, err))
+			}
+			pr.Entry = e
+		case dropErr != nil:
+			return fail(fmt.Errorf("index %s: %w (whether it was stored is unknown: %v)", pr.Entry.Path, err, dropErr))
 		default:
-			return fail(fmt.Errorf("index %s: %w (whether it was stored is unknown: %v)", pr.Entry.Path, err, lookErr))
+			return fail(fmt.Errorf("index %s: %w", pr.Entry.Path, err))
 		}
 	}
 	// The run is at hand: keep it in the cache rather than download it
@@ -164,19 +174,36 @@ func retry(ctx context.Context, f func() error) error {
 			case <-time.After(time.Duration(attempt) * time.Second):
 			}
 		}
-		if err = f(); err == nil || errors.As(err, new(guardError)) || ctx.Err() != nil {
+		if err = f(); err == nil || errors.As(err, new(refusal)) || ctx.Err() != nil {
 			return err
 		}
 	}
 	return err
 }
 
-// dropUncommitted removes what a failed commit uploaded, and frees its
-// name; what it cannot remove now, Retain removes as an orphan.
-func (s *Store) dropUncommitted(path string) {
+// dropUnindexed removes the objects and the name of a run whose index
+// transaction failed, unless that transaction committed after all
+// (stored). It locks the name first, which waits for a transaction still
+// holding it through its entry's reference, then looks for the entry in
+// a statement of its own, whose snapshot sees that transaction's
+// outcome. What it cannot settle, Retain removes as an orphan.
+func (s *Store) dropUnindexed(path string) (stored bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s.dropRuns(ctx, []string{path})
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM names WHERE path = $1 FOR UPDATE", path); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM entries WHERE path = $1)", path).Scan(&stored); err != nil || stored {
+			return err
+		}
+		if err := s.objects.deleteRuns(ctx, []string{path}); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM names WHERE path = $1", path)
+		return err
+	})
+	return stored, err
 }
 
 // takeName takes the first of base, base-2, base-3… that no run has.
@@ -243,9 +270,7 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) erro
 			}
 		}
 		if guard != nil {
-			if err := guard(ctx, tx); err != nil {
-				return guardError{err}
-			}
+			return guard(ctx, tx)
 		}
 		return nil
 	})

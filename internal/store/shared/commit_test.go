@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heapscope/heapscope/internal/store"
@@ -22,20 +24,41 @@ import (
 
 // TestCommitGuarded_refusalStoresNothing checks that a commit whose
 // guard refuses in the index transaction stores nothing: no entry, no
-// objects, its name free again; and that one whose guard passes is
-// stored.
+// objects, its name free again, nothing its guard wrote; that one whose
+// guard passes is stored with what its guard wrote; and that a guard's
+// failure that is not a refusal is tried again.
 func TestCommitGuarded_refusalStoresNothing(t *testing.T) {
 	refused := errors.New("claim taken over")
+	// mark writes a row in the guard's transaction: it must be stored
+	// with the capture, or rolled back with it.
+	mark := func(name string) shared.Guard {
+		return func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "INSERT INTO members (id, expires) VALUES ($1, now())", name)
+			return err
+		}
+	}
+	failOnce := func(name string) shared.Guard {
+		calls := 0
+		return func(ctx context.Context, tx pgx.Tx) error {
+			if calls++; calls == 1 {
+				return errors.New("connection reset")
+			}
+			return mark(name)(ctx, tx)
+		}
+	}
 	tests := []struct {
 		name    string
 		guard   shared.Guard
 		wantErr error
 	}{
-		{"refused", func(context.Context, pgx.Tx) error { return refused }, refused},
-		{"passed", func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "SELECT 1")
-			return err
-		}, nil},
+		{"refused", func(ctx context.Context, tx pgx.Tx) error {
+			if err := mark("refused")(ctx, tx); err != nil {
+				return err
+			}
+			return shared.Refuse(refused)
+		}, refused},
+		{"passed", mark("passed"), nil},
+		{"failed once, then passed", failOnce("failed once, then passed"), nil},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,15 +82,19 @@ func TestCommitGuarded_refusalStoresNothing(t *testing.T) {
 			if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM names").Scan(&names); err != nil {
 				t.Fatal(err)
 			}
+			var marked bool
+			if err := s.Pool().QueryRow(t.Context(), "SELECT EXISTS (SELECT 1 FROM members WHERE id = $1)", tt.name).Scan(&marked); err != nil {
+				t.Fatal(err)
+			}
 			objects := listKeys(t, s3test.Shared(t).Client(), s.Objects().Bucket, s.Objects().Prefix)
 			if tt.wantErr != nil {
-				if len(h.Runs) != 0 || names != 0 || len(objects) != 0 {
-					t.Errorf("a refused commit left %d entries, %d names, objects %v", len(h.Runs), names, objects)
+				if len(h.Runs) != 0 || names != 0 || len(objects) != 0 || marked {
+					t.Errorf("a refused commit left %d entries, %d names, objects %v, its guard's row %v", len(h.Runs), names, objects, marked)
 				}
 				return
 			}
-			if len(h.Runs) != 1 || h.Runs[0].Path != e.Path || names != 1 || len(objects) == 0 {
-				t.Errorf("a passed commit stored %d entries, %d names, %d objects", len(h.Runs), names, len(objects))
+			if len(h.Runs) != 1 || h.Runs[0].Path != e.Path || names != 1 || len(objects) == 0 || !marked {
+				t.Errorf("a passed commit stored %d entries, %d names, %d objects, its guard's row %v", len(h.Runs), names, len(objects), marked)
 			}
 		})
 	}
@@ -75,7 +102,7 @@ func TestCommitGuarded_refusalStoresNothing(t *testing.T) {
 
 // TestCommit_stalledUploadEndsByItsDeadline checks that a commit whose
 // object server takes requests and never answers them fails by its
-// deadline, with a one-line error, and frees the name it took.
+// deadline, with a one-line error, and leaves the name it took to Retain.
 func TestCommit_stalledUploadEndsByItsDeadline(t *testing.T) {
 	stalled, over := make(chan struct{}, 1), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -134,8 +161,10 @@ func TestCommit_stalledUploadEndsByItsDeadline(t *testing.T) {
 	if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM names").Scan(&names); err != nil {
 		t.Fatal(err)
 	}
-	if names != 0 {
-		t.Errorf("%d names still taken after the commit failed", names)
+	// The name stays, for Retain: a request the deadline cut off may
+	// still land under it.
+	if names != 1 || !strings.Contains(err.Error(), "Retain removes") {
+		t.Errorf("%d names taken after the upload failed (want 1, left to Retain); error %q", names, err)
 	}
 }
 
@@ -211,5 +240,72 @@ func TestOpen_existing(t *testing.T) {
 		if _, ok, err := s.EntryAt(e.Path); !ok || err != nil {
 			t.Errorf("the role's commit is not found: %v, %v", ok, err)
 		}
+	}
+}
+
+// TestDropUnindexed_waitsForTheIndexTransaction checks what a commit
+// whose index transaction's answer was lost does: it waits for that
+// transaction, still running, to end; keeps the run when it committed,
+// and removes its objects and name when it did not.
+func TestDropUnindexed_waitsForTheIndexTransaction(t *testing.T) {
+	for _, commits := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commits %v", commits), func(t *testing.T) {
+			s := open(t)
+			ctx := t.Context()
+			const path = "runs/svc/20260301T120000Z"
+			if _, err := s.Pool().Exec(ctx, "INSERT INTO names (path) VALUES ($1)", path); err != nil {
+				t.Fatal(err)
+			}
+			bucket, prefix := s.Objects().Bucket, s.Objects().Prefix
+			if _, err := s3test.Shared(t).Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket,
+				Key: aws.String(prefix + "/" + path + "/result.json"), Body: strings.NewReader("{}")}); err != nil {
+				t.Fatal(err)
+			}
+			// The index transaction, its entry inserted, not yet ended.
+			tx, err := s.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.Background())
+			for _, sql := range []string{
+				"INSERT INTO targets (id, key, slug) VALUES (1, 'svc', 'svc')",
+				"INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes) VALUES ('run', 1, 0, 0, '" + path + "', 'complete', 2)",
+			} {
+				if _, err := tx.Exec(ctx, sql); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type outcome struct {
+				stored bool
+				err    error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				stored, err := shared.DropUnindexed(s, path)
+				done <- outcome{stored, err}
+			}()
+			select {
+			case o := <-done:
+				t.Fatalf("settled (%v, %v) while the index transaction was still running", o.stored, o.err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if commits {
+				err = tx.Commit(ctx)
+			} else {
+				err = tx.Rollback(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := <-done
+			keys := listKeys(t, s3test.Shared(t).Client(), bucket, prefix)
+			var names int
+			if err := s.Pool().QueryRow(ctx, "SELECT count(*) FROM names").Scan(&names); err != nil {
+				t.Fatal(err)
+			}
+			if o.err != nil || o.stored != commits || (len(keys) == 1) != commits || (names == 1) != commits {
+				t.Errorf("after the transaction (committed %v): stored %v, %v; objects %v, %d names", commits, o.stored, o.err, keys, names)
+			}
+		})
 	}
 }

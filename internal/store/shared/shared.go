@@ -259,6 +259,9 @@ func (s *Store) migrate(ctx context.Context, existing bool) error {
 	if have, err = schemaVersion(ctx, conn); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if have > want {
+		return fmt.Errorf("the database's schema is version %d, newer than this heapscope's %d: upgrade heapscope", have, want)
+	}
 	for _, f := range files {
 		v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
 		if err != nil || v <= have {
