@@ -61,10 +61,12 @@ type Options struct {
 type Member struct {
 	pool *pgxpool.Pool
 	// beat is the heartbeat's connection, used by Run alone.
-	beat  *pgx.Conn
-	id    string
-	lease time.Duration
-	log   *slog.Logger
+	beat *pgx.Conn
+	id   string
+	// incarnation tells this process from another given the same ID.
+	incarnation string
+	lease       time.Duration
+	log         *slog.Logger
 
 	mu      sync.Mutex
 	members []string  // the live members, sorted; nil when this one's lease is lost
@@ -104,7 +106,8 @@ func Join(ctx context.Context, pool *pgxpool.Pool, o Options) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("join the fleet as %s: %w", o.ID, shared.OneLine(err))
 	}
-	m := &Member{pool: pool, beat: conn, id: o.ID, lease: o.Lease, log: o.Log, changes: make(chan struct{}, 1)}
+	m := &Member{pool: pool, beat: conn, id: o.ID, incarnation: randomHex(), lease: o.Lease, log: o.Log,
+		changes: make(chan struct{}, 1)}
 	m.expiry = time.AfterFunc(time.Hour, m.expire)
 	m.expiry.Stop()
 	var left float64 // seconds the member of that name has left
@@ -131,10 +134,18 @@ func defaultID() string {
 	if err != nil {
 		host = "watcher"
 	}
-	var b [4]byte
-	rand.Read(b[:])
-	return host + "-" + hex.EncodeToString(b[:])
+	return host + "-" + randomHex()[:8]
 }
+
+func randomHex() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ErrNameTaken is a heartbeat's error when another process holds this
+// member's name with a lease not expired: this one owns nothing.
+var ErrNameTaken = errors.New("another process holds this member's name")
 
 // ID returns the member's name.
 func (m *Member) ID() string { return m.id }
@@ -195,10 +206,17 @@ func (m *Member) heartbeat(ctx context.Context) error {
 		}
 		m.beat = conn
 	}
-	_, err := m.beat.Exec(ctx, `INSERT INTO members (id, expires) VALUES ($1, now() + make_interval(secs => $2))
-		ON CONFLICT (id) DO UPDATE SET expires = EXCLUDED.expires`, m.id, m.lease.Seconds())
+	// Renew this incarnation's lease, or take over an expired one's.
+	tag, err := m.beat.Exec(ctx, `INSERT INTO members (id, expires, incarnation)
+		VALUES ($1, clock_timestamp() + make_interval(secs => $2), $3)
+		ON CONFLICT (id) DO UPDATE SET expires = EXCLUDED.expires, incarnation = EXCLUDED.incarnation
+		WHERE members.incarnation = EXCLUDED.incarnation OR members.expires <= clock_timestamp()`,
+		m.id, m.lease.Seconds(), m.incarnation)
 	if err != nil {
 		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNameTaken
 	}
 	rows, err := m.beat.Query(ctx, "SELECT id FROM members WHERE expires > now() ORDER BY id")
 	if err != nil {
@@ -234,7 +252,7 @@ func (m *Member) heartbeat(ctx context.Context) error {
 func (m *Member) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := m.beat.Exec(ctx, "DELETE FROM members WHERE id = $1", m.id); err != nil {
+	if _, err := m.beat.Exec(ctx, "DELETE FROM members WHERE id = $1 AND incarnation = $2", m.id, m.incarnation); err != nil {
 		m.log.Warn("leave the fleet", "member", m.id, "err", err)
 		return
 	}
@@ -322,11 +340,12 @@ func (m *Member) Claim(ctx context.Context, key string, slot time.Time) (bool, e
 
 // Done marks a claimed slot captured, in tx: the transaction that
 // indexes its capture, so that the capture is stored if and only if the
-// claim is still this member's (ErrClaimLost otherwise), and no one
-// takes the slot over once it is.
+// claim is still this member's, and its name still this process's
+// (ErrClaimLost otherwise), and no one takes the slot over once it is.
 func (m *Member) Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time) error {
-	tag, err := tx.Exec(ctx, "UPDATE slots SET done = true WHERE target = $1 AND slot_ns = $2 AND member = $3 AND NOT done",
-		key, slot.UnixNano(), m.id)
+	tag, err := tx.Exec(ctx, `UPDATE slots SET done = true WHERE target = $1 AND slot_ns = $2 AND member = $3 AND NOT done
+		AND EXISTS (SELECT 1 FROM members WHERE id = $3 AND incarnation = $4)`,
+		key, slot.UnixNano(), m.id, m.incarnation)
 	if err != nil {
 		return fmt.Errorf("mark the slot %s of %s done: %w", slot.UTC().Format(time.RFC3339), key, shared.OneLine(err))
 	}
@@ -341,7 +360,8 @@ func (m *Member) Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time
 // that claims no slot (a trigger's bundle) is stored under, so that a
 // member whose lease ran out during the capture does not store it.
 func (m *Member) Holds(ctx context.Context, tx pgx.Tx, key string) error {
-	rows, err := tx.Query(ctx, "SELECT id FROM members WHERE expires > clock_timestamp()")
+	rows, err := tx.Query(ctx, `SELECT id FROM members WHERE expires > clock_timestamp()
+		AND (id <> $1 OR incarnation = $2)`, m.id, m.incarnation)
 	var live []string
 	if err == nil {
 		live, err = pgx.CollectRows(rows, pgx.RowTo[string])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +238,61 @@ func TestMember_ownsNothingOnceItsLeaseRunsOut(t *testing.T) {
 	}
 	if m.Owns("k") || m.Members() != nil {
 		t.Errorf("a member whose lease ran out owns k: %v, sees members %v", m.Owns("k"), m.Members())
+	}
+}
+
+// TestMember_oneNameTwoProcesses follows a watcher restarted under its
+// name while the old process, cut off past its lease, still runs: the
+// new one takes the name over, the old one can neither renew it nor
+// store the slot it was capturing, though the claim bears the name.
+func TestMember_oneNameTwoProcesses(t *testing.T) {
+	s := fleetStore(t)
+	ctx := t.Context()
+	old, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "w", Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := storetest.At(0)
+	const key = "http://127.0.0.1:6060/debug/pprof/"
+	if mine, err := old.Claim(ctx, key, slot); err != nil || !mine {
+		t.Fatalf("the old process claims the slot: %v, %v", mine, err)
+	}
+	if _, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "w", Lease: time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "a live member has that name") {
+		t.Errorf("a second process joined under a live name: %v", err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the old one's lease runs out
+	restarted, stop := join(t, s, "w")
+	defer stop()
+	waitMembers(t, restarted, "[w]")
+
+	// The old one's heartbeat gets through again: it must not take the
+	// name back.
+	oldCtx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { old.Run(oldCtx); close(ran) }()
+	time.Sleep(700 * time.Millisecond)
+	if old.Owns(key) {
+		t.Error("the old process owns the target though another holds its name")
+	}
+	err = pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error { return old.Done(ctx, tx, key, slot) })
+	if !errors.Is(err, fleet.ErrClaimLost) {
+		t.Errorf("the old process marks its slot done under a name another holds: %v, want %v", err, fleet.ErrClaimLost)
+	}
+	if err := old.Holds(ctx, mustTx(t, s), key); !errors.Is(err, fleet.ErrNotOwner) {
+		t.Errorf("the old process holds the target: %v, want %v", err, fleet.ErrNotOwner)
+	}
+	if !restarted.Owns(key) {
+		t.Error("the restarted process does not own the target")
+	}
+	if err := restarted.Holds(ctx, mustTx(t, s), key); err != nil {
+		t.Errorf("the restarted process does not hold the target: %v", err)
+	}
+	// The old process's Run leaves on its way out: that must not remove
+	// the restarted one's lease.
+	cancel()
+	<-ran
+	if err := restarted.Holds(ctx, mustTx(t, s), key); err != nil {
+		t.Errorf("after the old process left, the restarted one does not hold the target: %v", err)
 	}
 }
