@@ -125,7 +125,7 @@ func Join(ctx context.Context, pool *pgxpool.Pool, o Options) (*Member, error) {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("join the fleet as %s: %w", m.id, shared.OneLine(err))
 	}
-	m.log.Info("joined the fleet", "member", m.id, "members", len(m.members), "lease", m.lease)
+	m.log.Info("joined the fleet", "member", m.id, "members", len(m.Members()), "lease", m.lease)
 	return m, nil
 }
 
