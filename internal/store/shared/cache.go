@@ -45,7 +45,7 @@ type cache struct {
 	fetchTimeout time.Duration
 	// grace is how long a run read is safe from eviction (evictGrace).
 	grace time.Duration
-	// now is the clock eviction goes by.
+	// now is the clock reads are marked and eviction goes by.
 	now func() time.Time
 
 	// base ends the downloads in flight when the cache closes; loads
@@ -187,7 +187,7 @@ func (c *cache) touch(dir string) bool {
 	if _, err := os.Stat(filepath.Join(dir, store.EntryFile)); err != nil {
 		return false
 	}
-	now := time.Now()
+	now := c.now()
 	os.Chtimes(dir, now, now)
 	return true
 }
