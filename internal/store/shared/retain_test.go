@@ -15,33 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/heapscope/heapscope/internal/store"
-	"github.com/heapscope/heapscope/internal/store/shared"
 	"github.com/heapscope/heapscope/internal/store/storetest"
-	"github.com/heapscope/heapscope/internal/testserver/pgtest"
 	"github.com/heapscope/heapscope/internal/testserver/s3test"
 )
-
-// openTwins opens n shared stores over one fresh database and bucket,
-// each with its own cache: the watchers of a fleet.
-func openTwins(t *testing.T, n int) []*shared.Store {
-	t.Helper()
-	srv := s3test.Shared(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	o := shared.Objects{Bucket: srv.NewBucket(t), Prefix: "heapscope", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
-	db := pgtest.Shared(t).NewDatabase(t)
-	var ss []*shared.Store
-	for range n {
-		s, err := shared.Open(t.Context(), shared.Options{Postgres: db, Objects: o, CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		ss = append(ss, s)
-	}
-	return ss
-}
 
 // TestRetain_byOneWatcherAtATime checks that watchers retaining by size
 // at once free the excess once between them, not once each.
@@ -125,7 +101,8 @@ func TestRetain_spareAnOrphanBeingIndexed(t *testing.T) {
 // TestCommit_largeFileRoundTrips commits a run with a file of tens of
 // megabytes (streamed from disk) and reads it back whole.
 func TestCommit_largeFileRoundTrips(t *testing.T) {
-	s := open(t)
+	twins := openTwins(t, 2)
+	s, other := twins[0], twins[1]
 	p, err := s.Begin(store.KindRun, "svc")
 	if err != nil {
 		t.Fatal(err)
@@ -141,12 +118,7 @@ func TestCommit_largeFileRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Read through a second store: from the bucket, not this one's cache.
-	other, err := shared.Open(t.Context(), shared.Options{Postgres: poolURL(t, s), Objects: s.Objects(), CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	// Read through the second store: from the bucket, not this one's cache.
 	dir, err := other.RunDir(t.Context(), e)
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +127,4 @@ func TestCommit_largeFileRoundTrips(t *testing.T) {
 	if err != nil || !bytes.Equal(got, big) {
 		t.Errorf("the large file read back: %d bytes (%v), equal %v; want %d", len(got), err, bytes.Equal(got, big), len(big))
 	}
-}
-
-// poolURL returns the URL a store's pool connects with.
-func poolURL(t *testing.T, s *shared.Store) string {
-	t.Helper()
-	return s.Pool().Config().ConnString()
 }

@@ -36,23 +36,33 @@ func TestMain(m *testing.M) {
 
 // open opens a shared store over a fresh database and bucket of the test
 // binary's PostgreSQL and S3 servers, closed when the test ends.
-func open(t *testing.T) *shared.Store {
+func open(t *testing.T) *shared.Store { return openTwins(t, 1)[0] }
+
+// openTwins opens n shared stores over one fresh database and bucket,
+// each with its own cache (the watchers of a fleet), closed when the
+// test ends.
+func openTwins(t *testing.T, n int) []*shared.Store {
 	t.Helper()
 	srv := s3test.Shared(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	o := shared.Objects{Bucket: srv.NewBucket(t), Prefix: "heapscope", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
-	s, err := shared.Open(context.Background(), shared.Options{Postgres: pgtest.Shared(t).NewDatabase(t), Objects: o, CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
+	db := pgtest.Shared(t).NewDatabase(t)
+	var ss []*shared.Store
+	for range n {
+		s, err := shared.Open(context.Background(), shared.Options{Postgres: db, Objects: o, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	return s
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		ss = append(ss, s)
+	}
+	return ss
 }
 
 // TestShared_Conformance holds the shared store to the conformance suite
