@@ -198,6 +198,23 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	if mine, _ := b.Claim(ctx, key, slot); mine {
 		t.Error("the slot is claimed again after its capture was stored")
 	}
+
+	// a's lease has run out, but no one took its next claim over: its
+	// capture is that slot's only one, and is stored.
+	next := slot.Add(time.Minute)
+	if mine, err := a.Claim(ctx, key, next); err != nil || !mine {
+		t.Fatalf("a claims a free slot: %v, %v", mine, err)
+	}
+	pn, err := s.Begin(store.KindRun, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pn.Abandon()
+	storetest.WriteFixture(t, "leaky", pn.Dir())
+	if _, err := shared.CommitGuarded(pn, pn.Dir(), store.Entry{Time: next, Scheduled: true},
+		func(ctx context.Context, tx pgx.Tx) error { return a.Done(ctx, tx, key, next) }); err != nil {
+		t.Errorf("a commits the slot no one took over: %v", err)
+	}
 }
 
 // mustTx begins a transaction that ends with the test.
