@@ -1,11 +1,7 @@
 package shared_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -95,36 +91,5 @@ func TestRetain_spareAnOrphanBeingIndexed(t *testing.T) {
 	var names int
 	if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM names").Scan(&names); err != nil || names != 0 {
 		t.Errorf("%d names left (%v), want none", names, err)
-	}
-}
-
-// TestCommit_largeFileRoundTrips commits a run with a file of tens of
-// megabytes (streamed from disk) and reads it back whole.
-func TestCommit_largeFileRoundTrips(t *testing.T) {
-	twins := openTwins(t, 2)
-	s, other := twins[0], twins[1]
-	p, err := s.Begin(store.KindRun, "svc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Abandon()
-	storetest.WriteFixture(t, storetest.Leaky, p.Dir())
-	big := make([]byte, 24<<20)
-	rand.Read(big)
-	if err := os.WriteFile(filepath.Join(p.Dir(), "trace.out"), big, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e, err := p.Commit(p.Dir(), store.Entry{Time: storetest.At(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Read through the second store: from the bucket, not this one's cache.
-	dir, err := other.RunDir(t.Context(), e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(dir, "trace.out"))
-	if err != nil || !bytes.Equal(got, big) {
-		t.Errorf("the large file read back: %d bytes (%v), equal %v; want %d", len(got), err, bytes.Equal(got, big), len(big))
 	}
 }
