@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heapscope/heapscope/internal/store"
 )
@@ -33,7 +34,10 @@ const orphanAge = time.Hour
 // One retention runs at a time over a store, whichever process runs it
 // (an advisory lock): every watcher of a fleet retains, and each would
 // otherwise free the whole excess over MaxBytes, N watchers N times it.
-// A Retain that finds another under way returns 0 at once.
+// A Retain that finds another under way returns 0 at once. Its work
+// goes through the connection holding the lock, the one connection it
+// needs of the pool: waiting for a second one while holding the lock
+// would stall a small pool, and every watcher's retention with it.
 func (s *Store) Retain(r store.Retention) (int, error) {
 	ctx := context.Background()
 	conn, err := s.pool.Acquire(ctx)
@@ -49,13 +53,14 @@ func (s *Store) Retain(r store.Retention) (int, error) {
 		return 0, nil
 	}
 	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", retainLock)
-	return s.retain(ctx, r)
+	return s.retain(ctx, conn, r)
 }
 
 // retainLock is the advisory lock key a retention holds.
 const retainLock = 0x68656171 // "heaq"
 
-func (s *Store) retain(ctx context.Context, r store.Retention) (int, error) {
+// retain is Retain's work, through conn.
+func (s *Store) retain(ctx context.Context, conn *pgxpool.Conn, r store.Retention) (int, error) {
 	now := r.Now
 	if now.IsZero() {
 		now = s.now()
@@ -64,7 +69,7 @@ func (s *Store) retain(ctx context.Context, r store.Retention) (int, error) {
 	if r.MaxAge > 0 {
 		cutoff := now.Add(-r.MaxAge).UnixNano()
 		for {
-			n, err := s.removeBatch(ctx, `SELECT id, path, bytes FROM entries WHERE time_ns < $1
+			n, err := s.removeBatch(ctx, conn, `SELECT id, path, bytes FROM entries WHERE time_ns < $1
 				ORDER BY time_ns, id LIMIT `+fmt.Sprint(retainBatch), -1, cutoff)
 			removed += n
 			if err != nil {
@@ -74,20 +79,20 @@ func (s *Store) retain(ctx context.Context, r store.Retention) (int, error) {
 				break
 			}
 		}
-		if _, err := s.pool.Exec(ctx, "DELETE FROM findings WHERE entry_id IS NULL AND time_ns < $1", cutoff); err != nil {
+		if _, err := conn.Exec(ctx, "DELETE FROM findings WHERE entry_id IS NULL AND time_ns < $1", cutoff); err != nil {
 			return removed, fmt.Errorf("retain: %w", err)
 		}
 	}
 	if r.MaxBytes > 0 {
 		for {
-			total, err := s.Size()
-			if err != nil {
-				return removed, fmt.Errorf("retain: %w", err)
+			var total int64
+			if err := conn.QueryRow(ctx, "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM entries").Scan(&total); err != nil {
+				return removed, fmt.Errorf("retain: store size: %w", oneLine{err})
 			}
 			if total <= r.MaxBytes {
 				break
 			}
-			n, err := s.removeBatch(ctx, "SELECT id, path, bytes FROM entries ORDER BY time_ns, id LIMIT "+fmt.Sprint(retainBatch), total-r.MaxBytes)
+			n, err := s.removeBatch(ctx, conn, "SELECT id, path, bytes FROM entries ORDER BY time_ns, id LIMIT "+fmt.Sprint(retainBatch), total-r.MaxBytes)
 			removed += n
 			if err != nil {
 				return removed, err
@@ -97,18 +102,18 @@ func (s *Store) retain(ctx context.Context, r store.Retention) (int, error) {
 			}
 		}
 	}
-	if err := s.removeOrphans(ctx); err != nil {
+	if err := s.removeOrphans(ctx, conn); err != nil {
 		return removed, err
 	}
 	return removed, nil
 }
 
 // removeBatch removes the entries query selects (all, when excess is
-// negative, else the first whose bytes add up to excess) and returns
-// how many.
-func (s *Store) removeBatch(ctx context.Context, query string, excess int64, args ...any) (int, error) {
+// negative, else the first whose bytes add up to excess), through conn,
+// and returns how many.
+func (s *Store) removeBatch(ctx context.Context, conn *pgxpool.Conn, query string, excess int64, args ...any) (int, error) {
 	var paths []string
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		paths = nil
 		rows, err := tx.Query(ctx, query+" FOR UPDATE SKIP LOCKED", args...)
 		if err != nil {
@@ -135,14 +140,15 @@ func (s *Store) removeBatch(ctx context.Context, query string, excess int64, arg
 	if err != nil {
 		return 0, fmt.Errorf("retain: %w", err)
 	}
-	if err := s.dropRuns(ctx, paths); err != nil {
+	if err := s.dropRuns(ctx, conn, paths); err != nil {
 		return len(paths), fmt.Errorf("retain: removed from the index, but: %w", err)
 	}
 	return len(paths), nil
 }
 
-// dropRuns deletes runs' objects and cached copies, then their names.
-func (s *Store) dropRuns(ctx context.Context, paths []string) error {
+// dropRuns deletes runs' objects and cached copies, then their names
+// (through conn).
+func (s *Store) dropRuns(ctx context.Context, conn *pgxpool.Conn, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -152,7 +158,7 @@ func (s *Store) dropRuns(ctx context.Context, paths []string) error {
 	for _, p := range paths {
 		s.cache.remove(filepath.Join(s.cache.dir, filepath.FromSlash(p)))
 	}
-	_, err := s.pool.Exec(ctx, "DELETE FROM names n WHERE n.path = ANY($1) AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path)", paths)
+	_, err := conn.Exec(ctx, "DELETE FROM names n WHERE n.path = ANY($1) AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path)", paths)
 	return err
 }
 
@@ -165,10 +171,10 @@ func (s *Store) dropRuns(ctx context.Context, paths []string) error {
 // waits on the lock, then fails for want of its name, rather than index
 // a run whose objects are gone; and names whose objects could not be
 // deleted stay for the next Retain.
-func (s *Store) removeOrphans(ctx context.Context) error {
+func (s *Store) removeOrphans(ctx context.Context, conn *pgxpool.Conn) error {
 	for {
 		var n int
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT n.path FROM names n WHERE n.taken < now() - make_interval(secs => $1)
 				AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.path = n.path)
 				ORDER BY n.taken LIMIT `+fmt.Sprint(orphanBatch)+` FOR UPDATE SKIP LOCKED`, orphanAge.Seconds())

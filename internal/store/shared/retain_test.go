@@ -17,6 +17,7 @@ import (
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
 	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver/pgtest"
 	"github.com/heapscope/heapscope/internal/testserver/s3test"
 )
 
@@ -210,5 +211,55 @@ func TestRetain_orphanSweepHoldsItsNames(t *testing.T) {
 	}
 	if names != 0 || entries != 0 || len(keys) != 0 {
 		t.Errorf("after the sweep: %d names, %d entries, objects %v; want none", names, entries, keys)
+	}
+}
+
+// TestRetain_onOneConnection checks that Retain needs no connection but
+// the one holding its lock: with a pool of one it removes by age, by
+// size and the orphans, rather than wait forever for a second connection
+// while keeping every other watcher's retention off.
+func TestRetain_onOneConnection(t *testing.T) {
+	srv := s3test.Shared(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	s, err := shared.Open(t.Context(), shared.Options{Postgres: pgtest.Shared(t).NewDatabase(t) + "&pool_max_conns=1", CacheDir: t.TempDir(),
+		Objects: shared.Objects{Bucket: srv.NewBucket(t), Prefix: "heapscope", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := false
+	t.Cleanup(func() {
+		if !stuck { // Close would wait for the connection Retain holds
+			s.Close()
+		}
+	})
+	var total int64
+	for m := range 4 {
+		total += storetest.Commit(t, s, store.KindRun, "svc", storetest.Leaky, store.Entry{Time: storetest.At(10 * m)}).Bytes
+	}
+	plantOrphan(t, s, "runs/svc-000000000000/20260301T110000Z")
+	type result struct {
+		n   int
+		err error
+	}
+	retained := make(chan result, 1)
+	go func() {
+		// The run at 0 by age, the one at 10 by size.
+		n, err := s.Retain(store.Retention{MaxAge: 25 * time.Minute, Now: storetest.At(30), MaxBytes: total / 2})
+		retained <- result{n, err}
+	}()
+	select {
+	case r := <-retained:
+		if r.n != 2 || r.err != nil {
+			t.Errorf("Retain: %d, %v; want 2 runs removed", r.n, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		stuck = true
+		t.Fatal("Retain on a pool of one connection did not end")
+	}
+	var names int
+	if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM names").Scan(&names); err != nil || names != 2 {
+		t.Errorf("%d names left (%v), want the 2 runs kept", names, err)
 	}
 }
