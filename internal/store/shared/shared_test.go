@@ -43,26 +43,7 @@ func open(t *testing.T) *shared.Store { return openTwins(t, 1)[0] }
 // test ends.
 func openTwins(t *testing.T, n int) []*shared.Store {
 	t.Helper()
-	srv := s3test.Shared(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	o := shared.Objects{Bucket: srv.NewBucket(t), Prefix: "heapscope", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
-	db := pgtest.Shared(t).NewDatabase(t)
-	var ss []*shared.Store
-	for range n {
-		s, err := shared.Open(context.Background(), shared.Options{Postgres: db, Objects: o, CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		ss = append(ss, s)
-	}
-	return ss
+	return openStores(t, make([]twin, n)...)
 }
 
 // TestShared_Conformance holds the shared store to the conformance suite
