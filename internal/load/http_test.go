@@ -507,8 +507,13 @@ func TestRun_httpStalledServerEndsOnTime(t *testing.T) {
 			if res.Latency.Min < EndGrace || res.Latency.Max < window+EndGrace-50*time.Millisecond {
 				t.Errorf("latency %+v: want the unfinished requests counted at how long they waited (at least EndGrace)", res.Latency)
 			}
-			if res.Behind || res.HeldBack != "" {
-				t.Errorf("behind %v, held back by %q: the schedule was kept", res.Behind, res.HeldBack)
+			// The stalled requests must not hold the schedule back. A
+			// generator late on a machine busy with other work (the
+			// suite's packages run side by side under -race) is that
+			// machine's, and the run says so rightly.
+			if res.HeldBack == HeldByMaxInFlight || res.AtBound > 0 {
+				t.Errorf("behind %v, held back by %q, %d requests at the in-flight bound: the stalled server held the schedule back",
+					res.Behind, res.HeldBack, res.AtBound)
 			}
 		})
 	}
