@@ -151,12 +151,7 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	if mine, err := a.Claim(ctx, key, slot); err != nil || !mine {
 		t.Fatalf("a claims the slot: %v, %v", mine, err)
 	}
-	pa, err := s.Begin(store.KindRun, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pa.Abandon()
-	storetest.WriteFixture(t, "leaky", pa.Dir())
+	pa := begin(t, s, key)
 
 	waitMembers(t, b, "[b]")
 	if mine, err := b.Claim(ctx, key, slot); err != nil || !mine {
@@ -165,8 +160,7 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	if a.Owns(key) {
 		t.Error("a owns the target though its lease ran out")
 	}
-	e := store.Entry{Time: slot, Scheduled: true}
-	_, err = shared.CommitGuarded(pa, pa.Dir(), e, func(ctx context.Context, tx pgx.Tx) error { return a.Done(ctx, tx, key, slot) })
+	_, err = commitSlot(pa, a, key, slot)
 	if !errors.Is(err, fleet.ErrClaimLost) {
 		t.Errorf("a commits the slot b took over: %v, want %v", err, fleet.ErrClaimLost)
 	}
@@ -174,13 +168,8 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 		t.Errorf("a holds the target with its lease run out: %v, want %v", err, fleet.ErrNotOwner)
 	}
 
-	pb, err := s.Begin(store.KindRun, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pb.Abandon()
-	storetest.WriteFixture(t, "leaky", pb.Dir())
-	stored, err := shared.CommitGuarded(pb, pb.Dir(), e, func(ctx context.Context, tx pgx.Tx) error { return b.Done(ctx, tx, key, slot) })
+	pb := begin(t, s, key)
+	stored, err := commitSlot(pb, b, key, slot)
 	if err != nil {
 		t.Fatalf("b commits the slot it holds: %v", err)
 	}
@@ -205,16 +194,30 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	if mine, err := a.Claim(ctx, key, next); err != nil || !mine {
 		t.Fatalf("a claims a free slot: %v, %v", mine, err)
 	}
-	pn, err := s.Begin(store.KindRun, key)
+	pn := begin(t, s, key)
+	if _, err := commitSlot(pn, a, key, next); err != nil {
+		t.Errorf("a commits the slot no one took over: %v", err)
+	}
+}
+
+// begin begins a capture of the target into s, the leaky fixture written
+// into it, abandoned when the test ends unless committed.
+func begin(t *testing.T, s *shared.Store, key string) store.Pending {
+	t.Helper()
+	p, err := s.Begin(store.KindRun, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pn.Abandon()
-	storetest.WriteFixture(t, "leaky", pn.Dir())
-	if _, err := shared.CommitGuarded(pn, pn.Dir(), store.Entry{Time: next, Scheduled: true},
-		func(ctx context.Context, tx pgx.Tx) error { return a.Done(ctx, tx, key, next) }); err != nil {
-		t.Errorf("a commits the slot no one took over: %v", err)
-	}
+	t.Cleanup(func() { p.Abandon() })
+	storetest.WriteFixture(t, "leaky", p.Dir())
+	return p
+}
+
+// commitSlot commits a capture of the target's slot as a watcher of the
+// fleet does: stored only if m still holds the slot's claim.
+func commitSlot(p store.Pending, m *fleet.Member, key string, slot time.Time) (store.Entry, error) {
+	return shared.CommitGuarded(p, p.Dir(), store.Entry{Time: slot, Scheduled: true},
+		func(ctx context.Context, tx pgx.Tx) error { return m.Done(ctx, tx, key, slot) })
 }
 
 // mustTx begins a transaction that ends with the test.
