@@ -36,6 +36,7 @@ func Run(in Input) Report {
 			d.note("%d small allocation hot spot%s left out (fewer than %.0f samples, or below every low threshold): --all shows them", hidden, plural(hidden), d.th.HotSpot.MinSamples)
 		}
 	}
+	setCauses(d.findings)
 	Sort(d.findings)
 	if d.findings == nil {
 		d.findings = []result.Finding{}

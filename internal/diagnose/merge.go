@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"strings"
+
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -73,4 +75,30 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// setCauses gives every finding its cause key (result.Finding.Cause):
+// its kind, the catalogue entry a check put in Cause (a misuse or a
+// known bug) and the line it names.
+func setCauses(findings []result.Finding) {
+	for i := range findings {
+		findings[i].Cause = CauseKey(findings[i])
+	}
+}
+
+// CauseKey is f's cause key: the first word of its id, the catalogue
+// entry f.Cause holds when a check set one, and its site, as in
+// "leak/http-response-body-not-closed at main.fetch (main.go:42)".
+func CauseKey(f result.Finding) string {
+	kind, _, _ := strings.Cut(f.ID, ".")
+	key := kind
+	if f.Cause != "" {
+		key += "/" + f.Cause
+	} else if kind == "regression" || kind == "gc" || kind == "rss" {
+		key = f.ID
+	}
+	if f.Function == "" {
+		return key
+	}
+	return key + " at " + site{f.Function, f.File, f.Line}.where()
 }

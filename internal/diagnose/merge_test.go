@@ -2,6 +2,8 @@ package diagnose
 
 import (
 	"testing"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 func TestRun_smallHotSpotsHiddenAndCounted(t *testing.T) {
@@ -39,5 +41,30 @@ func TestRun_hotSpotFoldsIntoThePatternAtItsLine(t *testing.T) {
 	}
 	if got[0].Severity != alone[0].Severity || got[0].Evidence["bytes_per_second"] != alone[0].Evidence["bytes_per_second"] || got[0].Evidence["samples"] < 1 {
 		t.Errorf("finding %+v: want the hot spot's severity %s and its cost figures", got[0], alone[0].Severity)
+	}
+}
+
+func TestCauseKey(t *testing.T) {
+	at := func(id, cause string) result.Finding {
+		return result.Finding{ID: id, Cause: cause, Function: "example.com/svc/api.(*Server).fetch", File: "/src/svc/api/fetch.go", Line: 42}
+	}
+	tests := []struct {
+		name string
+		f    result.Finding
+		want string
+	}{
+		{"leak at a line", at("leak.inuse-growth", ""), "leak at api.(*Server).fetch (api/fetch.go:42)"},
+		{"goroutine growth at the same line is the same cause", at("leak.goroutine-growth", ""), "leak at api.(*Server).fetch (api/fetch.go:42)"},
+		{"explained by a misuse", at("leak.goroutine-growth", "http-response-body-not-closed"), "leak/http-response-body-not-closed at api.(*Server).fetch (api/fetch.go:42)"},
+		{"pattern", at("pattern.json-per-call", ""), "pattern at api.(*Server).fetch (api/fetch.go:42)"},
+		{"no site", result.Finding{ID: "gc.pressure"}, "gc.pressure"},
+		{"known bug on its version", result.Finding{ID: "regression.go-72991"}, "regression.go-72991"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CauseKey(tt.f); got != tt.want {
+				t.Errorf("CauseKey = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -59,6 +59,7 @@ func (d *diagnosis) misuses() {
 				continue
 			}
 			f.Title += " — " + m.Name
+			f.Cause = m.ID
 			f.Fix = fmt.Sprintf("%s: %s. Fix: %s", m.Name, m.Cause, m.Fix)
 			if share > 0 && strings.HasPrefix(f.ID, "leak.") && f.ID != "leak.goroutine-growth" {
 				f.Evidence["signature_share_of_growth"] = share

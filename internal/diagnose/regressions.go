@@ -249,6 +249,7 @@ func (d *diagnosis) leadWithUpgrade(reg Regression, known, upgrade string, led m
 		// map their code does not have.
 		f.Fix = known + ". " + reg.Fix
 		f.Title += " — " + upgrade
+		f.Cause = "regression." + reg.ID
 		if share > 0 {
 			f.Evidence["signature_share_of_growth"] = share
 		}

@@ -507,6 +507,12 @@ type Finding struct {
 	// Escape holds the compiler's escape-analysis explanations for the
 	// line, when the service's source was at hand.
 	Escape []string `json:"escape,omitempty"`
+	// Cause is the finding's cause key: its kind (the id's first word),
+	// the catalogue entry that explains it when one does, and the
+	// service's line it names, as in "leak/http-response-body-not-closed
+	// at main.fetch (main.go:42)". Findings of successive captures that
+	// share it are one problem.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Profile is one raw profile kept in the run directory, as fetched (or, for
