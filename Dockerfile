@@ -1,8 +1,14 @@
 # heapscope in a container: the image runs `heapscope watch`.
 #
 #   docker build -t heapscope .
+#   openssl rand -hex 16 > tokens
 #   docker run --rm -v "$PWD/heapscope.yaml:/etc/heapscope/heapscope.yaml:ro" \
+#     -v "$PWD/tokens:/etc/heapscope/tokens:ro" \
 #     -v heapscope-data:/var/lib/heapscope -p 7071:7071 heapscope
+#
+# watch listens beyond the container's loopback, so it requires a bearer
+# token of /etc/heapscope/tokens of every request but a bare /healthz, and
+# refuses to start without that file.
 #
 # The binary is static (no cgo) and runs as an unprivileged user; the store
 # lives on the /var/lib/heapscope volume.
@@ -24,4 +30,4 @@ USER nonroot:nonroot
 VOLUME /var/lib/heapscope
 EXPOSE 7071
 ENTRYPOINT ["/usr/local/bin/heapscope"]
-CMD ["watch", "--config", "/etc/heapscope/heapscope.yaml", "--data", "/var/lib/heapscope", "--listen", "0.0.0.0:7071", "--log-format", "json"]
+CMD ["watch", "--config", "/etc/heapscope/heapscope.yaml", "--data", "/var/lib/heapscope", "--listen", "0.0.0.0:7071", "--auth-tokens", "/etc/heapscope/tokens", "--log-format", "json"]

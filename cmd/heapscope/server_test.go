@@ -116,19 +116,19 @@ func TestServer_servesWhatWatchStored(t *testing.T) {
 
 	base := serving(t, "watch", svc.URL, "--data", data, "--listen", "127.0.0.1:0", "--every", "1h", "--window", "1s")
 	check(base)
-	for _, path := range []string{"metrics", "healthz", "findings", "static/app.js", "debug/pprof/"} {
+	for path, want := range map[string]int{"metrics": 200, "healthz": 200, "findings": 200, "static/app.js": 200, "debug/pprof/": 404} {
 		resp, err := http.Get(base + path)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("watch --listen /%s: %v %v", path, resp, err)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("watch --listen /%s: %v %v, want %d (watch's own pprof only with --debug-pprof)", path, resp, err, want)
 		}
 		resp.Body.Close()
 	}
 	// Its own routes refuse a rebound name, as the API's do.
-	req, _ := http.NewRequest(http.MethodGet, base+"debug/pprof/", nil)
+	req, _ := http.NewRequest(http.MethodGet, base+"metrics", nil)
 	req.Host = "evil.example"
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
-		t.Errorf("watch --listen /debug/pprof/ for Host evil.example: %v %v, want 421", resp, err)
+		t.Errorf("watch --listen /metrics for Host evil.example: %v %v, want 421", resp, err)
 	}
 	if resp != nil {
 		resp.Body.Close()

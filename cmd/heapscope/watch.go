@@ -27,7 +27,7 @@ type watchOptions struct {
 	config, listen, logFormat, webhook, member string
 	tokens, htpasswd                           string
 	loc                                        location.Location
-	once                                       bool
+	once, debugPprof                           bool
 	every, window, lease                       time.Duration
 	triggers                                   []string
 	pid, concurrency                           int
@@ -50,8 +50,9 @@ func newWatchCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.member, "fleet-member", "", "shared store: this watcher's `NAME` in the fleet (default: host name and a random suffix)")
 	fs.BoolVar(&o.once, "once", false, "capture every target once and exit")
 	fs.StringVar(&o.listen, "listen", "", "serve /metrics, /healthz and the history API (as heapscope server) on `ADDR`, such as 127.0.0.1:7071")
-	fs.StringVar(&o.tokens, "auth-tokens", "", "the history API beyond loopback: bearer tokens of `FILE`, as heapscope server")
-	fs.StringVar(&o.htpasswd, "htpasswd", "", "the history API beyond loopback: bcrypt users of `FILE`, as heapscope server")
+	fs.BoolVar(&o.debugPprof, "debug-pprof", false, "also serve watch's own /debug/pprof/ at --listen, behind the same credentials")
+	fs.StringVar(&o.tokens, "auth-tokens", "", "require a bearer token of `FILE` (one a line) of every request to --listen but a bare /healthz; needed beyond loopback")
+	fs.StringVar(&o.htpasswd, "htpasswd", "", "require a user and password of `FILE` (htpasswd -B) of every request to --listen but a bare /healthz; needed beyond loopback")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines on stderr: text or json")
 	fs.DurationVar(&o.every, "every", d.Every, "capture each target this often")
 	fs.DurationVar(&o.window, "window", d.Window, "each scheduled capture's window")
@@ -73,6 +74,17 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		Given: cmd.Flags().Changed, CheckTrigger: trigger.Check, Pods: &kubesd.Discovery{Warn: warn}, Warn: warn})
 	if err != nil {
 		return err
+	}
+	addr := cmp.Or(o.listen, cfg.Listen)
+	if addr != "" && !o.once {
+		// Refused before anything starts: beyond loopback, credentials.
+		auth, err := server.Credentials(o.tokens, o.htpasswd)
+		if err != nil {
+			return err
+		}
+		if err := server.CheckListen(addr, auth); err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(watch.DefaultMemoryLimit)
@@ -100,12 +112,12 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		}
 		return nil
 	}
-	if addr := cmp.Or(o.listen, cfg.Listen); addr != "" {
+	if addr != "" {
 		sctx, stop := context.WithCancel(ctx)
 		served := make(chan error, 2)
 		go func() {
 			served <- server.Run(sctx, server.Config{Store: st, Listen: addr, TokensFile: o.tokens, HtpasswdFile: o.htpasswd,
-				Own: w.Handler(), Health: w.ServerHealth, Log: log}, func(url string) { log.Info("serving", "url", url); served <- nil })
+				Own: w.Handler(), DebugPprof: o.debugPprof || cfg.DebugPprof, Health: w.ServerHealth, Log: log}, func(url string) { log.Info("serving", "url", url); served <- nil })
 		}()
 		if err := <-served; err != nil {
 			stop()

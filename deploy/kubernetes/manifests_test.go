@@ -41,15 +41,16 @@ func (o object) String() string {
 
 // kinds gives the type of each apiVersion and kind the manifests may hold.
 var kinds = map[string]func() any{
-	"batch/v1/CronJob":                         func() any { return new(batchv1.CronJob) },
-	"apps/v1/DaemonSet":                        func() any { return new(appsv1.DaemonSet) },
-	"apps/v1/Deployment":                       func() any { return new(appsv1.Deployment) },
-	"v1/ConfigMap":                             func() any { return new(corev1.ConfigMap) },
-	"v1/Service":                               func() any { return new(corev1.Service) },
-	"v1/ServiceAccount":                        func() any { return new(corev1.ServiceAccount) },
-	"v1/Namespace":                             func() any { return new(corev1.Namespace) },
-	"v1/PersistentVolumeClaim":                 func() any { return new(corev1.PersistentVolumeClaim) },
-	"rbac.authorization.k8s.io/v1/ClusterRole": func() any { return new(rbacv1.ClusterRole) },
+	"batch/v1/CronJob":         func() any { return new(batchv1.CronJob) },
+	"apps/v1/DaemonSet":        func() any { return new(appsv1.DaemonSet) },
+	"apps/v1/Deployment":       func() any { return new(appsv1.Deployment) },
+	"v1/ConfigMap":             func() any { return new(corev1.ConfigMap) },
+	"v1/Service":               func() any { return new(corev1.Service) },
+	"v1/Secret":                func() any { return new(corev1.Secret) },
+	"v1/ServiceAccount":        func() any { return new(corev1.ServiceAccount) },
+	"v1/Namespace":             func() any { return new(corev1.Namespace) },
+	"v1/PersistentVolumeClaim": func() any { return new(corev1.PersistentVolumeClaim) },
+	"rbac.authorization.k8s.io/v1/ClusterRole":        func() any { return new(rbacv1.ClusterRole) },
 	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return new(rbacv1.ClusterRoleBinding) },
 }
 

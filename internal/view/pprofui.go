@@ -27,6 +27,12 @@ var driverMu sync.Mutex
 // With noFiles, pprof's source and disassembly views are left out: they
 // open whatever files the profile names, which a server showing other
 // machines' profiles must not let a profile choose.
+//
+// The UI writes nothing: pprof's saveconfig and deleteconfig, which edit
+// a settings file in the user's config directory
+// ($XDG_CONFIG_HOME/pprof/settings.json or ~/.config/pprof/settings.json),
+// are refused, and they are its only routes that write. pprof still reads
+// that file to list saved configurations in its menu.
 func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles bool) (http.Handler, error) {
 	driverMu.Lock()
 	defer driverMu.Unlock()
@@ -51,13 +57,25 @@ func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles boo
 	}
 	mux := http.NewServeMux()
 	for path, h := range handlers {
-		if noFiles && (path == "/source" || path == "/disasm") {
+		switch {
+		case writingRoutes[path]:
+			h = refuseWrite
+		case noFiles && (path == "/source" || path == "/disasm"):
 			continue
 		}
 		mux.Handle(path, h)
 	}
 	return http.StripPrefix(prefix, mux), nil
 }
+
+// writingRoutes are the routes of pprof's UI that write files: its saved
+// configurations.
+var writingRoutes = map[string]bool{"/saveconfig": true, "/deleteconfig": true}
+
+// refuseWrite answers the routes of writingRoutes.
+var refuseWrite = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, "saved configurations are off: heapscope's pprof UI writes no files; bookmark the page's URL instead", http.StatusForbidden)
+})
 
 // fetcher hands pprof a profile already in memory.
 type fetcher struct{ p *profile.Profile }

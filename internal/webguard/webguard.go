@@ -10,11 +10,17 @@
 //     (127.0.0.1:PORT, or localhost:PORT), or one of Options.Hosts;
 //     anything else gets 421 Misdirected Request. A rebound name such as
 //     evil.example.com never matches.
-//  2. Cross-origin: requests that change state (every method but GET,
-//     HEAD and OPTIONS) from another origin get 403, through
-//     net/http's CrossOriginProtection; so do requests for pages that a
-//     page of another site embeds or fetches rather than navigates to,
-//     as every route of ours builds something (pprof's UI, flame graphs).
+//  2. Cross-origin: a request whose Origin header names another origin
+//     than the server's own (the Host it was sent to, or one of
+//     Options.Hosts) gets 403 whatever its method: browsers send Origin
+//     with a page's scripted requests and form posts, never with a
+//     navigation, so no page of another site reads or drives ours.
+//     Requests that change state (every method but GET, HEAD and
+//     OPTIONS) from another origin get 403 through net/http's
+//     CrossOriginProtection, which also reads Sec-Fetch-Site; so do
+//     requests for pages that a page of another site embeds or fetches
+//     rather than navigates to, as every route of ours builds something
+//     (pprof's UI, flame graphs).
 //  3. Headers on every response: nosniff, a Content-Security-Policy that
 //     allows only the server's own and inline resources and forbids
 //     framing, and no referrer.
@@ -31,6 +37,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -85,6 +92,10 @@ func Handler(h http.Handler, opts Options) http.Handler {
 			http.Error(w, fmt.Sprintf("host %q refused: this server answers to the address it listens on", r.Host), http.StatusMisdirectedRequest)
 			return
 		}
+		if origin := r.Header.Get("Origin"); origin != "" && !ownOrigin(origin, r, hosts) {
+			http.Error(w, fmt.Sprintf("cross-origin request refused: origin %q is not this server's", origin), http.StatusForbidden)
+			return
+		}
 		if embeddedCrossSite(r) {
 			http.Error(w, "cross-site request refused: open "+r.URL.Path+" from this server's own pages or the address bar", http.StatusForbidden)
 			return
@@ -110,6 +121,19 @@ func hostAllowed(r *http.Request, hosts map[string]bool) bool {
 	}
 	_, port, err := net.SplitHostPort(addr)
 	return err == nil && host == "localhost:"+port
+}
+
+// ownOrigin reports whether origin, an Origin header's value, names the
+// server: an http or https origin whose host and port are r's Host, or
+// one of hosts (a reverse proxy's name). "null", sent by sandboxed pages
+// and local files, is no one's.
+func ownOrigin(origin string, r *http.Request, hosts map[string]bool) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	host := strings.ToLower(u.Host)
+	return host == strings.ToLower(r.Host) || hosts[host]
 }
 
 // embeddedCrossSite reports whether a browser sent r for a page of another

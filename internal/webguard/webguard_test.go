@@ -82,7 +82,9 @@ func TestHandler_Hosts(t *testing.T) {
 }
 
 func TestHandler_CrossOrigin(t *testing.T) {
-	srv := guarded(t, t.TempDir(), Options{})
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a"), []byte("secret"), 0o644)
+	srv := guarded(t, dir, Options{Hosts: []string{"profiles.example.com"}})
 	tests := []struct {
 		name, method, path string
 		headers            map[string]string
@@ -97,14 +99,27 @@ func TestHandler_CrossOrigin(t *testing.T) {
 		{"another site's script fetching a page", "GET", "/", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}, 403},
 		{"another site framing a page", "GET", "/", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}, 403},
 		{"typed in the address bar", "GET", "/", map[string]string{"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}, 200},
+		{"GET with a foreign Origin only", "GET", "/", map[string]string{"Origin": "http://evil.example.com"}, 403},
+		{"HEAD with a foreign Origin only", "HEAD", "/", map[string]string{"Origin": "http://evil.example.com"}, 403},
+		{"GET of a file with a foreign Origin only", "GET", "/files/a", map[string]string{"Origin": "http://evil.example.com"}, 403},
+		{"GET with another port of this machine as Origin", "GET", "/", map[string]string{"Origin": "http://127.0.0.1:1"}, 403},
+		{"GET with Origin null", "GET", "/", map[string]string{"Origin": "null"}, 403},
+		{"GET with a foreign Origin that claims same-origin", "GET", "/", map[string]string{"Origin": "http://evil.example.com", "Sec-Fetch-Site": "same-origin"}, 403},
+		{"GET with its own Origin", "GET", "/", map[string]string{"Origin": "http://{addr}"}, 200},
+		{"POST with its own Origin", "POST", "/change", map[string]string{"Origin": "http://{addr}"}, 200},
+		{"GET with a proxy's name as Origin", "GET", "/", map[string]string{"Origin": "https://Profiles.example.com"}, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body, _ := send(t, srv, tt.method, tt.path, "", tt.headers)
+			headers := map[string]string{}
+			for k, v := range tt.headers {
+				headers[k] = strings.ReplaceAll(v, "{addr}", srv.Listener.Addr().String())
+			}
+			code, body, _ := send(t, srv, tt.method, tt.path, "", headers)
 			if code != tt.code {
 				t.Fatalf("%s %s with %v: %d %q, want %d", tt.method, tt.path, tt.headers, code, body, tt.code)
 			}
-			if code == 403 && strings.Contains(body, "changed") {
+			if code == 403 && (strings.Contains(body, "changed") || strings.Contains(body, "secret")) {
 				t.Errorf("a refused request reached the handler: %q", body)
 			}
 		})

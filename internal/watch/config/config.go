@@ -56,9 +56,11 @@ var Profiles = []string{"heap", "allocs", "goroutine", "cpu", "block", "mutex"}
 
 // Config is a whole watch configuration.
 type Config struct {
-	// Listen is the address of watch's own /metrics and /healthz; empty
-	// for none.
+	// Listen is the address of watch's own /metrics and /healthz (and the
+	// history API); empty for none.
 	Listen string
+	// DebugPprof serves watch's own /debug/pprof/ at Listen.
+	DebugPprof bool
 	// Concurrency bounds the captures running at once across all targets.
 	Concurrency int
 	// Retention bounds what the store keeps.

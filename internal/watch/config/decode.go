@@ -383,6 +383,16 @@ func (d *decoder) str(n *yaml.Node, path string) (string, error) {
 	return n.Value, nil
 }
 
+// boolean decodes true or false.
+func (d *decoder) boolean(n *yaml.Node, path string) (bool, error) {
+	n = resolve(n)
+	var v bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		return false, d.failf(n, path, "want true or false, not %s", kind(n))
+	}
+	return v, nil
+}
+
 // integer decodes an integer.
 func (d *decoder) integer(n *yaml.Node, path string) (int, error) {
 	n = resolve(n)
@@ -498,6 +508,11 @@ var configFields = []field[Config]{
 		}
 		c.Listen = s
 		return d.check(n, path, checkListen(s))
+	}},
+	{"debug_pprof", func(d *decoder, n *yaml.Node, path string, c *Config) error {
+		v, err := d.boolean(n, path)
+		c.DebugPprof = v
+		return err
 	}},
 	{"concurrency", func(d *decoder, n *yaml.Node, path string, c *Config) error {
 		v, err := d.integer(n, path)
