@@ -37,6 +37,9 @@ var layer = map[string]int{
 	"internal/allocbench": 2, "internal/exectrace": 2, "internal/flame": 2,
 	"internal/rss": 2, "internal/rundir": 2, "internal/load": 2, "internal/target": 2,
 	"internal/gcrun": 2, "internal/trigger": 2, "internal/store": 2,
+	// 2 also: problems, the findings of a target's captures that share a
+	// cause.
+	"internal/problem": 2,
 	// 2 also: a fleet's membership, over the shared store's database.
 	"internal/fleet": 2,
 	// 3: rendering, for the terminal, files and HTTP alike.
@@ -63,10 +66,12 @@ var sideways = [][2]string{
 	{"internal/rss", "internal/target"},   // a live process's MemStats
 	// A remote target's /metrics.
 	{"internal/trigger", "internal/target"},
-	{"internal/store", "internal/rundir"}, // the one reader of a run directory
-	{"internal/fleet", "internal/store"},  // leases in the shared store's database
-	{"internal/server", "internal/view"},  // a stored run's page is view's
-	{"internal/server", "internal/run"},   // a diff reads its sides as compare does
+	{"internal/store", "internal/rundir"},     // the one reader of a run directory
+	{"internal/store", "internal/problem"},    // captures as problems, the one cause key
+	{"internal/problem", "internal/diagnose"}, // the one cause key and severity order
+	{"internal/fleet", "internal/store"},      // leases in the shared store's database
+	{"internal/server", "internal/view"},      // a stored run's page is view's
+	{"internal/server", "internal/run"},       // a diff reads its sides as compare does
 }
 
 // TestLayers checks every import of heapscope's own packages in non-test

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 )
@@ -174,11 +175,15 @@ func (s *Embedded) index(ctx context.Context, pr *Prepared) error {
 		if e.CaptureSeconds != 0 {
 			capture = sql.NullFloat64{Float64: e.CaptureSeconds, Valid: true}
 		}
+		var load sql.NullFloat64
+		if e.LoadRate != 0 {
+			load = sql.NullFloat64{Float64: e.LoadRate, Valid: true}
+		}
 		r, err := tx.Exec(`INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes,
-			scheduled, before_oom, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			scheduled, before_oom, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds, load_rate)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			string(e.Kind), tid, unixNano(e.Time), unixNano(end), e.Path, e.Status, e.Bytes,
-			e.Scheduled, e.BeforeOOM, trigExpr, trigValue, trigThreshold, trigUnit, capture)
+			e.Scheduled, e.BeforeOOM, trigExpr, trigValue, trigThreshold, trigUnit, capture, load)
 		if err != nil {
 			return err
 		}
@@ -191,9 +196,9 @@ func (s *Embedded) index(ctx context.Context, pr *Prepared) error {
 			}
 		}
 		for _, f := range pr.Findings {
-			if _, err := tx.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, tid, unixNano(f.Time), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where); err != nil {
+			if _, err := tx.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.ID, tid, unixNano(f.Time), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where, f.Cause, EvidenceText(f.Evidence)); err != nil {
 				return err
 			}
 		}
@@ -220,7 +225,8 @@ func targetID(tx *sql.Tx, key string) (int64, error) {
 // SeriesFinding is a finding of the diagnosis over a target's stored
 // series (not of one run), for AddFindings.
 func SeriesFinding(target string, at time.Time, f result.Finding) Finding {
-	return Finding{Target: target, Time: at, Severity: f.Severity, Kind: f.ID, Title: f.Title, Where: where(f), Source: SourceSeries}
+	return Finding{Target: target, Time: at, Severity: f.Severity, Kind: f.ID, Title: f.Title, Where: where(f),
+		Source: SourceSeries, Cause: problem.CauseOf(f), Evidence: problemEvidence(f)}
 }
 
 // where names a finding's site: file:line, or the function.

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"encoding/json"
+	"math"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // Kind says what an entry is: a scheduled (or one-off) run, or a bundle a
@@ -55,6 +59,10 @@ type Entry struct {
 	// Scheduled is true for a run its schedule started: a bundle's
 	// baseline when complete.
 	Scheduled bool `json:"scheduled"`
+	// LoadRate is the rate of requests heapscope drove during the
+	// capture (result.json's load.achieved_rate); 0 when it drove none,
+	// as watch does. Only read from the index, never written by a caller.
+	LoadRate float64 `json:"load_rate,omitempty"`
 }
 
 // The sources of findings.
@@ -80,6 +88,13 @@ type Finding struct {
 	Where string `json:"where,omitempty"`
 	// Source is SourceRun, SourceBundle or SourceSeries.
 	Source string `json:"source"`
+	// Cause is the finding's cause key (result.json's cause, or the key
+	// problem.CauseOf gives a finding written before keys); empty for
+	// a finding indexed before keys were.
+	Cause string `json:"cause,omitempty"`
+	// Evidence is the finding's evidence, as in result.json; none for an
+	// info finding.
+	Evidence map[string]float64 `json:"evidence,omitempty"`
 }
 
 // History is what History returns, each list newest first.
@@ -134,4 +149,46 @@ func recordOf(e Entry) entryRecord {
 func (r entryRecord) entry() Entry {
 	return Entry{Kind: r.Kind, Target: r.Target, Labels: r.Labels, Time: r.Time.UTC(),
 		Trigger: r.Trigger, CaptureSeconds: r.CaptureSeconds, BeforeOOM: r.BeforeOOM, Scheduled: r.Scheduled}
+}
+
+// problemEvidence is the evidence the index keeps of a finding: none for
+// an info finding, which is never a problem (the RSS breakdown's alone
+// would add 1.4 KB to every capture).
+func problemEvidence(f result.Finding) map[string]float64 {
+	if f.Severity == "info" {
+		return nil
+	}
+	return f.Evidence
+}
+
+// EvidenceText is how the index keeps a finding's evidence: compact JSON,
+// or "" for none.
+func EvidenceText(ev map[string]float64) string {
+	if len(ev) == 0 {
+		return ""
+	}
+	clean := make(map[string]float64, len(ev))
+	for k, v := range ev {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			clean[k] = v
+		}
+	}
+	data, err := json.Marshal(clean)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// ParseEvidence reads what EvidenceText wrote; nil for "" or text it
+// cannot read.
+func ParseEvidence(text string) map[string]float64 {
+	if text == "" {
+		return nil
+	}
+	var ev map[string]float64
+	if json.Unmarshal([]byte(text), &ev) != nil {
+		return nil
+	}
+	return ev
 }

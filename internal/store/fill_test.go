@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/problem"
 )
 
 // watchFill is a store as a watch of many targets leaves it: every target
@@ -83,7 +85,7 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 	// the INSERT … SELECT statements read.
 	exec(`CREATE TEMP TABLE fill_targets (id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL);
 		CREATE TEMP TABLE fill_labels (target_id INTEGER, name TEXT, value TEXT);
-		CREATE TEMP TABLE fill_findings (ord INTEGER, severity TEXT, kind TEXT, title TEXT, location TEXT);
+		CREATE TEMP TABLE fill_findings (ord INTEGER, severity TEXT, kind TEXT, title TEXT, location TEXT, cause TEXT, evidence TEXT);
 		CREATE TEMP TABLE fill_values (metric_id INTEGER, value REAL, integral INTEGER)`)
 	defer exec("DROP TABLE temp.fill_targets; DROP TABLE temp.fill_labels; DROP TABLE temp.fill_findings; DROP TABLE temp.fill_values")
 	for i := range f.targets {
@@ -100,8 +102,8 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 		}
 	}
 	for i, fd := range res.Findings {
-		exec("INSERT INTO fill_findings (ord, severity, kind, title, location) VALUES (?, ?, ?, ?, ?)",
-			i, fd.Severity, fd.ID, fd.Title, where(fd))
+		exec("INSERT INTO fill_findings (ord, severity, kind, title, location, cause, evidence) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			i, fd.Severity, fd.ID, fd.Title, where(fd), problem.CauseOf(fd), EvidenceText(problemEvidence(fd)))
 	}
 	for _, v := range SeriesOf(res) {
 		unit := metrics[v.ID-1].unit
@@ -114,6 +116,10 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 			ELSE v.value * (0.75 + ((e.id * 2654435761) % 1000) / 2000.0) END`
 	}
 	window := int64(windowEnd(f.start, res).Sub(f.start))
+	var loadRate sql.NullFloat64
+	if res.Load != nil && res.Load.AchievedRate != 0 {
+		loadRate = sql.NullFloat64{Float64: res.Load.AchievedRate, Valid: true}
+	}
 	const perTx = 96 // a day at a 15-minute cadence
 	for first := 0; first < f.slots; first += perTx {
 		last := min(first+perTx, f.slots) - 1
@@ -130,18 +136,18 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 			args []any
 		}{
 			{`WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-				INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes, scheduled, before_oom)
+				INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes, scheduled, before_oom, load_rate)
 				SELECT 'run', t.id, ? + n.i * ?, ? + n.i * ? + ?,
 					'runs/' || k.slug || '/' || strftime('%Y%m%dT%H%M%SZ', (? + n.i * ?) / 1000000000, 'unixepoch'),
-					?, t.bytes, 1, 0
+					?, t.bytes, 1, 0, ?
 				FROM n, fill_targets t JOIN targets k ON k.id = t.id ORDER BY n.i, t.id`,
 				[]any{first, last, unixNano(f.start), int64(f.every), unixNano(f.start), int64(f.every), window,
-					unixNano(f.start), int64(f.every), string(res.Status)}},
+					unixNano(f.start), int64(f.every), string(res.Status), loadRate}},
 			{`INSERT INTO labels (entry_id, name, value)
 				SELECT e.id, l.name, l.value FROM entries e JOIN fill_labels l ON l.target_id = e.target_id
 				WHERE e.id > ? ORDER BY e.id, l.name`, []any{after}},
-			{`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
-				SELECT e.id, e.target_id, e.time_ns, e.path, 'run', d.severity, d.kind, d.title, d.location
+			{`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
+				SELECT e.id, e.target_id, e.time_ns, e.path, 'run', d.severity, d.kind, d.title, d.location, d.cause, d.evidence
 				FROM entries e, fill_findings d WHERE e.id > ? ORDER BY e.id, d.ord`, []any{after}},
 			{`INSERT INTO points (target_id, metric_id, time_ns, entry_id, value)
 				SELECT e.target_id, v.metric_id, e.end_ns, e.id, ` + value + `

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
+	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/rundir"
 )
 
@@ -67,7 +68,10 @@ func Prepare(dir string, kind Kind, target string, e Entry, now time.Time) (Prep
 	fs := make([]Finding, 0, len(res.Findings))
 	for _, f := range res.Findings {
 		fs = append(fs, Finding{Target: e.Target, Time: e.Time, Severity: f.Severity, Kind: f.ID,
-			Title: f.Title, Where: where(f), Source: source})
+			Title: f.Title, Where: where(f), Source: source, Cause: problem.CauseOf(f), Evidence: problemEvidence(f)})
+	}
+	if res.Load != nil {
+		e.LoadRate = res.Load.AchievedRate
 	}
 	return Prepared{
 		Entry:    e,

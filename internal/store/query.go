@@ -13,7 +13,7 @@ import (
 // entryColumns are the columns scanEntry reads, from entries e joined
 // with targets t.
 const entryColumns = `e.id, e.kind, t.key, e.time_ns, e.end_ns, e.path, e.status, e.bytes, e.scheduled, e.before_oom,
-	e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds`
+	e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds, e.load_rate`
 
 type scanner interface{ Scan(...any) error }
 
@@ -22,12 +22,12 @@ func scanEntry(row scanner) (Entry, error) {
 	var kind string
 	var ns, end int64
 	var trigExpr, trigUnit sql.NullString
-	var trigValue, trigThreshold, capture sql.NullFloat64
+	var trigValue, trigThreshold, capture, load sql.NullFloat64
 	if err := row.Scan(&e.ID, &kind, &e.Target, &ns, &end, &e.Path, &e.Status, &e.Bytes, &e.Scheduled, &e.BeforeOOM,
-		&trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture); err != nil {
+		&trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture, &load); err != nil {
 		return Entry{}, err
 	}
-	e.Kind, e.Time, e.End, e.CaptureSeconds = Kind(kind), fromNano(ns), fromNano(end), capture.Float64
+	e.Kind, e.Time, e.End, e.CaptureSeconds, e.LoadRate = Kind(kind), fromNano(ns), fromNano(end), capture.Float64, load.Float64
 	if trigExpr.Valid {
 		e.Trigger = &Trigger{Expr: trigExpr.String, Value: trigValue.Float64, Threshold: trigThreshold.Float64, Unit: trigUnit.String}
 	}
@@ -189,7 +189,7 @@ func (s *Embedded) findings(q Query) ([]Finding, error) {
 			"(f.entry_id IS NULL AND f.target_id IN (SELECT e.target_id FROM entries e WHERE "+cond+")))",
 			append(lf.args, lf.args...)...)
 	}
-	rows, err := s.reader.Query(`SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source
+	rows, err := s.reader.Query(`SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence
 		FROM findings f JOIN targets t ON t.id = f.target_id`+f.sql()+" ORDER BY f.time_ns DESC, f.id"+limitSQL(q.Limit), f.args...)
 	if err != nil {
 		return nil, fmt.Errorf("history of findings: %w", err)
@@ -199,10 +199,11 @@ func (s *Embedded) findings(q Query) ([]Finding, error) {
 	for rows.Next() {
 		var fd Finding
 		var ns int64
-		if err := rows.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source); err != nil {
+		var ev string
+		if err := rows.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source, &fd.Cause, &ev); err != nil {
 			return nil, fmt.Errorf("history of findings: %w", err)
 		}
-		fd.Time = fromNano(ns)
+		fd.Time, fd.Evidence = fromNano(ns), ParseEvidence(ev)
 		out = append(out, fd)
 	}
 	if err := rows.Err(); err != nil {
@@ -312,9 +313,9 @@ func (s *Embedded) AddFindings(fs []Finding) error {
 			if f.Source == "" {
 				f.Source = SourceSeries
 			}
-			if _, err := tx.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
-				VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				tid, unixNano(f.Time), f.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where); err != nil {
+			if _, err := tx.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
+				VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				tid, unixNano(f.Time), f.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where, f.Cause, EvidenceText(f.Evidence)); err != nil {
 				return err
 			}
 		}

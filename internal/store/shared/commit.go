@@ -246,19 +246,23 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) erro
 		if e.CaptureSeconds != 0 {
 			capture = &e.CaptureSeconds
 		}
+		var load *float64
+		if e.LoadRate != 0 {
+			load = &e.LoadRate
+		}
 		err = tx.QueryRow(ctx, `INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes,
-			scheduled, before_oom, labels, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+			scheduled, before_oom, labels, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds, load_rate)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
 			string(e.Kind), tid, e.Time.UnixNano(), pr.End.UnixNano(), e.Path, e.Status, e.Bytes,
-			e.Scheduled, e.BeforeOOM, labels, trigExpr, trigValue, trigThreshold, trigUnit, capture).Scan(&e.ID)
+			e.Scheduled, e.BeforeOOM, labels, trigExpr, trigValue, trigThreshold, trigUnit, capture, load).Scan(&e.ID)
 		if err != nil {
 			return err
 		}
 		var batch pgx.Batch
 		for _, f := range pr.Findings {
-			batch.Queue(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				e.ID, tid, f.Time.UnixNano(), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where)
+			batch.Queue(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				e.ID, tid, f.Time.UnixNano(), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where, f.Cause, store.EvidenceText(f.Evidence))
 		}
 		for _, v := range pr.Points {
 			batch.Queue("INSERT INTO points (target_id, metric_id, time_ns, entry_id, value) VALUES ($1, $2, $3, $4, $5)",

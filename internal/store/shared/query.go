@@ -17,7 +17,7 @@ import (
 // entryColumns are the columns scanEntry reads, from entries e joined
 // with targets t.
 const entryColumns = `e.id, e.kind, t.key, e.time_ns, e.end_ns, e.path, e.status, e.bytes, e.scheduled, e.before_oom,
-	e.labels, e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds`
+	e.labels, e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds, e.load_rate`
 
 const entriesFrom = " FROM entries e JOIN targets t ON t.id = e.target_id"
 
@@ -27,12 +27,12 @@ func scanEntry(row pgx.Row) (store.Entry, error) {
 	var ns, end int64
 	var labels []byte
 	var trigExpr, trigUnit *string
-	var trigValue, trigThreshold, capture *float64
+	var trigValue, trigThreshold, capture, load *float64
 	if err := row.Scan(&e.ID, &kind, &e.Target, &ns, &end, &e.Path, &e.Status, &e.Bytes, &e.Scheduled, &e.BeforeOOM,
-		&labels, &trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture); err != nil {
+		&labels, &trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture, &load); err != nil {
 		return store.Entry{}, err
 	}
-	e.Kind, e.Time, e.End = store.Kind(kind), fromNano(ns), fromNano(end)
+	e.Kind, e.Time, e.End, e.LoadRate = store.Kind(kind), fromNano(ns), fromNano(end), deref(load)
 	if capture != nil {
 		e.CaptureSeconds = *capture
 	}
@@ -168,7 +168,7 @@ func (s *Store) findings(ctx context.Context, q store.Query) ([]store.Finding, e
 		f.add(`(f.entry_id IN (SELECT e.id FROM entries e WHERE e.labels @> ?::jsonb) OR
 			(f.entry_id IS NULL AND f.target_id IN (SELECT e.target_id FROM entries e WHERE e.labels @> ?::jsonb)))`, l, l)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source
+	rows, err := s.pool.Query(ctx, `SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence
 		FROM findings f JOIN targets t ON t.id = f.target_id`+f.sql()+" ORDER BY f.time_ns DESC, f.id"+limitSQL(q.Limit), f.args...)
 	if err != nil {
 		return nil, fmt.Errorf("history of findings: %w", oneLine{err})
@@ -176,8 +176,9 @@ func (s *Store) findings(ctx context.Context, q store.Query) ([]store.Finding, e
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Finding, error) {
 		var fd store.Finding
 		var ns int64
-		err := r.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source)
-		fd.Time = fromNano(ns)
+		var ev string
+		err := r.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source, &fd.Cause, &ev)
+		fd.Time, fd.Evidence = fromNano(ns), store.ParseEvidence(ev)
 		return fd, err
 	})
 	if err != nil {
@@ -333,9 +334,9 @@ func (s *Store) AddFindings(fs []store.Finding) error {
 			if f.Source == "" {
 				f.Source = store.SourceSeries
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location)
-				VALUES (NULL, $1, $2, $3, $4, $5, $6, $7, $8)`,
-				tid, f.Time.UnixNano(), f.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
+				VALUES (NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				tid, f.Time.UnixNano(), f.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where, f.Cause, store.EvidenceText(f.Evidence)); err != nil {
 				return err
 			}
 		}

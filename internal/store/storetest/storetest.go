@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"Series", testSeries},
 		{"Retain", testRetain},
 		{"RunDir", testRunDir},
+		{"Problems", testProblems},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open) })

@@ -1,0 +1,219 @@
+package problem
+
+import (
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+var t0 = time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+
+func at(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+
+var leak = Finding{Cause: "leak at main.Process (cache.go:42)", Kind: "leak.inuse-growth", Severity: "high",
+	Title: "inuse_space grows", Where: "cache.go:42", Evidence: map[string]float64{"slope_bytes_per_minute": 2 << 20}}
+
+var hot = Finding{Cause: "alloc at main.Encode (kv.go:7)", Kind: "alloc.hot-spot", Severity: "medium", Title: "hot", Where: "kv.go:7"}
+
+var note = Finding{Cause: "gc.pressure", Kind: "gc.pressure", Severity: "info", Title: "GC runs often"}
+
+// capture is a complete capture with no load figure.
+func capture(min int, fs ...Finding) Capture {
+	return Capture{Time: at(min), Path: "runs/a/" + at(min).Format("150405"), Complete: true, Findings: fs}
+}
+
+func loaded(c Capture, rate float64) Capture {
+	c.Load, c.HasLoad = rate, true
+	return c
+}
+
+func partial(c Capture) Capture {
+	c.Complete = false
+	return c
+}
+
+// want is what a test checks of a problem.
+type want struct {
+	cause    string
+	state    State
+	severity string
+	first    time.Time
+	last     time.Time
+	resolved time.Time
+	captures int
+	hasTrend bool
+	latest   string
+}
+
+func TestFind(t *testing.T) {
+	worse := leak
+	worse.Severity, worse.Evidence = "medium", nil
+	milder := leak
+	milder.Severity = "low"
+	for _, tc := range []struct {
+		name     string
+		captures []Capture
+		want     []want
+	}{
+		{
+			name:     "leak in 3 captures is one open problem",
+			captures: []Capture{capture(0, leak), capture(10, leak), capture(20, leak)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(20), captures: 3, hasTrend: true, latest: capture(20).Path}},
+		},
+		{
+			name:     "captures out of order are sorted by time",
+			captures: []Capture{capture(20, leak), capture(0, leak), capture(10, leak)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(20), captures: 3, hasTrend: true, latest: capture(20).Path}},
+		},
+		{
+			name:     "gone under comparable load is resolved",
+			captures: []Capture{capture(0, leak), capture(10, leak), capture(20)},
+			want:     []want{{cause: leak.Cause, state: Resolved, severity: "high", first: at(0), last: at(10), resolved: at(20), captures: 2, hasTrend: true, latest: capture(10).Path}},
+		},
+		{
+			name:     "back after resolved is reopened",
+			captures: []Capture{capture(0, leak), capture(10), capture(20, leak)},
+			want:     []want{{cause: leak.Cause, state: Reopened, severity: "high", first: at(0), last: at(20), captures: 2, hasTrend: true, latest: capture(20).Path}},
+		},
+		{
+			name:     "gone only under a different load is not resolved",
+			captures: []Capture{loaded(capture(0, leak), 100), loaded(capture(10), 500), loaded(capture(20), 40)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path}},
+		},
+		{
+			name:     "gone under load within a quarter is resolved",
+			captures: []Capture{loaded(capture(0, leak), 100), loaded(capture(10), 80)},
+			want:     []want{{cause: leak.Cause, state: Resolved, severity: "high", first: at(0), last: at(0), resolved: at(10), captures: 1, hasTrend: true, latest: capture(0).Path}},
+		},
+		{
+			name:     "a capture with load and one without are not comparable",
+			captures: []Capture{capture(0, leak), loaded(capture(10), 100)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path}},
+		},
+		{
+			name:     "a partial capture without it says nothing",
+			captures: []Capture{capture(0, leak), partial(capture(10))},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path}},
+		},
+		{
+			name:     "a partial capture showing it counts",
+			captures: []Capture{capture(0, leak), partial(capture(10, leak))},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(10), captures: 2, hasTrend: true, latest: capture(10).Path}},
+		},
+		{
+			name:     "info findings are not problems",
+			captures: []Capture{capture(0, note), capture(10, note)},
+			want:     nil,
+		},
+		{
+			name:     "severity is the worst of the latest capture",
+			captures: []Capture{capture(0, leak), capture(10, milder, worse)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "medium", first: at(0), last: at(10), captures: 2, latest: capture(10).Path}},
+		},
+		{
+			name:     "two causes are two problems, open before resolved, worst first",
+			captures: []Capture{capture(0, hot, leak), capture(10, leak)},
+			want: []want{
+				{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(10), captures: 2, hasTrend: true, latest: capture(10).Path},
+				{cause: hot.Cause, state: Resolved, severity: "medium", first: at(0), last: at(0), resolved: at(10), captures: 1, latest: capture(0).Path},
+			},
+		},
+		{
+			name:     "no captures, no problems",
+			captures: nil,
+			want:     nil,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Find("a", tc.captures)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d problems %+v, want %d", len(got), got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				g := got[i]
+				if g.Target != "a" || g.Cause != w.cause || g.State != w.state || g.Severity != w.severity ||
+					!g.FirstSeen.Equal(w.first) || !g.LastSeen.Equal(w.last) || !g.ResolvedAt.Equal(w.resolved) ||
+					g.Captures != w.captures || (g.Trend != nil) != w.hasTrend || g.Latest != w.latest {
+					t.Errorf("problem %d:\n got %+v\nwant %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestFind_causeOfAnOldFinding(t *testing.T) {
+	old := Finding{Kind: "leak.inuse-growth", Severity: "high", Where: "cache.go:42"}
+	got := Find("a", []Capture{capture(0, old), capture(10, old)})
+	if len(got) != 1 || got[0].Captures != 2 || got[0].Cause == "" {
+		t.Fatalf("got %+v, want one problem with a computed cause seen twice", got)
+	}
+}
+
+func TestCauseOf(t *testing.T) {
+	f := result.Finding{ID: "leak.inuse-growth", Function: "main.Process", File: "/src/cache.go", Line: 42}
+	computed := CauseOf(f)
+	if computed == "" || computed == f.ID {
+		t.Errorf("CauseOf(no cause) = %q, want a key naming the site", computed)
+	}
+	f.Cause = "leak/unbounded-map at main.Process (cache.go:42)"
+	if got := CauseOf(f); got != f.Cause {
+		t.Errorf("CauseOf(with cause) = %q, want %q", got, f.Cause)
+	}
+}
+
+func TestComparable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b Capture
+		want bool
+	}{
+		{"neither has load", capture(0), capture(1), true},
+		{"one has load", capture(0), loaded(capture(1), 10), false},
+		{"equal loads", loaded(capture(0), 10), loaded(capture(1), 10), true},
+		{"a quarter apart", loaded(capture(0), 100), loaded(capture(1), 75), true},
+		{"a third apart", loaded(capture(0), 150), loaded(capture(1), 100), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Comparable(tc.a, tc.b); got != tc.want {
+				t.Errorf("Comparable = %v, want %v", got, tc.want)
+			}
+			if got := Comparable(tc.b, tc.a); got != tc.want {
+				t.Errorf("Comparable reversed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTrendOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   map[string]float64
+		want *Trend
+	}{
+		{"no rate", map[string]float64{"samples": 3}, nil},
+		{"bytes per minute", map[string]float64{"slope_bytes_per_minute": 1024}, &Trend{PerMinute: 1024, Unit: "bytes"}},
+		{"bytes per hour with hours to limit", map[string]float64{"slope_bytes_per_hour": 6000, "hours_to_limit": 2},
+			&Trend{PerMinute: 100, Unit: "bytes", SecondsToLimit: 7200}},
+		{"limit and last bytes", map[string]float64{"slope_bytes_per_minute": 100, "limit_bytes": 1100, "last_bytes": 100},
+			&Trend{PerMinute: 100, Unit: "bytes", SecondsToLimit: 600}},
+		{"goroutines", map[string]float64{"goroutines_per_minute": 3}, &Trend{PerMinute: 3, Unit: "goroutines"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TrendOf(tc.ev)
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("TrendOf = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProblem_Headline(t *testing.T) {
+	p := Find("a", []Capture{capture(0, leak)})[0]
+	p.Trend.SecondsToLimit = 3 * 3600
+	got := p.Headline()
+	want := "leak.inuse-growth at cache.go:42, +2.0 MiB/min, limit in 3.0 hours: inuse_space grows"
+	if got != want {
+		t.Errorf("Headline = %q, want %q", got, want)
+	}
+}
