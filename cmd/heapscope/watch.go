@@ -76,15 +76,8 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		return err
 	}
 	addr := cmp.Or(o.listen, cfg.Listen)
-	if addr != "" && !o.once {
-		// Refused before anything starts: beyond loopback, credentials.
-		auth, err := server.Credentials(o.tokens, o.htpasswd)
-		if err != nil {
-			return err
-		}
-		if err := server.CheckListen(addr, auth); err != nil {
-			return fmt.Errorf("--listen: %w", err)
-		}
+	if err := server.CheckCredentials(addr, o.tokens, o.htpasswd); err != nil && !o.once {
+		return err // refused before anything starts
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(watch.DefaultMemoryLimit)
@@ -184,14 +177,6 @@ func newHistoryCmd(e *env) *cobra.Command {
 	return withHelp(cmd, "history")
 }
 
-// openStore opens an existing store: reading never creates one.
-func openStore(dir string) (*store.Embedded, error) {
-	if dir == "" {
-		return nil, errors.New("--data DIR is required: the store watch wrote")
-	}
-	return store.OpenExisting(dir)
-}
-
 func newStoreCmd(e *env) *cobra.Command {
 	var data string
 	var repair bool
@@ -201,7 +186,10 @@ func newStoreCmd(e *env) *cobra.Command {
 		Short: "Check that the index and the run directories agree",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(data)
+			if data == "" {
+				return errors.New("--data DIR is required: the store watch wrote")
+			}
+			st, err := store.OpenExisting(data) // reading never creates a store
 			if err != nil {
 				return err
 			}
@@ -210,11 +198,9 @@ func newStoreCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !r.OK() {
-				fmt.Fprintln(e.stdout, r.String())
+			if fmt.Fprintln(e.stdout, r.String()); !r.OK() {
 				return &codeError{code: exitGateFailed, err: fmt.Errorf("store %s: %d problems", data, len(r.Problems()))}
 			}
-			fmt.Fprintln(e.stdout, r.String())
 			return nil
 		},
 	}

@@ -191,3 +191,20 @@ func LoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	return err == nil && isLoopback(host)
 }
+
+// CheckCredentials reads the credential files and checks that addr may be
+// served with them (CheckListen): what a command checks before it starts
+// anything. No address needs none.
+func CheckCredentials(addr, tokensFile, htpasswdFile string) error {
+	if addr == "" {
+		return nil
+	}
+	auth, err := Credentials(tokensFile, htpasswdFile)
+	if err != nil {
+		return err
+	}
+	if err := CheckListen(addr, auth); err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	return nil
+}
