@@ -74,6 +74,9 @@ func FromCommandLine(cl CommandLine) (*Config, error) {
 		return nil, err
 	}
 	if cl.Webhook != "" {
+		if err := checkWebhookURL(cl.Webhook); err != nil {
+			return nil, fmt.Errorf("--webhook %w", err)
+		}
 		cfg.Webhook = &Webhook{URL: cl.Webhook, Timeout: DefaultWebhookTimeout, Retries: DefaultWebhookRetries}
 	}
 	if given("concurrency") {

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -127,7 +126,7 @@ const maxPasswordFile = 64 << 10
 // Password reads the password file: its content less leading and
 // trailing white space (a final newline), as Prometheus reads one.
 func (b *BasicAuth) Password() (string, error) {
-	f, err := os.Open(b.PasswordFile)
+	f, err := openRegular(b.PasswordFile)
 	if err != nil {
 		return "", fmt.Errorf("read basic auth password: %w", err)
 	}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -36,13 +38,71 @@ func Load(path string, opts Options) (*Config, error) {
 	return parse(data, path, opts)
 }
 
-// readCapped reads a file of at most maxFile bytes.
+// readCapped reads a file of at most maxFile bytes. The config file may
+// be a pipe (--config <(...)), so it is opened as it is.
 func readCapped(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return readAllCapped(f, path)
+}
+
+// errNotRegular marks a file discovery will not read: a FIFO, a device,
+// a socket or a directory.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading only if it is a regular file. It
+// opens without waiting (O_NONBLOCK), then checks what it opened: a FIFO
+// that matches a file_sd pattern cannot hold discovery waiting for a
+// writer, and a device is never read.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: %s", path, errNotRegular, fileKind(fi.Mode()))
+	}
+	return f, nil
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "mode " + m.String()
+}
+
+// readRegular reads a regular file of at most maxFile bytes; anything
+// else is refused without blocking (see openRegular).
+func readRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAllCapped(f, path)
+}
+
+// readAllCapped reads f, named path in errors, refusing more than maxFile
+// bytes.
+func readAllCapped(f *os.File, path string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
 		return nil, err

@@ -408,7 +408,7 @@ var sdEntryFields = []field[sdEntry]{
 // group g. Targets are host:port as Prometheus has them, or URLs.
 // Prometheus' meta labels (__…) are dropped.
 func readSDFile(path string, g *Group) ([]Target, error) {
-	data, err := readCapped(path)
+	data, err := readRegular(path)
 	if err != nil {
 		return nil, err
 	}

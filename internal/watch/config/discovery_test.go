@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -266,5 +267,54 @@ func TestTargets_MissingFileNamedAlone(t *testing.T) {
 	ts, err := c.Targets(t.Context())
 	if len(ts) != 0 || err == nil || !strings.Contains(err.Error(), "gone.json: no such file") || strings.Contains(err.Error(), "none-") {
 		t.Errorf("Targets = %v, %v: want an error for the file named, none for the pattern matching nothing", ts, err)
+	}
+}
+
+// TestTargets_SkipsWhatIsNotAFile plants a FIFO and a directory where a
+// file_sd pattern matches: discovery must not wait for a writer, and
+// must say what it skipped while keeping the good file's targets.
+func TestTargets_SkipsWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	c := sdConfig(t, dir, nil)
+	sd := filepath.Join(dir, "sd")
+	writeFile(t, filepath.Join(sd, "a.json"), `[{"targets": ["10.0.0.1:6060"]}]`)
+	if err := syscall.Mkfifo(filepath.Join(sd, "b.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(sd, "c.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ts  []Target
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ts, err := c.Targets(t.Context())
+		done <- result{ts, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		// Unblock the open so the test ends: a writer for the FIFO.
+		if f, err := os.OpenFile(filepath.Join(sd, "b.json"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("Targets still waiting after 10 s: a FIFO matching a file_sd pattern holds discovery")
+	}
+	if got := keys(r.ts); !slices.Equal(got, []string{"127.0.0.1:6060", "10.0.0.1:6060"}) {
+		t.Errorf("targets %v, want the static one and the regular file's", got)
+	}
+	want := []string{
+		"group api: file_sd: " + filepath.Join(sd, "b.json") + ": not a regular file: a FIFO; its last good targets are kept",
+		"group api: file_sd: " + filepath.Join(sd, "c.json") + ": not a regular file: a directory; its last good targets are kept",
+	}
+	var got []string
+	for _, e := range unjoin(r.err) {
+		got = append(got, e.Error())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }

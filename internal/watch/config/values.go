@@ -312,13 +312,7 @@ func checkPasswordFile(path string) error {
 	if path == "" {
 		return errors.New("empty path: give the file that holds the password")
 	}
-	// Stat first: opening a FIFO would wait for a writer.
-	if fi, err := os.Stat(path); err != nil {
-		return err
-	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", path)
-	}
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return err
 	}
