@@ -30,6 +30,7 @@ type metrics struct {
 	storeBytes     prometheus.Gauge
 	restarts       *prometheus.CounterVec // oom_kill
 	pyroscope      *prometheus.CounterVec // outcome
+	webhook        *prometheus.CounterVec // outcome
 }
 
 func newMetrics() *metrics {
@@ -77,9 +78,13 @@ func newMetrics() *metrics {
 			Name: "heapscope_watch_pyroscope_pushes_total",
 			Help: "Captures pushed to Pyroscope (the config's pyroscope section), by outcome (ok, failed).",
 		}, []string{"outcome"}),
+		webhook: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "heapscope_watch_webhook_events_total",
+			Help: "Webhook events by outcome: delivered, failed (after its retries) or dropped (its target's queue full, or left at shutdown).",
+		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.captures, m.captureSeconds, m.captureBytes, m.triggers,
-		m.scheduleLag, m.missed, m.targets, m.storeBytes, m.restarts, m.pyroscope,
+		m.scheduleLag, m.missed, m.targets, m.storeBytes, m.restarts, m.pyroscope, m.webhook,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Event is what a webhook receives when a trigger has captured a bundle, or
@@ -107,4 +111,118 @@ func (w *Webhook) post(ctx context.Context, client *http.Client, timeout time.Du
 	}
 	err = fmt.Errorf("%s: %q", resp.Status, bytes.TrimSpace(reply))
 	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, err
+}
+
+// outboxDepth is how many events wait per target for the webhook; a full
+// queue drops its oldest event.
+const outboxDepth = 16
+
+// outboxDrain bounds how long watch, stopping, waits for the events it
+// still holds to be delivered.
+const outboxDrain = 10 * time.Second
+
+// outbox delivers events to the webhook beside the triggers: a hung or
+// failing receiver holds no bundle and no sample. Each target has a
+// bounded queue, delivered in order by one goroutine while it has
+// events; deliveries run under a context of their own, so the watch
+// stopping does not cut one in flight (drain waits for them, up to a
+// deadline).
+type outbox struct {
+	hook     *Webhook
+	log      *slog.Logger
+	outcomes *prometheus.CounterVec // outcome: delivered, failed, dropped
+
+	ctx    context.Context // the deliveries'
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	queues map[string][]Event // by target, waiting
+	busy   map[string]bool    // a target's delivery goroutine runs
+	closed bool
+}
+
+func newOutbox(hook *Webhook, log *slog.Logger, outcomes *prometheus.CounterVec) *outbox {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &outbox{hook: hook, log: log, outcomes: outcomes, ctx: ctx, cancel: cancel,
+		queues: map[string][]Event{}, busy: map[string]bool{}}
+}
+
+// post queues ev for delivery and returns at once.
+func (o *outbox) post(ev Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		o.drop(ev, "watch is stopping")
+		return
+	}
+	q := o.queues[ev.Target]
+	if len(q) >= outboxDepth {
+		o.drop(q[0], "its target's queue is full")
+		q = q[1:]
+	}
+	o.queues[ev.Target] = append(q, ev)
+	if !o.busy[ev.Target] {
+		o.busy[ev.Target] = true
+		o.wg.Go(func() { o.deliver(ev.Target) })
+	}
+}
+
+// drop counts and logs an event not delivered (o.mu held).
+func (o *outbox) drop(ev Event, why string) {
+	o.outcomes.WithLabelValues("dropped").Inc()
+	o.log.Warn("webhook event dropped: "+why, "target", ev.Target, "kind", ev.Kind, "time", ev.Time)
+}
+
+// deliver sends a target's events in order until its queue is empty.
+func (o *outbox) deliver(target string) {
+	for {
+		o.mu.Lock()
+		q := o.queues[target]
+		if len(q) == 0 {
+			delete(o.queues, target)
+			delete(o.busy, target)
+			o.mu.Unlock()
+			return
+		}
+		ev := q[0]
+		o.queues[target] = q[1:]
+		o.mu.Unlock()
+		if err := o.hook.Send(o.ctx, ev); err != nil {
+			o.outcomes.WithLabelValues("failed").Inc()
+			o.log.Error("webhook", "target", target, "kind", ev.Kind, "err", err)
+			continue
+		}
+		o.outcomes.WithLabelValues("delivered").Inc()
+	}
+}
+
+// drain stops taking events and waits up to timeout for those queued or
+// in flight; past it, the deliveries are cut and what was left is
+// counted as dropped.
+func (o *outbox) drain(timeout time.Duration) {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	done := make(chan struct{})
+	go func() { o.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		o.cancel()
+		return
+	case <-time.After(timeout):
+	}
+	o.mu.Lock()
+	left := 0
+	for target, q := range o.queues {
+		left += len(q)
+		for _, ev := range q {
+			o.drop(ev, "not delivered before watch stopped")
+		}
+		o.queues[target] = nil
+	}
+	o.mu.Unlock()
+	o.cancel()
+	<-done
+	o.log.Warn("webhook deliveries cut at shutdown", "waited", timeout, "queued_dropped", left)
 }

@@ -9,6 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
 func TestWebhook_Send(t *testing.T) {
@@ -78,5 +83,79 @@ func TestWebhook_SendTimesOut(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Send took %s with a 50 ms timeout and one retry", d)
+	}
+}
+
+// TestRun_hungWebhookHoldsNoBundle fires three triggers of one target at
+// once with a webhook receiver that never answers: the three bundles
+// must be captured while the first event's delivery still hangs (order,
+// not wall clock), and at the end watch must stop within its drain
+// deadline, counting what it could not deliver.
+func TestRun_hungWebhookHoldsNoBundle(t *testing.T) {
+	leaky := startExample(t, "leaky")
+	var received atomic.Int32
+	release := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hook.Close()
+	defer close(release)
+
+	var triggers []config.Trigger
+	for _, n := range []string{"1", "2", "3"} {
+		triggers = append(triggers, config.Trigger{Expr: "goroutines>=" + n, Pos: "test"})
+	}
+	cfg, err := config.ForURLs([]string{leaky.URL}, config.Settings{
+		Every: time.Hour, Window: time.Second, Timeout: 10 * time.Second, Poll: 200 * time.Millisecond, Triggers: triggers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Webhook = &config.Webhook{URL: hook.URL, Timeout: time.Hour}
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w, err := New(Options{Config: cfg, Store: st, Version: "test", BundleWindow: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+
+	bundles := waitFor(t, 60*time.Second, func() ([]store.Entry, bool) {
+		h, _ := st.History(store.Query{})
+		return h.Bundles, len(h.Bundles) == 3
+	})
+	waitFor(t, 10*time.Second, func() (int32, bool) { return received.Load(), received.Load() > 0 })
+	if n := received.Load(); n != 1 {
+		t.Errorf("the receiver saw %d requests by the third bundle; want 1, the first event's, still hanging", n)
+	}
+	for _, b := range bundles {
+		if b.CaptureSeconds > 10 {
+			t.Errorf("bundle %s took %.1f s from its crossing: a hung webhook held it", b.Path, b.CaptureSeconds)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(outboxDrain + 10*time.Second):
+		t.Fatalf("Run still running %s after its context ended: the webhook drain has no deadline", outboxDrain+10*time.Second)
+	}
+	failed := testutil.ToFloat64(w.metrics.webhook.WithLabelValues("failed"))
+	dropped := testutil.ToFloat64(w.metrics.webhook.WithLabelValues("dropped"))
+	delivered := testutil.ToFloat64(w.metrics.webhook.WithLabelValues("delivered"))
+	if failed != 1 || dropped != 2 || delivered != 0 {
+		t.Errorf("webhook events: %v failed, %v dropped, %v delivered; want the hung one failed at the drain deadline and the two queued dropped", failed, dropped, delivered)
 	}
 }

@@ -180,19 +180,3 @@ func podCgroupConfig(t *testing.T, url, expr string, cg sysmem.Cgroup) *config.C
 	}
 	return cfg
 }
-
-// waitFor polls f every 100 ms until it reports a value, or fails the test
-// after d.
-func waitFor[T any](t *testing.T, d time.Duration, f func() (T, bool)) T {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if v, ok := f(); ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing after %s", d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

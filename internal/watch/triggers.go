@@ -119,7 +119,7 @@ func (w *Watcher) bundle(ctx context.Context, wt *watched, f trigger.Firing) {
 	}
 	w.log.Warn("bundle captured", "target", wt.target.Key, "expr", f.Expr, "path", e.Path,
 		"capture_seconds", e.CaptureSeconds)
-	w.notify(ctx, Event{
+	w.notify(Event{
 		Text: fmt.Sprintf("heapscope: %s on %s; bundle %s, complete %s after the crossing",
 			f, wt.target.Key, e.Path, humanize.Seconds(e.CaptureSeconds)),
 		Kind: "bundle", Target: wt.target.Key, Labels: wt.target.Labels, Time: f.At,
@@ -208,17 +208,14 @@ func (w *Watcher) recordRestart(ctx context.Context, wt *watched, at time.Time, 
 	} else {
 		w.log.Warn("OOM kill in the target's cgroup", "target", wt.target.Key, "reason", reason)
 	}
-	w.notify(ctx, ev)
+	w.notify(ev)
 }
 
-// notify logs an event and posts it to the webhook, if any, without
-// holding up the caller's next sample for long.
-func (w *Watcher) notify(ctx context.Context, ev Event) {
-	if w.webhook == nil {
-		return
-	}
-	if err := w.webhook.Send(ctx, ev); err != nil && ctx.Err() == nil {
-		w.log.Error("webhook", "err", err)
+// notify queues an event for the webhook, if any; delivery runs beside
+// the caller (see outbox), which goes on at once.
+func (w *Watcher) notify(ev Event) {
+	if w.outbox != nil {
+		w.outbox.post(ev)
 	}
 }
 

@@ -70,7 +70,7 @@ type Watcher struct {
 	// take turns.
 	analyses chan struct{}
 	metrics  *metrics
-	webhook  *Webhook
+	outbox   *outbox // nil without a webhook
 
 	mu      sync.Mutex
 	targets map[string]*watched
@@ -131,7 +131,8 @@ func New(opts Options) (*Watcher, error) {
 		targets:  map[string]*watched{},
 	}
 	if h := opts.Config.Webhook; h != nil && h.URL != "" {
-		w.webhook = &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries}
+		hook := &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries}
+		w.outbox = newOutbox(hook, w.log, w.metrics.webhook)
 	}
 	return w, nil
 }
@@ -171,6 +172,7 @@ func (w *Watcher) Once(ctx context.Context) error {
 	}
 	wg.Wait()
 	w.updateStoreSize()
+	w.drainOutbox()
 	return errors.Join(errs...)
 }
 
@@ -196,6 +198,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	cancel()
 	w.stopAll()
 	bg.Wait()
+	w.drainOutbox()
 	return err
 }
 
@@ -259,6 +262,14 @@ func (w *Watcher) podStatus(ctx context.Context, wt *watched, st config.PodStatu
 		return // in a fleet, the target's owner records the restart
 	}
 	w.loops.Go(func() { w.podRestarted(ctx, wt, st, st.Restarts) })
+}
+
+// drainOutbox lets the webhook's queued events go out, for at most
+// outboxDrain.
+func (w *Watcher) drainOutbox() {
+	if w.outbox != nil {
+		w.outbox.drain(outboxDrain)
+	}
 }
 
 func (w *Watcher) stopAll() {
