@@ -237,9 +237,18 @@ func (m *Member) heartbeat(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	same := slices.Equal(live, m.members)
+	// A lease renewed more than a lease after the last renewal had run
+	// out meanwhile (a process stopped, a machine suspended), whether or
+	// not the expiry timer said so first: the others may have taken its
+	// targets and claims.
+	lapsed := m.members != nil && start.Sub(m.renewed) >= m.lease
+	gap := start.Sub(m.renewed)
 	m.members, m.renewed = live, start
 	m.expiry.Reset(m.lease - time.Since(start))
 	m.mu.Unlock()
+	if lapsed {
+		m.log.Error("fleet lease lost: it ran out unrenewed, and is renewed now", "member", m.id, "unrenewed_for", gap.Round(time.Millisecond))
+	}
 	if !same {
 		m.log.Info("fleet members", "member", m.id, "members", live)
 		m.changed()

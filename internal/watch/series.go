@@ -31,7 +31,7 @@ func (w *Watcher) longTermDue(wt *watched) bool {
 }
 
 // diagnoseLongTerm diagnoses the target over its stored runs of the last
-// week, in one of the analysis slots: per-site growth over the heap
+// week, one target at a time (longTermSlot): per-site growth over the heap
 // profiles of up to run.MaxStoredProfiles runs, and heap after GC over
 // every run with the time to the memory limit. The leaks it finds are
 // stored as findings of the series.
@@ -41,12 +41,12 @@ func (w *Watcher) diagnoseLongTerm(ctx context.Context, wt *watched) {
 	limit := wt.limit
 	w.mu.Unlock()
 	select {
-	case w.analyses <- struct{}{}:
+	case w.longTermSlot <- struct{}{}:
 	case <-ctx.Done():
 		return
 	}
 	rep, _, err := run.DiagnoseStored(ctx, w.opts.Store, wt.target.Key, now.Add(-longTermSpan), run.Diagnosis{MemoryLimit: limit})
-	<-w.analyses
+	<-w.longTermSlot
 	w.mu.Lock()
 	wt.lastLongTerm = now
 	w.mu.Unlock()

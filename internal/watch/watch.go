@@ -69,8 +69,13 @@ type Watcher struct {
 	// by the dozen, their analyses (decoded profiles, a CPU's work)
 	// take turns.
 	analyses chan struct{}
-	metrics  *metrics
-	outbox   *outbox // nil without a webhook
+	// longTermSlot lets one long-term diagnosis run at a time, beside
+	// the captures' analyses: it reads a week of runs from the store,
+	// and must not hold a capture's analysis slot while it does (a
+	// watcher gaining a fleet's worth of targets starts dozens).
+	longTermSlot chan struct{}
+	metrics      *metrics
+	outbox       *outbox // nil without a webhook
 
 	mu      sync.Mutex
 	targets map[string]*watched
@@ -123,12 +128,13 @@ func New(opts Options) (*Watcher, error) {
 		n = config.DefaultConcurrency
 	}
 	w := &Watcher{
-		opts:     opts,
-		log:      opts.Log,
-		sem:      make(chan struct{}, n),
-		analyses: make(chan struct{}, runtime.GOMAXPROCS(0)),
-		metrics:  newMetrics(),
-		targets:  map[string]*watched{},
+		opts:         opts,
+		log:          opts.Log,
+		sem:          make(chan struct{}, n),
+		analyses:     make(chan struct{}, runtime.GOMAXPROCS(0)),
+		longTermSlot: make(chan struct{}, 1),
+		metrics:      newMetrics(),
+		targets:      map[string]*watched{},
 	}
 	if h := opts.Config.Webhook; h != nil && h.URL != "" {
 		hook := &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries}
