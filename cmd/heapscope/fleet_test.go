@@ -159,8 +159,8 @@ func TestFleet_slotsSurviveAWatcherKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
-		lease   = 3 * time.Second
-		every   = 10 * time.Second
+		lease = 3 * time.Second
+		every = 10 * time.Second
 		// Thirty targets a watcher of three at 10 s: what the test
 		// checks is who captures which slot; 60 kept two cores so busy
 		// under the race detector, beside the suite's other packages,
