@@ -26,9 +26,11 @@ func Run(in Input) Report {
 	d.contention()
 	d.regressions()
 	d.misuses()
+	d.userLines()
 	d.dropFolded()
 	d.attachEscapes()
 	d.findings = oneFindingPerCause(d.findings)
+	d.findings = oneFindingPerUserLine(d.findings, d.app)
 	hidden := 0
 	if !in.All {
 		d.findings, hidden = hideSmallHotSpots(d.findings, d.th.HotSpot.MinSamples)

@@ -175,10 +175,12 @@ func (a appCode) is(function string) bool {
 	return !isStd(function)
 }
 
-// firstApp returns the innermost frame of the service's own code.
+// firstApp returns the innermost frame of the service's own code. Without
+// the main module (bare profiles), a frame whose file is in the module
+// cache is a dependency's, whatever its package.
 func (a appCode) firstApp(fs []frame) (frame, bool) {
 	for _, f := range fs {
-		if a.is(f.function) {
+		if a.is(f.function) && (a.mainModule != "" || !inDependency(f.file)) {
 			return f, true
 		}
 	}

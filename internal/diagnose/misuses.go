@@ -20,10 +20,14 @@ type Misuse struct {
 	// of the goroutines, and of the memory, that grow.
 	Goroutines []string `yaml:"goroutines"`
 	Memory     []string `yaml:"memory"`
-	Name       string   `yaml:"name"`
-	Cause      string   `yaml:"cause"`
-	Fix        string   `yaml:"fix"`
-	Proven     string   `yaml:"proven"`
+	// Calls are the library's entry points the service's code calls to
+	// make the misuse (http.Get, context.WithTimeout): the finding names
+	// the service's line that calls one, on the stacks of any profile.
+	Calls  []string `yaml:"calls"`
+	Name   string   `yaml:"name"`
+	Cause  string   `yaml:"cause"`
+	Fix    string   `yaml:"fix"`
+	Proven string   `yaml:"proven"`
 }
 
 // Misuses returns the catalogue of misuses, parsed from the embedded list.
@@ -33,8 +37,8 @@ func Misuses() ([]Misuse, error) {
 		return nil, err
 	}
 	for _, m := range list {
-		if m.ID == "" || len(m.Goroutines)+len(m.Memory) == 0 || m.Name == "" || m.Cause == "" || m.Fix == "" || m.Proven == "" {
-			return nil, fmt.Errorf("parse misuses.yaml: entry %q lacks an id, a signature, a name, a cause, a fix or the test that proves it", m.ID)
+		if m.ID == "" || len(m.Goroutines)+len(m.Memory) == 0 || len(m.Calls) == 0 || m.Name == "" || m.Cause == "" || m.Fix == "" || m.Proven == "" {
+			return nil, fmt.Errorf("parse misuses.yaml: entry %q lacks an id, a signature, the calls that make it, a name, a cause, a fix or the test that proves it", m.ID)
 		}
 	}
 	return list, nil
@@ -60,7 +64,7 @@ func (d *diagnosis) misuses() {
 			}
 			f.Title += " — " + m.Name
 			f.Cause = m.ID
-			f.Fix = fmt.Sprintf("%s: %s. Fix: %s", m.Name, m.Cause, m.Fix)
+			f.Fix = fmt.Sprintf("%s. Why: %s", m.Fix, m.Cause)
 			if share > 0 && strings.HasPrefix(f.ID, "leak.") && f.ID != "leak.goroutine-growth" {
 				f.Evidence["signature_share_of_growth"] = share
 			}

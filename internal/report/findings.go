@@ -52,6 +52,9 @@ func findingsText(b *strings.Builder, findings []result.Finding, notes []string)
 		for _, e := range f.Escape {
 			fmt.Fprintf(b, "         escape: %s\n", e)
 		}
+		for _, s := range f.Symptoms {
+			fmt.Fprintf(b, "         symptom (%s): %s\n", s.Severity, s.Title)
+		}
 	}
 	for _, n := range notes {
 		fmt.Fprintf(b, "  note: %s\n", n)
@@ -202,6 +205,13 @@ func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []str
 		}
 		if f.Fix != "" {
 			fmt.Fprintf(b, "**Fix:** %s\n\n", f.Fix)
+		}
+		if len(f.Symptoms) > 0 {
+			b.WriteString("Symptoms of the same cause:\n\n")
+			for _, s := range f.Symptoms {
+				fmt.Fprintf(b, "- %s: %s (`%s`)\n", s.Severity, humanize.MarkdownText(s.Title), s.ID)
+			}
+			b.WriteString("\n")
 		}
 		for _, e := range f.Escape {
 			fmt.Fprintf(b, "- escape analysis: `%s`\n", e)

@@ -217,8 +217,16 @@ func writeFindings(b *strings.Builder, findings []result.Finding, notes []string
 		for _, esc := range f.Escape {
 			fix += "<br><code>" + e(esc) + "</code>"
 		}
-		fmt.Fprintf(b, "<tr class=\"severity-%s\"><td>%s</td><td><b>%s</b><br><code>%s</code></td><td title=\"%s\">%s</td><td>%s</td><td>%s</td><td>%.0f%%</td></tr>\n",
-			e(f.Severity), e(f.Severity), e(f.Title), e(f.ID), e(f.Function), e(where), e(strings.Join(ev, ", ")), fix, 100*f.Confidence)
+		symptoms := ""
+		if len(f.Symptoms) > 0 {
+			symptoms = "<details><summary>symptoms of the same cause</summary><ul>"
+			for _, s := range f.Symptoms {
+				symptoms += "<li>" + e(s.Severity) + ": " + e(s.Title) + " <code>" + e(s.ID) + "</code></li>"
+			}
+			symptoms += "</ul></details>"
+		}
+		fmt.Fprintf(b, "<tr class=\"severity-%s\"><td>%s</td><td><b>%s</b><br><code>%s</code>%s</td><td title=\"%s\">%s</td><td>%s</td><td>%s</td><td>%.0f%%</td></tr>\n",
+			e(f.Severity), e(f.Severity), e(f.Title), e(f.ID), symptoms, e(f.Function), e(where), e(strings.Join(ev, ", ")), fix, 100*f.Confidence)
 	}
 	b.WriteString("</table>\n")
 }

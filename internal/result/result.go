@@ -513,6 +513,21 @@ type Finding struct {
 	// at main.fetch (main.go:42)". Findings of successive captures that
 	// share it are one problem.
 	Cause string `json:"cause,omitempty"`
+	// Symptoms are the other findings of the same cause, folded into
+	// this one: the goroutines and the memory of one misuse, the sites
+	// that grow under one call of the service. The finding's severity
+	// is the worst of them.
+	Symptoms []Symptom `json:"symptoms,omitempty"`
+}
+
+// Symptom is one sign of a finding's cause, as its own check found it.
+type Symptom struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Title    string `json:"title"`
+	Function string `json:"function,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int64  `json:"line,omitempty"`
 }
 
 // Profile is one raw profile kept in the run directory, as fetched (or, for

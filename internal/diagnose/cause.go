@@ -1,0 +1,205 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// userLines is check 11: a leak or goroutine finding that points into a
+// library, the standard library or the runtime is given the service's
+// own line that causes it — the innermost frame of the service's code on
+// the stacks, in any profile of the input, that pass through the
+// finding's site or through its misuse's signature and calls. Goroutines
+// parked in net/http's connection loops carry no frame of the service,
+// but the requests the service made through http.Get do, in the heap
+// profile: that is the line to edit. The finding keeps its title, which
+// names where the bytes or goroutines are, and moves to the user's line;
+// when no profile has such a frame it says so.
+func (d *diagnosis) userLines() {
+	misuses, _ := Misuses() // misuses() already noted a bad catalogue
+	for i := range d.findings {
+		f := &d.findings[i]
+		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.is(f.Function) {
+			continue
+		}
+		through := []string{f.Function}
+		m, misuse := misuseByID(misuses, f.Cause)
+		if misuse {
+			through = slices.Concat(through, m.Goroutines, m.Memory, m.Calls)
+		}
+		at, ok := d.userFrameThrough(through)
+		switch {
+		case !ok && misuse:
+			f.Fix += fmt.Sprintf(" (no profile holds a frame of the service's code on these stacks: look for its calls of %s)", functionList(m.Calls))
+			continue
+		case !ok:
+			continue
+		case misuse:
+			// The misuse and the user's line lead; the symptom follows.
+			f.Title = fmt.Sprintf("%s at %s: %s", m.Name, at.where(), strings.TrimSuffix(f.Title, " — "+m.Name))
+		default:
+			f.Title += ", reached from " + at.where()
+		}
+		if !strings.Contains(f.Fix, at.where()) {
+			f.Fix = "In " + at.where() + ": " + f.Fix
+		}
+		f.Function, f.File, f.Line = at.function, at.file, at.line
+	}
+}
+
+// functionList names a few functions, short, for a sentence.
+func functionList(functions []string) string {
+	if len(functions) == 0 {
+		return "the library"
+	}
+	short := make([]string, 0, 3)
+	for _, fn := range functions[:min(3, len(functions))] {
+		short = append(short, humanize.ShortFunction(fn))
+	}
+	return strings.Join(short, ", ")
+}
+
+// isSymptom says whether a finding's id is one whose site is where
+// memory or goroutines pile up, not the line that makes them.
+func isSymptom(id string) bool {
+	return strings.HasPrefix(id, "leak.") || id == "goroutine.pile-up"
+}
+
+func misuseByID(list []Misuse, id string) (Misuse, bool) {
+	i := slices.IndexFunc(list, func(m Misuse) bool { return m.ID == id })
+	if i < 0 {
+		return Misuse{}, false
+	}
+	return list[i], true
+}
+
+// userFrameThrough finds the service's line behind a set of library
+// functions: in the last heap snapshot (in-use bytes), the window's
+// allocations, the last goroutine profile and the CPU profile, every
+// sample whose stack holds one of the functions votes, by its share of
+// its profile, for the innermost frame of the service's code outward of
+// it. The line with the most votes wins.
+func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
+	want := make(map[string]bool, len(functions))
+	for _, fn := range functions {
+		want[fn] = true
+	}
+	votes := map[site]float64{}
+	vote := func(p *profile.Profile, sampleType string) {
+		if p == nil {
+			return
+		}
+		i := index(p, sampleType)
+		if i < 0 {
+			i = len(p.SampleType) - 1
+		}
+		var total float64
+		for _, s := range p.Sample {
+			total += float64(s.Value[i])
+		}
+		if total <= 0 {
+			return
+		}
+		for _, s := range p.Sample {
+			if s.Value[i] <= 0 {
+				continue
+			}
+			fs := frames(s)
+			k := slices.IndexFunc(fs, func(f frame) bool { return want[f.function] })
+			if k < 0 {
+				continue
+			}
+			if at, ok := d.app.firstApp(fs[k:]); ok {
+				votes[at.site()] += float64(s.Value[i]) / total
+			}
+		}
+	}
+	if len(d.in.Heap) > 0 {
+		vote(d.in.Heap[len(d.in.Heap)-1].Profile, pprofx.InuseSpace)
+	}
+	vote(d.allocs, pprofx.AllocSpace)
+	if len(d.in.Goroutines) > 0 {
+		vote(d.in.Goroutines[len(d.in.Goroutines)-1].Profile, "goroutine")
+	}
+	vote(d.in.CPU, "cpu")
+	var best site
+	bestVotes := 0.0
+	for at, v := range votes {
+		if v > bestVotes || v == bestVotes && at.where() < best.where() {
+			best, bestVotes = at, v
+		}
+	}
+	return best, bestVotes > 0
+}
+
+// oneFindingPerUserLine folds the leak and goroutine findings that share
+// a cause — the same misuse of a library (or none) reached from the same
+// line of the service — into the most severe of them, which lists the
+// others as its symptoms and takes the worst severity: the goroutines,
+// buffers and connections of one http.Get whose bodies stay open are one
+// thing to fix, not four.
+func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Finding {
+	type cause struct {
+		misuse string
+		at     site
+	}
+	lead := map[cause]int{}
+	folded := make([]bool, len(findings))
+	order := make([]int, len(findings))
+	for i := range order {
+		order[i] = i
+	}
+	// The most severe first, so it leads; the goroutine findings after
+	// the memory ones at equal severity (the memory is what is held).
+	slices.SortStableFunc(order, func(a, b int) int {
+		fa, fb := findings[a], findings[b]
+		if c := SeverityOf(fb) - SeverityOf(fa); c != 0 {
+			return int(c)
+		}
+		return b2i(goroutineKind(fa.ID)) - b2i(goroutineKind(fb.ID))
+	})
+	for _, i := range order {
+		f := findings[i]
+		if !isSymptom(f.ID) || f.Severity == "info" || f.Function == "" || !app.is(f.Function) {
+			continue
+		}
+		k := cause{f.Cause, site{f.Function, f.File, f.Line}}
+		j, ok := lead[k]
+		if !ok {
+			lead[k] = i
+			continue
+		}
+		folded[i] = true
+		l := &findings[j]
+		l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
+			Function: f.Function, File: f.File, Line: f.Line})
+		l.Symptoms = append(l.Symptoms, f.Symptoms...)
+		l.Confidence = max(l.Confidence, f.Confidence)
+	}
+	out := findings[:0]
+	for i, f := range findings {
+		if folded[i] {
+			continue
+		}
+		if n := len(f.Symptoms); n > 0 {
+			f.Title += fmt.Sprintf("; with it %d more symptom%s of the same cause", n, plural(n))
+			if f.Evidence == nil {
+				f.Evidence = map[string]float64{}
+			}
+			f.Evidence["symptoms"] = float64(n)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func goroutineKind(id string) bool {
+	return id == "leak.goroutine-growth" || id == "goroutine.pile-up"
+}

@@ -1,0 +1,137 @@
+package diagnose
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// recordedProfiles reads the recorded profiles of one kind (heap,
+// goroutine) of testdata/recorded/name, oldest first.
+func recordedProfiles(t *testing.T, name, kind string) []Profile {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "recorded", name, kind+"-*.pb.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("recorded %s: no %s profiles (%v)", name, kind, err)
+	}
+	var out []Profile
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if kind == "heap" {
+			p, _ = pprofx.WithoutProfiler(p)
+		}
+		out = append(out, Profile{Name: f, Time: time.Unix(0, p.TimeNanos), Profile: p})
+	}
+	slices.SortFunc(out, func(a, b Profile) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
+// TestRun_oneFindingAtTheUsersCall diagnoses a real service whose handler
+// calls http.Get and never closes the body: the connections' read and
+// write goroutines and their buffers grow inside net/http, where no frame
+// of the service is. The verdict is one finding, at the handler's line,
+// with the misuse's fix and the four symptoms.
+func TestRun_oneFindingAtTheUsersCall(t *testing.T) {
+	rep := Run(Input{Heap: recordedProfiles(t, "body-not-closed", "heap"), Goroutines: recordedProfiles(t, "body-not-closed", "goroutine")})
+	var serious []result.Finding
+	for _, f := range rep.Findings {
+		if SeverityOf(f) >= Low {
+			serious = append(serious, f)
+		}
+	}
+	if len(serious) != 1 {
+		t.Fatalf("%d findings of low or above, want 1 for the one cause:%s", len(serious), titles(serious))
+	}
+	f := serious[0]
+	if f.Function != "main.callUpstream" || filepath.Base(f.File) != "main.go" || f.Line != 40 {
+		t.Errorf("finding at %s %s:%d, want the handler's http.Get at main.callUpstream main.go:40", f.Function, f.File, f.Line)
+	}
+	if f.Severity != "high" || !strings.HasPrefix(f.Fix, "In main.callUpstream (misusesvc/main.go:40): close every response body") {
+		t.Errorf("severity %s, fix %q: want high, the fix at the service's line", f.Severity, f.Fix)
+	}
+	if !strings.HasPrefix(f.Cause, "leak/http-response-body-not-closed at main.callUpstream") {
+		t.Errorf("cause %q: want the misuse at the handler's line", f.Cause)
+	}
+	var sites []string
+	for _, s := range f.Symptoms {
+		sites = append(sites, s.ID+" "+s.Title)
+	}
+	joined := strings.Join(sites, "\n")
+	if len(f.Symptoms) != 3 || !strings.Contains(f.Title+joined, "persistConn).writeLoop") ||
+		!strings.Contains(joined, "bufio.NewWriterSize") || !strings.Contains(joined, "bufio.NewReaderSize") {
+		t.Errorf("symptoms:\n%s\nwant the other connection goroutine and the two buffers", joined)
+	}
+}
+
+func titles(fs []result.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("\n  " + f.Severity + " " + f.ID + " " + f.Title)
+	}
+	return b.String()
+}
+
+func TestOneFindingPerUserLine(t *testing.T) {
+	app := appCode{mainModule: "example.com/svc"}
+	at := func(id, sev, cause, function string, line int64) result.Finding {
+		return result.Finding{ID: id, Severity: sev, Cause: cause, Function: function, File: "/src/svc/main.go", Line: line,
+			Title: id + " " + function, Evidence: map[string]float64{}}
+	}
+	tests := []struct {
+		name string
+		in   []result.Finding
+		want []string // id, severity and symptom count of each finding kept, in order
+	}{
+		{"one misuse at one line", []result.Finding{
+			at("leak.goroutine-growth", "high", "http-response-body-not-closed", "main.fetch", 12),
+			at("leak.inuse-growth", "high", "http-response-body-not-closed", "main.fetch", 12),
+			at("leak.inuse-growth", "low", "http-response-body-not-closed", "main.fetch", 12),
+		}, []string{"leak.inuse-growth high 2"}},
+		{"worst severity leads", []result.Finding{
+			at("leak.inuse-growth", "low", "", "main.fetch", 12),
+			at("leak.goroutine-growth", "medium", "", "main.fetch", 12),
+		}, []string{"leak.goroutine-growth medium 1"}},
+		{"two lines, two causes", []result.Finding{
+			at("leak.inuse-growth", "high", "", "main.fetch", 12),
+			at("leak.inuse-growth", "high", "", "main.store", 30),
+		}, []string{"leak.inuse-growth high 0", "leak.inuse-growth high 0"}},
+		{"one line, two misuses", []result.Finding{
+			at("leak.inuse-growth", "high", "context-timeout-never-cancelled", "main.fetch", 12),
+			at("leak.goroutine-growth", "high", "http-response-body-not-closed", "main.fetch", 12),
+		}, []string{"leak.inuse-growth high 0", "leak.goroutine-growth high 0"}},
+		{"a library's site is not merged", []result.Finding{
+			at("leak.inuse-growth", "high", "", "bufio.NewWriterSize", 599),
+			at("leak.inuse-growth", "high", "", "bufio.NewReaderSize", 57),
+		}, []string{"leak.inuse-growth high 0", "leak.inuse-growth high 0"}},
+		{"hot spots and info stay apart", []result.Finding{
+			at("alloc.hot-spot", "medium", "", "main.fetch", 12),
+			at("leak.inuse-growth", "info", "", "main.fetch", 12),
+			at("leak.inuse-growth", "medium", "", "main.fetch", 12),
+		}, []string{"alloc.hot-spot medium 0", "leak.inuse-growth info 0", "leak.inuse-growth medium 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range oneFindingPerUserLine(tt.in, app) {
+				got = append(got, f.ID+" "+f.Severity+" "+strconv.Itoa(len(f.Symptoms)))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("kept %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
