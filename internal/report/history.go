@@ -37,6 +37,22 @@ type History struct {
 	Width int
 }
 
+// ReadHistory reads what History shows of a store: the runs, bundles and
+// findings q selects, and the problems of the captures of q's target,
+// labels and times (store.Problems: its severities and limit are the
+// findings').
+func ReadHistory(s store.Store, q store.Query) (History, error) {
+	h, err := s.History(q)
+	if err != nil {
+		return History{}, err
+	}
+	ps, err := store.Problems(s, q)
+	if err != nil {
+		return History{}, err
+	}
+	return History{History: h, Problems: ps, Dir: s.String()}, nil
+}
+
 // DefaultWidth is the width of a text line when the terminal's is not
 // known.
 const DefaultWidth = 100
@@ -219,7 +235,7 @@ func (d History) render(w io.Writer, f Format) error {
 		}
 	}
 	heading(fmt.Sprintf("Findings (%d)", len(h.Findings)))
-	fmt.Fprintf(&b, "%d of runs and bundles, in their findings column by problem (+N: of no problem); %d of the diagnosis over stored series. --format json lists them in full.\n",
+	fmt.Fprintf(&b, "%d of runs and bundles, by problem number (+N: of none); %d of the series' diagnosis. In full: --format json.\n",
 		len(h.Findings)-series, series)
 	_, err := w.Write(bytes.TrimRight(b.Bytes(), "\n"))
 	if err == nil {
