@@ -140,7 +140,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 	o := &historyOptions{}
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "List the runs, trigger bundles and findings in a watch store",
+		Short: "List the problems, runs, trigger bundles and findings in a watch store",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := report.ParseFormat(o.format)
@@ -160,11 +160,12 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if q.Since, err = config.Since("--since", o.since, time.Now()); err != nil {
 				return err
 			}
-			h, err := st.History(q)
+			d, err := report.ReadHistory(st, q)
 			if err != nil {
 				return err
 			}
-			return report.Write(e.stdout, format, report.History{History: h, Dir: st.String()})
+			d.Width = report.Width(e.stdout)
+			return report.Write(e.stdout, format, d)
 		},
 	}
 	fs := cmd.Flags()

@@ -69,6 +69,15 @@ type Finding struct {
 	Evidence map[string]float64
 }
 
+// Key is the finding's cause key: its Cause, or the one CauseOf gives
+// its kind and site when it has none.
+func (f Finding) Key() string {
+	if f.Cause != "" {
+		return f.Cause
+	}
+	return CauseOf(result.Finding{ID: f.Kind, Function: f.Where})
+}
+
 // CauseOf returns a result.json finding's cause key: the one it carries,
 // or, for a run written before findings carried one, the key
 // diagnose.CauseKey gives it.
@@ -183,10 +192,7 @@ func Find(target string, captures []Capture) []Problem {
 			if Rank(f.Severity) == 0 {
 				continue
 			}
-			key := f.Cause
-			if key == "" {
-				key = CauseOf(result.Finding{ID: f.Kind, Function: f.Where})
-			}
+			key := f.Key()
 			shown[key] = append(shown[key], f)
 		}
 		for key, fs := range shown {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/webguard"
@@ -357,6 +358,30 @@ func (s *Server) findings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, struct {
 		Findings []store.Finding `json:"findings"`
 	}{h.Findings})
+}
+
+// problems serves the problems of the captures a query selects: its
+// target, labels and range (from, to), as heapscope history lists them.
+func (s *Server) problems(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, to, err := s.timeRange(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	labels, err := labelParams(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ps, err := store.Problems(s.opts.Store, store.Query{Target: q.Get("target"), Since: from, Until: to, Labels: labels})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, struct {
+		Problems []problem.Problem `json:"problems"`
+	}{ps})
 }
 
 // profile serves one profile file of a stored run: the run by its path in

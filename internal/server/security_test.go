@@ -61,7 +61,7 @@ func TestAuth_requiredOfEveryRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, path := range []string{"/api/v1/targets", "/api/v1/openapi.json", "/api/v1/nothing"} {
+			for _, path := range []string{"/api/v1/targets", "/api/v1/problems", "/api/v1/openapi.json", "/api/v1/nothing"} {
 				var hdr []string
 				if tt.authorization != "" {
 					hdr = []string{"Authorization", tt.authorization}

@@ -167,6 +167,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/runs", s.runs)
 	mux.HandleFunc("GET /api/v1/events", s.events)
 	mux.HandleFunc("GET /api/v1/findings", s.findings)
+	mux.HandleFunc("GET /api/v1/problems", s.problems)
 	mux.HandleFunc("GET /api/v1/profile", s.profile)
 	mux.HandleFunc("GET /api/v1/diff", s.diff)
 	mux.HandleFunc("GET /api/v1/merge", s.merge)

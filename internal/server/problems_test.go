@@ -1,0 +1,75 @@
+package server_test
+
+import (
+	"bytes"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/heapscope/heapscope/internal/problem"
+	"github.com/heapscope/heapscope/internal/server"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/storetest"
+)
+
+// TestProblems_sameLeakIsOneProblem serves a store of three captures of
+// the leaky example (a recorded run, committed as watch commits one) that
+// all find the leak: the problems route lists it once, in three captures,
+// as heapscope history does, and its answer is what the document says.
+func TestProblems_sameLeakIsOneProblem(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	var last store.Entry
+	for _, min := range []int{0, 10, 20} {
+		last = storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(min), Scheduled: true})
+	}
+	storetest.Commit(t, st, store.KindRun, "http://127.0.0.1:6061/debug/pprof/", storetest.Leaky, store.Entry{Time: storetest.At(5), Scheduled: true})
+	s := newServer(t, server.Options{Store: st})
+	rng := "&from=" + url.QueryEscape(storetest.At(-60).Format(time.RFC3339)) + "&to=" + url.QueryEscape(storetest.At(60).Format(time.RFC3339))
+
+	var got struct{ Problems []problem.Problem }
+	decode(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng, 200, &got)
+	if len(got.Problems) != 1 {
+		t.Fatalf("%d problems %+v, want the leak once", len(got.Problems), got.Problems)
+	}
+	p := got.Problems[0]
+	if p.Target != target || p.State != problem.Open || p.Captures != 3 || p.Severity != "high" || !strings.HasSuffix(p.Where, "leakycache.go:38") ||
+		!p.FirstSeen.Equal(storetest.At(0)) || !p.LastSeen.Equal(storetest.At(20)) || p.Latest != last.Path || p.Trend == nil || len(p.Evidence) == 0 {
+		t.Errorf("problem %+v: want the leak open at leakycache.go:38 in 3 captures from 12:00 to 12:20, with its trend and evidence", p)
+	}
+
+	// Every target's, each once; a range that holds the first capture
+	// alone sees it in one.
+	decode(t, s, "/api/v1/problems?"+rng[1:], 200, &got)
+	if len(got.Problems) != 2 || got.Problems[0].Target == got.Problems[1].Target {
+		t.Errorf("problems of every target: %+v, want one of each", got.Problems)
+	}
+	decode(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+"&from="+url.QueryEscape(storetest.At(-1).Format(time.RFC3339))+
+		"&to="+url.QueryEscape(storetest.At(1).Format(time.RFC3339)), 200, &got)
+	if len(got.Problems) != 1 || got.Problems[0].Captures != 1 {
+		t.Errorf("problems from 11:59 to 12:01: %+v, want the leak in one capture", got.Problems)
+	}
+	decode(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng+"&label=group=nope", 200, &got)
+	if len(got.Problems) != 0 {
+		t.Errorf("label=group=nope: %+v, want none", got.Problems)
+	}
+
+	_, schema := openAPISchemas(t)
+	resp := get(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng)
+	body, _ := io.ReadAll(resp.Body)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema("/paths/~1api~1v1~1problems/get/responses/200/content/application~1json/schema").Validate(v); err != nil {
+		t.Errorf("the problems are not what the document says: %v\n%s", err, body)
+	}
+}
