@@ -184,7 +184,7 @@ func newStoreCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Look after a watch store"}
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Check that the index and the run directories agree",
+		Short: "Check the index, the run directories and every file of every run; change nothing without --repair",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if data == "" {
@@ -206,7 +206,7 @@ func newStoreCmd(e *env) *cobra.Command {
 		},
 	}
 	check.Flags().StringVar(&data, "data", "", "store `DIR` (required)")
-	check.Flags().BoolVar(&repair, "repair", false, "index complete directories and remove leftovers")
+	check.Flags().BoolVar(&repair, "repair", false, "index unindexed runs, remove leftovers, drop the rows of missing runs, mark runs with a broken file partial")
 	cmd.AddCommand(withHelp(check, "store_check"))
 	return cmd
 }

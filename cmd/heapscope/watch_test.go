@@ -7,10 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/storetest"
 )
 
 func TestWatch_usageErrors(t *testing.T) {
@@ -178,5 +182,73 @@ func TestWatch_onceWithAnUnreachableTargetIsPartial(t *testing.T) {
 	got := heapscope(t, "watch", "http://127.0.0.1:1", "--data", t.TempDir(), "--once", "--window", "1s")
 	if got.code != exitPartial || !strings.Contains(got.stderr, "127.0.0.1:1") || !strings.Contains(got.stderr, "connection refused") {
 		t.Errorf("watch --once of a dead target: exit %d, stderr %q; want %d naming the target and why", got.code, got.stderr, exitPartial)
+	}
+}
+
+// TestStoreCheck_changesNothingWithoutRepair stores a run with a real
+// profile, cuts the profile short and leaves a capture's leftover under
+// .tmp: store check names both, counts them, fails and changes nothing;
+// --repair removes the leftover and marks the run partial, and the
+// profile stays as it was.
+func TestStoreCheck_changesNothingWithoutRepair(t *testing.T) {
+	data := t.TempDir()
+	st, err := store.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	storetest.WriteFixture(t, storetest.Leaky, run)
+	var profile bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&profile, 0); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(run, "profiles"), 0o755)
+	if err := os.WriteFile(filepath.Join(run, "profiles", "heap-000.pb.gz"), profile.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.Ingest(run, store.Entry{Target: "http://127.0.0.1:6060"})
+	if err != nil || e.Status != "complete" {
+		t.Fatalf("ingest: %+v %v", e, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(data, e.Path, "profiles", "heap-000.pb.gz")
+	if err := os.WriteFile(broken, profile.Bytes()[:profile.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(data, ".tmp", "run-0123456789abcdef")
+	if err := os.MkdirAll(filepath.Join(leftover, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for range 2 { // checked twice, found twice
+		check := heapscope(t, "store", "check", "--data", data)
+		if check.code != exitGateFailed || !strings.Contains(check.stdout, "2 problems found, 0 repaired") ||
+			!strings.Contains(check.stdout, e.Path+"/profiles/heap-000.pb.gz") || !strings.Contains(check.stdout, ".tmp/run-0123456789abcdef") {
+			t.Fatalf("store check: exit %d\n%s%s\nwant exit %d naming the profile and the leftover", check.code, check.stdout, check.stderr, exitGateFailed)
+		}
+		if _, err := os.Stat(leftover); err != nil {
+			t.Fatalf("store check without --repair removed the leftover: %v", err)
+		}
+	}
+	hist := heapscope(t, "history", "--data", data, "--format", "json")
+	if !strings.Contains(hist.stdout, `"status": "complete"`) && !strings.Contains(hist.stdout, `"status":"complete"`) {
+		t.Errorf("store check without --repair changed the run's status:\n%s", hist.stdout)
+	}
+
+	repair := heapscope(t, "store", "check", "--data", data, "--repair")
+	if repair.code != exitGateFailed || !strings.Contains(repair.stdout, "1 repaired") || !strings.Contains(repair.stdout, "now indexed as partial") {
+		t.Errorf("store check --repair: exit %d\n%s%s", repair.code, repair.stdout, repair.stderr)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("the leftover after --repair: %v", err)
+	}
+	if got, err := os.ReadFile(broken); err != nil || !bytes.Equal(got, profile.Bytes()[:profile.Len()/2]) {
+		t.Errorf("--repair changed the broken profile (%v)", err)
+	}
+	hist = heapscope(t, "history", "--data", data, "--format", "json")
+	if strings.Contains(hist.stdout, `complete"`) || !strings.Contains(hist.stdout, `partial"`) {
+		t.Errorf("history after --repair still calls the run complete:\n%s", hist.stdout)
 	}
 }

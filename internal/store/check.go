@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 )
 
@@ -42,6 +43,13 @@ const (
 	// ProblemIndex: the index database itself is damaged (PRAGMA
 	// quick_check). Not repaired.
 	ProblemIndex ProblemKind = "index"
+	// ProblemBroken: a file of a run directory that does not read back
+	// (VerifyRun: a profile that does not parse, a .gz that does not
+	// decompress, a listed profile missing). Its Path is the file's. The
+	// file is lost and stays as it is; repair marks an indexed complete
+	// run partial, so that history no longer calls it complete, and an
+	// unindexed one is indexed as partial.
+	ProblemBroken ProblemKind = "broken"
 )
 
 // Problem is one thing Check found wrong.
@@ -69,6 +77,8 @@ type CheckReport struct {
 	// directories found under runs/ and bundles/.
 	Entries     int `json:"entries"`
 	Directories int `json:"directories"`
+	// Files counts the files of the run directories read back.
+	Files int `json:"files"`
 	// Found lists the problems, repaired or not, by path.
 	Found []Problem `json:"found"`
 	// Notes say what Check could not look at, and why.
@@ -94,6 +104,17 @@ func (r CheckReport) Problems() []string {
 	return out
 }
 
+// Repaired counts the problems Check(true) put right.
+func (r CheckReport) Repaired() int {
+	n := 0
+	for _, p := range r.Found {
+		if p.Repaired {
+			n++
+		}
+	}
+	return n
+}
+
 // String sums the check up: a line of counts, then a line per problem and
 // per note.
 func (r CheckReport) String() string {
@@ -102,7 +123,8 @@ func (r CheckReport) String() string {
 	if !r.OK() {
 		verdict = "problems"
 	}
-	fmt.Fprintf(&b, "%s: %d indexed entries, %d run directories, %d problems found\n", verdict, r.Entries, r.Directories, len(r.Found))
+	fmt.Fprintf(&b, "%s: %d indexed entries, %d run directories, %d files read back, %d problems found, %d repaired\n",
+		verdict, r.Entries, r.Directories, r.Files, len(r.Found), r.Repaired())
 	for _, p := range r.Problems() {
 		fmt.Fprintf(&b, "  %s\n", p)
 	}
@@ -115,9 +137,11 @@ func (r CheckReport) String() string {
 // Check compares the index with the run directories: indexed entries
 // whose directory is missing or holds no valid result.json, run
 // directories the index does not know, anything else under runs/ or
-// bundles/, leftovers under .tmp, and the index database's own integrity.
-// With repair, it drops the rows of missing directories, indexes the
-// unindexed runs and removes the leftovers. The leftovers and the
+// bundles/, leftovers under .tmp, the index database's own integrity, and
+// every file of every run directory, read back (VerifyRun). It changes
+// nothing unless repair is set. With repair, it drops the rows of missing
+// directories, indexes the unindexed runs, removes the leftovers and marks
+// partial the indexed complete runs with a broken file. The leftovers and the
 // unindexed runs are only looked at while no other process has the store
 // open (one may be placing a run that very moment); the notes say when
 // they were not.
@@ -156,7 +180,12 @@ func (s *Embedded) Check(repair bool) (CheckReport, error) {
 	}
 	r.Directories = len(dirs)
 	for _, p := range slices.Sorted(maps.Keys(indexed)) {
-		if err := s.checkEntry(&r, p, indexed[p], stray[p], repair); err != nil {
+		if err := s.checkEntry(&r, p, indexed[p].id, stray[p], repair); err != nil {
+			return fail(err)
+		}
+	}
+	for _, p := range dirs {
+		if err := s.checkFiles(&r, p, indexed, repair); err != nil {
 			return fail(err)
 		}
 	}
@@ -172,7 +201,7 @@ func (s *Embedded) Check(repair bool) (CheckReport, error) {
 			}
 			pr := Problem{Kind: ProblemUnindexed, Path: p, Detail: "run directory not in the index"}
 			if repair {
-				if err := s.reindex(p); err != nil {
+				if _, err := s.reindex(p); err != nil {
 					pr.Detail += ": " + err.Error()
 				} else {
 					pr.Repaired = true
@@ -207,23 +236,81 @@ func (s *Embedded) checkIndex(r *CheckReport) error {
 	return rows.Err()
 }
 
-// indexedPaths returns the path of every indexed entry, with its id.
-func (s *Embedded) indexedPaths() (map[string]int64, error) {
-	rows, err := s.reader.Query("SELECT id, path FROM entries")
+// indexedRow is what Check needs of an indexed entry.
+type indexedRow struct {
+	id     int64
+	status string
+}
+
+// indexedPaths returns the path of every indexed entry, with its id and
+// status.
+func (s *Embedded) indexedPaths() (map[string]indexedRow, error) {
+	rows, err := s.reader.Query("SELECT id, path, status FROM entries")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int64{}
+	out := map[string]indexedRow{}
 	for rows.Next() {
-		var id int64
+		var r indexedRow
 		var p string
-		if err := rows.Scan(&id, &p); err != nil {
+		if err := rows.Scan(&r.id, &p, &r.status); err != nil {
 			return nil, err
 		}
-		out[p] = id
+		out[p] = r
 	}
 	return out, rows.Err()
+}
+
+// checkFiles reads back every file of the run directory rel, reports
+// each broken one, and with repair marks the run partial in the index
+// when it is indexed as complete (an unindexed run's repair indexes it,
+// as partial: Prepare verifies it too).
+func (s *Embedded) checkFiles(r *CheckReport, rel string, indexed map[string]indexedRow, repair bool) error {
+	dir := filepath.Join(s.dir, filepath.FromSlash(rel))
+	broken, err := VerifyRun(dir)
+	if err != nil {
+		return err
+	}
+	n, err := fileCount(dir)
+	if err != nil {
+		return err
+	}
+	r.Files += n
+	if len(broken) == 0 {
+		return nil
+	}
+	row, ok := indexed[rel]
+	note := ""
+	switch {
+	case ok && row.status == string(result.StatusComplete) && repair:
+		err := s.withTx(context.Background(), func(tx *sql.Tx) error {
+			_, err := tx.Exec("UPDATE entries SET status = ? WHERE id = ?", string(result.StatusPartial), row.id)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		note = " (the run is now indexed as partial)"
+	case ok && row.status == string(result.StatusComplete):
+		note = " (the run is indexed as complete: repair marks it partial)"
+	}
+	for _, b := range broken {
+		r.Found = append(r.Found, Problem{Kind: ProblemBroken, Path: path.Join(rel, b.Path), Detail: b.Reason + note})
+	}
+	return nil
+}
+
+// fileCount counts the regular files under dir.
+func fileCount(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return err
+	})
+	return n, err
 }
 
 // checkEntry checks that an indexed entry's directory holds a run; why
@@ -288,11 +375,11 @@ func (s *Embedded) runDirs() (runs []string, stray map[string]string, err error)
 // reindex indexes a run directory already in place: from its entry.json
 // when it has one (a commit interrupted after its rename), else from its
 // location and result.json.
-func (s *Embedded) reindex(rel string) error {
+func (s *Embedded) reindex(rel string) (Entry, error) {
 	dir := filepath.Join(s.dir, filepath.FromSlash(rel))
 	res, err := rundir.Read(dir)
 	if err != nil {
-		return err
+		return Entry{}, err
 	}
 	rec, err := readRecord(dir)
 	switch {
@@ -302,23 +389,26 @@ func (s *Embedded) reindex(rel string) error {
 			rec.Kind = KindBundle
 		}
 		if rec.Target, err = s.targetOfSlug(strings.Split(rel, "/")[1]); err != nil {
-			return err
+			return Entry{}, err
 		}
 		if rec.Target == "" {
 			rec.Target = res.Target.URL
 		}
 		if err := writeRecord(dir, rec.entry()); err != nil {
-			return err
+			return Entry{}, err
 		}
 	case err != nil:
-		return err
+		return Entry{}, err
 	}
 	pr, err := Prepare(dir, rec.Kind, rec.Target, rec.entry(), s.now())
 	if err != nil {
-		return err
+		return Entry{}, err
 	}
 	pr.Entry.Path = rel
-	return s.index(context.Background(), &pr)
+	if err := s.index(context.Background(), &pr); err != nil {
+		return Entry{}, err
+	}
+	return pr.Entry, nil
 }
 
 // targetOfSlug returns the key of the target whose directory is slug, or
@@ -350,4 +440,63 @@ func (s *Embedded) checkTemporary(r *CheckReport, repair bool) error {
 		r.Found = append(r.Found, pr)
 	}
 	return nil
+}
+
+// Adoption is what Adopt did.
+type Adoption struct {
+	// Entries are the runs it indexed.
+	Entries []Entry
+	// Failed are the unindexed run directories it could not index, with
+	// why.
+	Failed []Problem
+	// InUse says that the store was in use (by another process, or by a
+	// capture of this one), so that nothing was looked for: a run placed
+	// that instant may be on its way into the index.
+	InUse bool
+}
+
+// Adopt indexes the complete run directories under runs/ and bundles/
+// that the index does not know: what a commit leaves when its index
+// write fails (or the process dies) after the directory is in place. It
+// does what Check's repair does for them, and nothing else, and only
+// while no other process has the store open; watch calls it as it
+// starts.
+func (s *Embedded) Adopt() (Adoption, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fail := func(err error) (Adoption, error) {
+		return Adoption{}, fmt.Errorf("adopt unindexed runs of %s: %w", s.dir, err)
+	}
+	if s.pending > 0 {
+		return Adoption{InUse: true}, nil
+	}
+	exclusive, err := s.tryExclusive()
+	if err != nil {
+		return fail(err)
+	}
+	defer flock(s.tmpLock, syscall.LOCK_SH)
+	if !exclusive {
+		return Adoption{InUse: true}, nil
+	}
+	indexed, err := s.indexedPaths()
+	if err != nil {
+		return fail(err)
+	}
+	dirs, _, err := s.runDirs()
+	if err != nil {
+		return fail(err)
+	}
+	var a Adoption
+	for _, p := range dirs {
+		if _, ok := indexed[p]; ok {
+			continue
+		}
+		e, err := s.reindex(p)
+		if err != nil {
+			a.Failed = append(a.Failed, Problem{Kind: ProblemUnindexed, Path: p, Detail: "run directory not in the index: " + err.Error()})
+			continue
+		}
+		a.Entries = append(a.Entries, e)
+	}
+	return a, nil
 }

@@ -1,11 +1,19 @@
 package store
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 func TestStore_Check(t *testing.T) {
@@ -250,5 +258,314 @@ func TestOpen_RemovesLeftovers(t *testing.T) {
 	defer s.Close()
 	if des, err := os.ReadDir(filepath.Join(dir, TempDir)); err != nil || len(des) != 0 {
 		t.Errorf(".tmp after Open: %d entries (%v), want none", len(des), err)
+	}
+}
+
+// commitProfiled commits the leaky fixture with real profiles of this
+// process beside its result.json, under the names a run gives them, and
+// returns the entry.
+func commitProfiled(t *testing.T, s *Embedded, target string, e Entry) Entry {
+	t.Helper()
+	p, err := s.Begin(KindRun, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Abandon()
+	writeFixture(t, fixtureLeaky, p.Dir())
+	writeProfiles(t, p.Dir())
+	out, err := p.Commit(p.Dir(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// writeProfiles writes this process's heap and goroutine profiles (real
+// gzipped protobuf from the Go runtime) and a gzipped JSON file into a
+// run directory.
+func writeProfiles(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, file := range map[string]string{"heap": "heap-000.pb.gz", "goroutine": "goroutine.pb.gz"} {
+		var b bytes.Buffer
+		if err := pprof.Lookup(name).WriteTo(&b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "profiles", file), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(`{"memstats": []}`))
+	zw.Close()
+	if err := os.WriteFile(filepath.Join(dir, "memstats.json.gz"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// truncate cuts a file to half its size.
+func truncate(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot returns every file under the data directory but the index's
+// own (which a read may touch) with its size and content.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if strings.HasPrefix(rel, IndexFile) {
+			return nil
+		}
+		if d.IsDir() {
+			out[rel] = "dir"
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		out[rel] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestVerifyRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   []string // broken files
+	}{
+		{"sound", func(*testing.T, string) {}, nil},
+		{"a truncated profile", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, "profiles", "heap-000.pb.gz")) },
+			[]string{"profiles/heap-000.pb.gz"}},
+		{"a profile of garbage in gzip", func(t *testing.T, dir string) {
+			var b bytes.Buffer
+			zw := gzip.NewWriter(&b)
+			zw.Write([]byte("not a profile at all, but compressed all the same"))
+			zw.Close()
+			if err := os.WriteFile(filepath.Join(dir, "profiles", "goroutine.pb.gz"), b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"profiles/goroutine.pb.gz"}},
+		{"a truncated .gz", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, "memstats.json.gz")) },
+			[]string{"memstats.json.gz"}},
+		{"a truncated .json", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, "result.json")) },
+			[]string{"result.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := fixtureDir(t, fixtureLeaky)
+			writeProfiles(t, dir)
+			tt.damage(t, dir)
+			broken, err := VerifyRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range broken {
+				got = append(got, b.Path)
+				if b.Reason == "" {
+					t.Errorf("%s: no reason given", b.Path)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("VerifyRun: %v, want %v", broken, tt.want)
+			}
+		})
+	}
+}
+
+func TestCommit_StoresABrokenRunAsPartial(t *testing.T) {
+	s := openStore(t)
+	p, err := s.Begin(KindRun, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Abandon()
+	writeFixture(t, fixtureLeaky, p.Dir())
+	writeProfiles(t, p.Dir())
+	truncate(t, filepath.Join(p.Dir(), "profiles", "heap-000.pb.gz"))
+	e, err := p.Commit(p.Dir(), Entry{Time: at(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Status != "partial" {
+		t.Errorf("a complete run with a truncated profile committed as %q, want partial", e.Status)
+	}
+	h, err := s.History(Query{})
+	if err != nil || len(h.Runs) != 1 || h.Runs[0].Status != "partial" {
+		t.Errorf("history: %+v (%v), want the run partial", h.Runs, err)
+	}
+}
+
+// TestStore_CheckReadsBackEveryFile truncates a real stored profile and
+// leaves a leftover under .tmp: Check reports both and changes nothing;
+// with repair it removes the leftover and marks the run partial, and
+// leaves the profile as it is.
+func TestStore_CheckReadsBackEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sound := commitProfiled(t, s, "a", Entry{Time: at(0)})
+	e := commitProfiled(t, s, "a", Entry{Time: at(1)})
+	if sound.Status != "complete" || e.Status != "complete" {
+		t.Fatalf("runs with real profiles committed as %q and %q, want complete", sound.Status, e.Status)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	profile := path.Join(e.Path, "profiles", "heap-000.pb.gz")
+	truncate(t, filepath.Join(dir, filepath.FromSlash(profile)))
+	leftover := path.Join(TempDir, "run-dead")
+	if err := os.MkdirAll(filepath.Join(dir, leftover, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+
+	// What store check does: open the store for reading, check.
+	s, err = OpenExisting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Check(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]ProblemKind{}
+	for _, p := range r.Found {
+		found[p.Path] = p.Kind
+	}
+	if r.OK() || len(r.Found) != 2 || found[profile] != ProblemBroken || found[leftover] != ProblemTemporary {
+		t.Fatalf("Check: %s\nwant %s broken and %s left over", r, profile, leftover)
+	}
+	if r.Files == 0 || !strings.Contains(r.String(), "2 problems found, 0 repaired") || !strings.Contains(r.String(), profile) {
+		t.Errorf("the report does not count and name what it found:\n%s", r)
+	}
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
+		t.Errorf("Check without repair changed the store's files")
+	}
+	h, err := s.History(Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range h.Runs {
+		if x.Status != "complete" {
+			t.Errorf("Check without repair changed %s's status to %q", x.Path, x.Status)
+		}
+	}
+
+	r, err = s.Check(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || r.Repaired() != 1 || !strings.Contains(r.String(), "now indexed as partial") {
+		t.Errorf("Check(true): %s\nwant the leftover removed, the profile reported, its run marked partial", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, leftover)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the leftover after repair: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(profile))); err != nil || string(data) != before[filepath.FromSlash(profile)] {
+		t.Errorf("repair changed the broken profile (%v): it is a person's to look at", err)
+	}
+	h, err = s.History(Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for _, x := range h.Runs {
+		status[x.Path] = x.Status
+	}
+	if status[e.Path] != "partial" || status[sound.Path] != "complete" {
+		t.Errorf("statuses after repair: %v, want %s partial and %s complete", status, e.Path, sound.Path)
+	}
+	for _, cs := range Captures(h) {
+		for _, c := range cs {
+			if c.Path == e.Path && c.Complete {
+				t.Errorf("the run with the broken profile is a complete capture to the problems")
+			}
+		}
+	}
+	r, err = s.Check(false)
+	if err != nil || len(r.Found) != 1 || r.Found[0].Path != profile || strings.Contains(r.String(), "repair marks it") {
+		t.Errorf("Check after repair: %s (%v), want the profile still reported, its run partial", r, err)
+	}
+}
+
+func TestStore_Adopt(t *testing.T) {
+	s := openStore(t)
+	commit(t, s, KindRun, "a", fixtureLeaky, Entry{Time: at(0)})
+	placed := placeUnindexed(t, s, Entry{Kind: KindRun, Target: "a", Time: at(1)})
+
+	// Beside another process, nothing is looked for.
+	other, err := Open(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Adopt()
+	if err != nil || !a.InUse || len(a.Entries) != 0 {
+		t.Errorf("Adopt beside another open store: %+v (%v), want it in use and nothing adopted", a, err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	a, err = s.Adopt()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.InUse || len(a.Failed) != 0 || len(a.Entries) != 1 || a.Entries[0].Path != placed || a.Entries[0].ID == 0 {
+		t.Fatalf("Adopt: %+v, want %s indexed", a, placed)
+	}
+	if e, ok, err := s.EntryAt(placed); err != nil || !ok || !e.Time.Equal(at(1)) {
+		t.Errorf("EntryAt(%s) after Adopt: %+v %v %v", placed, e, ok, err)
+	}
+	if r, err := s.Check(false); err != nil || !r.OK() || r.Entries != 2 {
+		t.Errorf("Check after Adopt: %s (%v)", r, err)
+	}
+	if a, err := s.Adopt(); err != nil || len(a.Entries) != 0 {
+		t.Errorf("Adopt again: %+v (%v), want nothing more", a, err)
+	}
+}
+
+func TestStore_SizeIsTheFilesBytes(t *testing.T) {
+	s := openStore(t)
+	commitProfiled(t, s, "a", Entry{Time: at(0)})
+	commit(t, s, KindBundle, "a", fixturePartial, Entry{Time: at(1), Trigger: &Trigger{Expr: "rss>=1GiB"}})
+	placeUnindexed(t, s, Entry{Kind: KindRun, Target: "b", Time: at(2)})
+	if _, err := s.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.MarkBeforeOOM("a", at(5)); err != nil || !ok {
+		t.Fatalf("MarkBeforeOOM: %v %v", ok, err)
+	}
+	var want int64
+	for _, top := range []string{RunsDir, BundlesDir} {
+		n, err := treeBytes(filepath.Join(s.Dir(), top))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += n
+	}
+	if got, err := s.Size(); err != nil || got != want {
+		t.Errorf("Size: %d (%v), want the %d bytes of the files under %s and %s", got, err, want, RunsDir, BundlesDir)
 	}
 }

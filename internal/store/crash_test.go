@@ -2,11 +2,13 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,6 +54,11 @@ func crashChild(dir string) {
 	if err != nil {
 		fail(err)
 	}
+	// A real profile, of this process: the store reads every file back.
+	var profile bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&profile, 0); err != nil {
+		fail(err)
+	}
 	oldRun := filepath.Join(fixtureRoot, fixturePartial)
 	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; ; i++ {
@@ -70,7 +77,7 @@ func crashChild(dir string) {
 			fail(err)
 		}
 		// A profile first, the result last, by rename.
-		if err := os.WriteFile(filepath.Join(run, "profiles", "heap-000.pb.gz"), resultJSON[:len(resultJSON)/2], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(run, "profiles", "heap-000.pb.gz"), profile.Bytes(), 0o644); err != nil {
 			fail(err)
 		}
 		if err := atomicfile.WriteBytes(filepath.Join(run, "result.json"), resultJSON); err != nil {

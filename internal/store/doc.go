@@ -23,7 +23,10 @@
 // of the parents, and only then one transaction that indexes the entry.
 // So a crash leaves a run either absent or complete, and the index never
 // names a directory that is not whole: the worst a crash leaves is a
-// complete run not yet indexed, which Check reports and repairs. Retention
+// complete run not yet indexed, which Check reports and repairs and which
+// Adopt (watch, as it starts) indexes. Commit reads every file of the run
+// back first (VerifyRun), and stores a complete run with a file that does
+// not read back as partial. Retention
 // works the other way round: index rows first, then each directory is
 // moved under .tmp and removed there. docs/store.md has the argument in
 // full, the index schema and the retention rules.

@@ -74,7 +74,11 @@ type Embedded struct {
 // Open opens the store in dir, creating dir and the index when missing
 // and migrating an older index. When no other process has the store open,
 // it removes what captures killed mid-way left under dir/.tmp.
-func Open(dir string) (*Embedded, error) {
+func Open(dir string) (*Embedded, error) { return open(dir, true) }
+
+// open opens the store in dir; clean says whether to empty .tmp when no
+// other process has the store open.
+func open(dir string, clean bool) (*Embedded, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
@@ -88,7 +92,7 @@ func Open(dir string) (*Embedded, error) {
 	if s.tmpLock, err = os.Open(filepath.Join(abs, TempDir)); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	if err := s.lockAndClean(); err != nil {
+	if err := s.lockAndClean(clean); err != nil {
 		s.tmpLock.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -100,8 +104,9 @@ func Open(dir string) (*Embedded, error) {
 }
 
 // OpenExisting opens a store that watch has written, for reading it:
-// unlike Open it creates nothing, and a directory without an index is an
-// error that says so.
+// unlike Open it creates no store, a directory without an index is an
+// error that says so, and it leaves .tmp as it is (what a dead process
+// left there is for Check to report, and its repair to remove).
 func OpenExisting(dir string) (*Embedded, error) {
 	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -109,13 +114,16 @@ func OpenExisting(dir string) (*Embedded, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return Open(dir)
+	return open(dir, false)
 }
 
-// lockAndClean takes the shared lock on .tmp, emptying it first when the
-// lock can be had exclusively: then no other process has the store open,
-// and whatever .tmp holds was left by one that died.
-func (s *Embedded) lockAndClean() error {
+// lockAndClean takes the shared lock on .tmp, emptying it first (with
+// clean) when the lock can be had exclusively: then no other process has
+// the store open, and whatever .tmp holds was left by one that died.
+func (s *Embedded) lockAndClean(clean bool) error {
+	if !clean {
+		return flock(s.tmpLock, syscall.LOCK_SH)
+	}
 	if exclusive, err := s.tryExclusive(); err != nil {
 		return err
 	} else if exclusive {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/problem"
+	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 )
 
@@ -28,13 +29,18 @@ type Prepared struct {
 	Findings []Finding
 	// Points are the figures the run measured, one per metric at most.
 	Points []MetricValue
+	// Broken are the files of the run that do not read back (VerifyRun):
+	// with any, a complete run is stored as partial.
+	Broken []BrokenFile
 }
 
 // Prepare readies the run directory dir, which a capture of kind and
 // target wrote, for a store: it reads its result.json, refuses a run not
 // worth storing (none, or failed), fills e (the capture's kind and
 // target; a zero time stands for the window's start, or now), writes
-// entry.json beside result.json and sums the directory's bytes.
+// entry.json beside result.json and sums the directory's bytes. It reads
+// every file back (VerifyRun), so that a run with a file that does not is
+// never stored as complete: its status becomes partial.
 func Prepare(dir string, kind Kind, target string, e Entry, now time.Time) (Prepared, error) {
 	res, err := rundir.Read(dir)
 	if err != nil {
@@ -55,6 +61,13 @@ func Prepare(dir string, kind Kind, target string, e Entry, now time.Time) (Prep
 	}
 	e.Time = e.Time.UTC()
 	e.Status = string(res.Status)
+	broken, err := VerifyRun(dir)
+	if err != nil {
+		return Prepared{}, err
+	}
+	if len(broken) > 0 {
+		e.Status = string(result.StatusPartial)
+	}
 	if err := writeRecord(dir, e); err != nil {
 		return Prepared{}, err
 	}
@@ -79,6 +92,7 @@ func Prepare(dir string, kind Kind, target string, e Entry, now time.Time) (Prep
 		End:      windowEnd(e.Time, res),
 		Findings: fs,
 		Points:   SeriesOf(res),
+		Broken:   broken,
 	}, nil
 }
 
@@ -92,11 +106,27 @@ func CheckKind(kind Kind, target string) error {
 
 // writeRecord writes entry.json into a run directory.
 func writeRecord(dir string, e Entry) error {
-	data, err := json.MarshalIndent(recordOf(e), "", "  ")
+	data, err := recordBytes(e)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteBytes(filepath.Join(dir, EntryFile), append(data, '\n'))
+	return atomicfile.WriteBytes(filepath.Join(dir, EntryFile), data)
+}
+
+// recordBytes returns an entry's entry.json.
+func recordBytes(e Entry) ([]byte, error) {
+	data, err := json.MarshalIndent(recordOf(e), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// RecordSize returns the size of the entry.json WriteRecord writes for e:
+// what a store's bytes of the entry change by when it rewrites it.
+func RecordSize(e Entry) (int64, error) {
+	data, err := recordBytes(e)
+	return int64(len(data)), err
 }
 
 // WriteRecord writes an entry's entry.json into a run directory.

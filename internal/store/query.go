@@ -283,11 +283,17 @@ func (s *Embedded) MarkBeforeOOM(target string, killedAt time.Time) (Entry, bool
 		return Entry{}, false, nil
 	}
 	e.BeforeOOM = true
-	if err := writeRecord(filepath.Join(s.dir, filepath.FromSlash(e.Path)), e); err != nil {
+	dir := filepath.Join(s.dir, filepath.FromSlash(e.Path))
+	if err := writeRecord(dir, e); err != nil {
+		return fail(err)
+	}
+	// entry.json grew by the mark: the index's bytes follow, so that Size
+	// stays the size of the files.
+	if e.Bytes, err = treeBytes(dir); err != nil {
 		return fail(err)
 	}
 	err = s.withTx(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec("UPDATE entries SET before_oom = 1 WHERE id = ?", e.ID)
+		_, err := tx.Exec("UPDATE entries SET before_oom = 1, bytes = ? WHERE id = ?", e.Bytes, e.ID)
 		return err
 	})
 	if err != nil {

@@ -83,4 +83,18 @@ type Pending interface {
 	Abandon() error
 }
 
-var _ Store = (*Embedded)(nil)
+// Adopter is a store that can index the complete runs a failed index
+// write left in place: the embedded store, whose commit places a run
+// before it indexes it. The shared store has none to adopt: a commit
+// whose index write fails removes what it uploaded, and Retain removes
+// what it could not (orphans).
+type Adopter interface {
+	// Adopt indexes the complete runs in place that the index does not
+	// know, and says which.
+	Adopt() (Adoption, error)
+}
+
+var (
+	_ Store   = (*Embedded)(nil)
+	_ Adopter = (*Embedded)(nil)
+)

@@ -90,6 +90,7 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 		return entry, nil, err
 	}
 	w.metrics.captureBytes.WithLabelValues(string(kind)).Add(float64(entry.Bytes))
+	w.updateStoreSize()
 	w.setHealth(wt, func(h *Health) {
 		h.LastSuccess = w.opts.now()
 		h.ConsecutiveFailures = 0
@@ -187,6 +188,7 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 	} else {
 		entry, err = p.Commit(dir, e)
 	}
+	w.commitDone(err)
 	if err != nil {
 		return store.Entry{}, nil, err
 	}

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/pprof"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heapscope/heapscope/internal/fleet"
 	"github.com/heapscope/heapscope/internal/server"
 )
 
@@ -68,7 +70,7 @@ func newMetrics() *metrics {
 		}),
 		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "heapscope_watch_store_bytes",
-			Help: "Bytes of stored runs and bundles.",
+			Help: "Bytes of the stored runs and bundles: the size of their files (their objects in a shared store), as the store indexes them; updated at start, after each capture and after retention.",
 		}),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "heapscope_watch_target_restarts_total",
@@ -89,9 +91,13 @@ func newMetrics() *metrics {
 	return m
 }
 
-// Handler serves watch's /metrics, /healthz (200 while the watcher runs;
-// the body lists each target's health as JSON) and its own pprof under
-// /debug/pprof/.
+// Handler serves watch's /metrics, /healthz and its own pprof under
+// /debug/pprof/. /healthz answers 200 with status "ok" while the store
+// takes the captures, and 503 with status "not ok" once
+// UnhealthyCommits commits in a row have failed, until one succeeds;
+// the body has the store's health and each target's as JSON. A target's
+// failures (it is down, say) are its own: they do not make the watcher
+// unhealthy.
 func (w *Watcher) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(w.metrics.registry, promhttp.HandlerOpts{}))
@@ -102,14 +108,57 @@ func (w *Watcher) Handler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
+		sh := w.StoreHealth()
+		status, code := "ok", http.StatusOK
+		if sh.ConsecutiveFailures >= UnhealthyCommits {
+			status, code = "not ok", http.StatusServiceUnavailable
+		}
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Header().Set("X-Content-Type-Options", "nosniff")
+		rw.WriteHeader(code)
 		json.NewEncoder(rw).Encode(struct {
-			Status  string   `json:"status"`
-			Targets []Health `json:"targets"`
-		}{"ok", w.Health()})
+			Status  string      `json:"status"`
+			Store   StoreHealth `json:"store"`
+			Targets []Health    `json:"targets"`
+		}{status, sh, w.Health()})
 	})
 	return mux
+}
+
+// UnhealthyCommits is how many commits into the store must fail in a row
+// for /healthz to say the watcher is not ok: captures are made and lost.
+const UnhealthyCommits = 3
+
+// StoreHealth is how the store has taken the captures' commits.
+type StoreHealth struct {
+	LastSuccess         time.Time `json:"last_success,omitzero"`
+	LastError           string    `json:"last_error,omitempty"`
+	LastErrorTime       time.Time `json:"last_error_time,omitzero"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+}
+
+// StoreHealth returns how the store has taken the captures' commits.
+func (w *Watcher) StoreHealth() StoreHealth {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.commits
+}
+
+// commitDone notes a commit's outcome. A guard's refusal (the target
+// moved to another watcher of the fleet) is no failure of the store's.
+func (w *Watcher) commitDone(err error) {
+	if errors.Is(err, fleet.ErrClaimLost) || errors.Is(err, fleet.ErrNotOwner) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		w.commits.LastSuccess = w.opts.now()
+		w.commits.ConsecutiveFailures = 0
+		return
+	}
+	w.commits.LastError, w.commits.LastErrorTime = err.Error(), w.opts.now()
+	w.commits.ConsecutiveFailures++
 }
 
 // Health is how one target's captures have gone.

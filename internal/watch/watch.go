@@ -80,6 +80,8 @@ type Watcher struct {
 	mu      sync.Mutex
 	targets map[string]*watched
 	loops   sync.WaitGroup
+	// commits is how the store has taken the captures (guarded by mu).
+	commits StoreHealth
 }
 
 // watched is one target and its goroutines.
@@ -155,6 +157,7 @@ func (w *Watcher) Once(ctx context.Context) error {
 	if len(targets) == 0 {
 		return errors.New("watch: no targets to capture")
 	}
+	w.adopt()
 	w.update(ctx, targets, false)
 	var (
 		wg   sync.WaitGroup
@@ -191,6 +194,7 @@ func (w *Watcher) Once(ctx context.Context) error {
 func (w *Watcher) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w.adopt()
 	var bg sync.WaitGroup
 	bg.Go(func() { w.retain(ctx) })
 	if w.opts.Fleet != nil {
@@ -387,6 +391,31 @@ func (w *Watcher) retain(ctx context.Context) {
 		if !clock.SleepUntil(ctx, w.opts.now().Add(time.Hour), w.opts.now) {
 			return
 		}
+	}
+}
+
+// adopt indexes the complete runs that a failed index write (or a
+// crash) left in place unindexed, when the store can (store.Adopter),
+// and logs each.
+func (w *Watcher) adopt() {
+	a, ok := w.opts.Store.(store.Adopter)
+	if !ok {
+		return
+	}
+	ad, err := a.Adopt()
+	if err != nil {
+		w.log.Error("adopt the runs left unindexed", "err", err)
+		return
+	}
+	if ad.InUse {
+		w.log.Warn("the store is open in another process: runs left unindexed, if any, were not looked for (heapscope store check reports them, --repair indexes them)",
+			"store", w.opts.Store.String())
+	}
+	for _, e := range ad.Entries {
+		w.log.Info("adopted a run left unindexed", "target", e.Target, "kind", e.Kind, "path", e.Path, "status", e.Status)
+	}
+	for _, p := range ad.Failed {
+		w.log.Error("could not adopt a run left unindexed", "path", p.Path, "err", p.Detail)
 	}
 }
 

@@ -307,11 +307,22 @@ func (s *Store) MarkBeforeOOM(target string, killedAt time.Time) (store.Entry, b
 	if !ok {
 		return store.Entry{}, false, nil
 	}
+	// entry.json grows by the mark: the entry's bytes follow, so that
+	// Size stays the bytes of its objects.
+	was, err := store.RecordSize(e)
+	if err != nil {
+		return fail(err)
+	}
 	e.BeforeOOM = true
+	now, err := store.RecordSize(e)
+	if err != nil {
+		return fail(err)
+	}
 	if err := s.rewriteRecord(ctx, e); err != nil {
 		return fail(err)
 	}
-	if _, err := s.pool.Exec(ctx, "UPDATE entries SET before_oom = true WHERE id = $1", e.ID); err != nil {
+	e.Bytes += now - was
+	if _, err := s.pool.Exec(ctx, "UPDATE entries SET before_oom = true, bytes = bytes + $2 WHERE id = $1", e.ID, now-was); err != nil {
 		return fail(err)
 	}
 	return e, true, nil

@@ -1,10 +1,12 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -364,4 +366,49 @@ func TreeBytes(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// testCommitVerifiesFiles commits a complete run with real profiles of
+// this process, then the same with one of them cut short: the first is
+// stored complete, the second partial, as history says too.
+func testCommitVerifiesFiles(t *testing.T, open Opener) {
+	s := open(t)
+	commitWith := func(minute int, damage bool) store.Entry {
+		p, err := s.Begin(store.KindRun, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Abandon()
+		WriteFixture(t, Leaky, p.Dir())
+		profile := filepath.Join(p.Dir(), "profiles", "heap-000.pb.gz")
+		if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := pprof.Lookup("heap").WriteTo(&b, 0); err != nil {
+			t.Fatal(err)
+		}
+		data := b.Bytes()
+		if damage {
+			data = data[:len(data)/2]
+		}
+		if err := os.WriteFile(profile, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e, err := p.Commit(p.Dir(), store.Entry{Time: At(minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	complete, partial := string(result.StatusComplete), string(result.StatusPartial)
+	sound, broken := commitWith(0, false), commitWith(1, true)
+	if sound.Status != complete || broken.Status != partial {
+		t.Errorf("committed as %q and %q, want %q and, its profile cut short, %q", sound.Status, broken.Status, complete, partial)
+	}
+	for _, e := range all(t, s, store.Query{}) {
+		if want := map[int64]string{sound.ID: complete, broken.ID: partial}[e.ID]; e.Status != want {
+			t.Errorf("history: %s is %q, want %q", e.Path, e.Status, want)
+		}
+	}
 }

@@ -258,4 +258,27 @@ func testSize(t *testing.T, open Opener) {
 	if got, err := s.Size(); err != nil || got != want {
 		t.Errorf("Size: %d (%v), want %d", got, err, want)
 	}
+	// The mark rewrites entry.json, a few bytes longer: Size still is the
+	// bytes of the stored files, every one of them read back.
+	if _, ok, err := s.MarkBeforeOOM("a", At(60)); err != nil || !ok {
+		t.Fatalf("MarkBeforeOOM: %v %v", ok, err)
+	}
+	want = 0
+	for _, e := range all(t, s, store.Query{}) {
+		dir, err := s.RunDir(t.Context(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := TreeBytes(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != e.Bytes {
+			t.Errorf("%s: %d bytes indexed, %d in its files", e.Path, e.Bytes, n)
+		}
+		want += n
+	}
+	if got, err := s.Size(); err != nil || got != want {
+		t.Errorf("Size after a mark: %d (%v), want the files' %d", got, err, want)
+	}
 }

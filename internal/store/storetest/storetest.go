@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"Commit", testCommit},
 		{"CommitIndexesFindingsAndSeries", testCommitIndexesFindingsAndSeries},
 		{"CommitRefuses", testCommitRefuses},
+		{"CommitVerifiesFiles", testCommitVerifiesFiles},
 		{"CommitTwice", testCommitTwice},
 		{"BeginRefusesUnknownKind", testBeginRefusesUnknownKind},
 		{"Ingest", testIngest},
