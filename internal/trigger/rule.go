@@ -472,3 +472,20 @@ func Check(expr string) error {
 	_, err := Parse(expr)
 	return err
 }
+
+// CannotFire says why the rule can never fire on a target that gives
+// samples like smp: the limit its threshold is a share of is not known
+// (no container limit, no GOMEMLIMIT), as opposed to a figure missing
+// from one sample. "" when it can fire.
+func (r Rule) CannotFire(smp Sample) string {
+	e := r.Expr
+	switch {
+	case e.Metric == Memory && e.Unit == Percent && (!smp.Has(KnownMemoryLimit) || smp.MemoryLimit == 0):
+		return "the target has no memory limit to take a share of (no container limit, no memory_limit setting); give memory_limit, or a size such as memory>=2GiB"
+	case e.Metric == GoMemLimit && (!smp.Has(KnownGoMemLimit) || smp.GoMemLimit == 0):
+		return "the target runs without GOMEMLIMIT; set it, or watch memory>=N% of its container's limit"
+	case e.Metric == HeapTimeToLimit && (!smp.Has(KnownMemoryLimit) || smp.MemoryLimit == 0) && (!smp.Has(KnownGoMemLimit) || smp.GoMemLimit == 0):
+		return "the target has neither a memory limit nor GOMEMLIMIT for its heap to reach; give memory_limit or set GOMEMLIMIT"
+	}
+	return ""
+}

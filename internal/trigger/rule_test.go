@@ -451,3 +451,34 @@ func TestNewRule(t *testing.T) {
 		})
 	}
 }
+
+func TestRule_CannotFire(t *testing.T) {
+	limited := Sample{Known: KnownMemory | KnownMemoryLimit | KnownGoMemLimit, Memory: 1 << 20, MemoryLimit: 1 << 30, GoMemLimit: 1 << 29}
+	bare := Sample{Known: KnownMemory | KnownRSS | KnownGoroutines, Memory: 1 << 20}
+	tests := []struct {
+		expr string
+		smp  Sample
+		says string // "" when the rule can fire
+	}{
+		{"memory>=80%", limited, ""},
+		{"memory>=80%", bare, "no memory limit"},
+		{"memory>=1GiB", bare, ""},
+		{"gomemlimit>=90%", limited, ""},
+		{"gomemlimit>=90%", bare, "without GOMEMLIMIT"},
+		{"heap_time_to_limit<=1h", bare, "neither a memory limit nor GOMEMLIMIT"},
+		{"heap_time_to_limit<=1h", limited, ""},
+		{"goroutines>=10000", bare, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			r, err := NewRule(tt.expr, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.CannotFire(tt.smp)
+			if tt.says == "" && got != "" || tt.says != "" && !strings.Contains(got, tt.says) {
+				t.Errorf("CannotFire = %q, want %q", got, tt.says)
+			}
+		})
+	}
+}

@@ -169,6 +169,9 @@ type Health struct {
 	LastErrorTime       time.Time `json:"last_error_time,omitzero"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	NextSlot            time.Time `json:"next_slot,omitzero"`
+	// Unarmed are the target's triggers that can never fire on it, each
+	// with why (memory>=80% on a target without a memory limit).
+	Unarmed []string `json:"unarmed,omitempty"`
 	// Elsewhere is true for a target another watcher of the fleet
 	// captures: this one only follows it.
 	Elsewhere bool `json:"elsewhere,omitempty"`

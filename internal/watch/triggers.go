@@ -62,6 +62,9 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 			if havePrev {
 				w.noteRestart(ctx, wt, prev, smp)
 			}
+			if !havePrev {
+				w.sayUnarmed(wt, rules, smp)
+			}
 			prev, havePrev = smp, true
 			if smp.Has(trigger.KnownMemoryLimit) {
 				w.mu.Lock()
@@ -100,6 +103,20 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 		case fresh = <-wt.fresh:
 		}
 	}
+}
+
+// sayUnarmed, at the target's first sample, logs each trigger that can
+// never fire on it (a share of a limit the target does not have) and
+// keeps it in the target's health, which the pages show.
+func (w *Watcher) sayUnarmed(wt *watched, rules []trigger.Rule, smp trigger.Sample) {
+	var unarmed []string
+	for _, r := range rules {
+		if why := r.CannotFire(smp); why != "" {
+			unarmed = append(unarmed, r.Expr.String()+": "+why)
+			w.log.Warn("trigger cannot fire", "target", wt.target.Key, "expr", r.Expr.String(), "why", why)
+		}
+	}
+	w.setHealth(wt, func(h *Health) { h.Unarmed = unarmed })
 }
 
 // bundle captures a trigger's bundle and tells the webhook.

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -239,6 +240,7 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 		wt.ctx, wt.cancel = tctx, cancel
 		w.targets[t.Key] = wt
 		if start {
+			w.sayWatching(t)
 			w.loops.Go(func() { w.schedule(tctx, wt) })
 			w.reassign(wt)
 		}
@@ -251,6 +253,27 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 		}
 	}
 	w.metrics.targets.Set(float64(len(w.targets)))
+}
+
+// sayWatching logs a target as watching begins: when its first
+// scheduled capture is, and its triggers.
+func (w *Watcher) sayWatching(t config.Target) {
+	every := t.Settings.Every
+	triggers := make([]string, 0, len(t.Settings.Triggers))
+	for _, tc := range t.Settings.Triggers {
+		triggers = append(triggers, tc.Expr)
+	}
+	attrs := []any{"target", t.Key, "every", every.String(),
+		"first_capture", NextSlot(w.opts.now(), every, Offset(t.Key, every)).UTC().Format(time.RFC3339)}
+	if len(triggers) > 0 {
+		attrs = append(attrs, "triggers", strings.Join(triggers, ", "))
+	} else {
+		attrs = append(attrs, "triggers", "none")
+	}
+	if w.opts.Fleet != nil {
+		attrs = append(attrs, "fleet", "captured by whichever watcher owns it")
+	}
+	w.log.Info("watching", attrs...)
 }
 
 // withoutStatus is a target less its pod's status, which changes while
