@@ -474,3 +474,41 @@ func BenchmarkRun(b *testing.B) {
 		Run(in)
 	}
 }
+
+// TestRun_growthThatStopsIsNotALeak: bare snapshots (no live heap) of a
+// pool filling to its working set — three, the fewest a user might take,
+// and six — are bounded growth at the site, at most low, with the
+// plateau; the same rise that goes on to the end is a leak.
+func TestRun_growthThatStopsIsNotALeak(t *testing.T) {
+	tests := []struct {
+		name  string
+		n     int
+		inuse func(i int) int64
+		leak  bool
+	}{
+		{"three snapshots, the last flat", 3, func(i int) int64 { return []int64{1 << 20, 9 << 20, 9<<20 + 4096}[i] }, false},
+		{"six snapshots, full after two", 6, func(i int) int64 { return min(int64(i), 2) * 4 << 20 }, false},
+		{"six snapshots, rising to the end", 6, func(i int) int64 { return int64(i) * 4 << 20 }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Run(Input{Heap: heapSeriesOf(tt.n, map[fn]func(int) int64{warm: tt.inuse})})
+			leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+			bounded := findingsWith(rep.Findings, "growth.bounded")
+			if tt.leak {
+				if len(leaks) != 1 || len(bounded) != 0 {
+					t.Errorf("leaks %d, bounded %d: want the leak alone", len(leaks), len(bounded))
+				}
+				return
+			}
+			if len(leaks) != 0 || len(bounded) != 1 {
+				t.Fatalf("leaks %+v, bounded %+v: want bounded growth, no leak; notes %v", leaks, bounded, rep.Notes)
+			}
+			f := bounded[0]
+			plateau := float64(tt.inuse(tt.n - 1))
+			if f.Severity != "low" || f.Function != warm.name || f.Evidence["plateau_bytes"] != plateau || !strings.Contains(f.Title, "not a leak") {
+				t.Errorf("bounded growth %s at %s, plateau %v (want %v): %q", f.Severity, f.Function, f.Evidence["plateau_bytes"], plateau, f.Title)
+			}
+		})
+	}
+}

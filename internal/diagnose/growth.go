@@ -222,13 +222,21 @@ func (d *diagnosis) heapSeries() {
 	}
 	var leaks []leak
 	verdicts := map[verdict]int{}
+	var warmest *series // the site that grew most, then held
+	var warmestTrend trend
 	for _, s := range sites {
 		t := fitTrend(xs, s.ys)
 		v := th.classify(t, minGrowth)
 		verdicts[v]++
-		if v == steady {
+		switch {
+		case v == steady:
 			leaks = append(leaks, leak{s: s, t: t})
+		case v == warmUp && (warmest == nil || t.growth > warmestTrend.growth):
+			warmest, warmestTrend = s, t
 		}
+	}
+	if warmest != nil {
+		d.boundedGrowth(warmest.at, "inuse_space at "+warmest.at.where(), warmest.ys, warmestTrend)
 	}
 	for i := range leaks {
 		// Which stack grows most at the site, first to last snapshot.
@@ -306,6 +314,25 @@ func (d *diagnosis) heapSeries() {
 		d.asMapLeak(&f, l.s.at)
 		d.add(f)
 	}
+}
+
+// boundedGrowth reports a series that rose, then levelled (warm-up): a
+// pool, a cache or the connections of the load filling to their working
+// set. It is at most low: what bounds it holds it, and a leak keeps
+// rising at its end. what names the series.
+func (d *diagnosis) boundedGrowth(at site, what string, ys []float64, t trend) {
+	plateau := ys[len(ys)-1]
+	ev := map[string]float64{
+		"first_bytes":              ys[0],
+		"plateau_bytes":            plateau,
+		"growth_bytes":             plateau - ys[0],
+		"late_slope_bytes_per_min": t.lateSlope,
+		"snapshots":                float64(len(ys)),
+	}
+	title := fmt.Sprintf("bounded growth: %s rose by %s, then levelled at %s (%s); growth that stops is not a leak",
+		what, humanize.Bytes(plateau-ys[0]), humanize.Bytes(plateau), liveSeries(ys))
+	fix := "nothing to fix if the plateau is the working set it should be: a sync.Pool, a cache with a bound, the buffers of the load's connections (one per concurrent client); if it is larger than it should be, bound what fills it (a cache's size, the pool's object size, the server's idle connections); capture again later to see that it holds"
+	d.add(newFinding("growth.bounded", Low, at, title, ev, fix, 0.5))
 }
 
 // point adds v to the i-th point of the series at key, creating it with

@@ -270,8 +270,7 @@ func (d *diagnosis) liveHeap(hs heapSites) bool {
 	switch a.v {
 	case steady:
 	case warmUp:
-		d.note("leak check: the live heap (exact, MemStats after each forced GC) grew by %s early in the window, then held (%s): warm-up — pools, caches and connection buffers filling — not a leak",
-			humanize.Bytes(t.maxRise), liveSeries(ys))
+		d.boundedGrowth(site{}, "the live heap (exact, HeapAlloc after each forced GC)", ys, t)
 		return true
 	default:
 		d.note("leak check: the live heap (exact, MemStats after each forced GC) does not grow steadily over %s: %s (%s; it takes a steady rise of at least %s)",

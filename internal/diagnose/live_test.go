@@ -38,6 +38,7 @@ func TestRun_liveHeapDecides(t *testing.T) {
 		wantLeakAt     *fn     // a leak.inuse-growth at this site
 		wantUnplaced   bool    // a leak.live-growth
 		wantNoteSaying string  // when no leak: a note containing this
+		wantBounded    bool    // when no leak: a low growth.bounded finding
 		wantSeverity   string  // of the leak; high when empty
 		wantSlope      float64 // of the live heap, B/min; 1 MiB/min when 0
 	}{
@@ -100,7 +101,7 @@ func TestRun_liveHeapDecides(t *testing.T) {
 			in: liveInput(6, 512, func(i int) float64 { return 20*mib + float64(min(i, 1))*4*mib + float64(i%2)*20e3 }, map[fn]func(int) int64{
 				warm: func(i int) int64 { return int64(min(i, 1)) * 4 * mib },
 			}),
-			wantNoteSaying: "warm-up",
+			wantBounded: true,
 		},
 		{
 			name: "a cache that evicts: sawtooth",
@@ -157,6 +158,14 @@ func TestRun_liveHeapDecides(t *testing.T) {
 				}
 				if fix := unplaced[0].Fix; !strings.Contains(fix, "GODEBUG=memprofilerate=") || !strings.Contains(fix, "--duration") {
 					t.Errorf("fix %q does not say what to run to place it", fix)
+				}
+			case tt.wantBounded:
+				bounded := findingsWith(rep.Findings, "growth.bounded")
+				if len(leaks)+len(unplaced) != 0 || len(bounded) != 1 {
+					t.Fatalf("leak findings %+v %+v, bounded %+v: want one bounded growth, no leak", leaks, unplaced, bounded)
+				}
+				if f := bounded[0]; f.Severity != "low" || f.Evidence["plateau_bytes"] < 24*mib || !strings.Contains(f.Title, "levelled at") {
+					t.Errorf("bounded growth %s %q %v: want low, its plateau of 24 MiB", f.Severity, f.Title, f.Evidence)
 				}
 			default:
 				if len(leaks)+len(unplaced) != 0 {
