@@ -85,7 +85,8 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 	if c.Tested {
 		fmt.Fprintf(&b, "* significant at alpha %v (Mann-Whitney U test); ~ within noise\n", c.Alpha)
 	}
-	for _, list := range siteLists(c) {
+	lists, quiet := siteLists(c)
+	for _, list := range lists {
 		fmt.Fprintf(&b, "\nAllocation sites that %s (bytes per %s):\n", list.title, c.PerUnit)
 		tw := plainTable()
 		rightAlign(tw, 1, 4)
@@ -103,6 +104,9 @@ func compareText(w io.Writer, c *compare.Comparison) error {
 			tw.AppendRow(row)
 		}
 		b.WriteString(indent(tw.Render(), "  "))
+	}
+	if q := quietSites(c, quiet); q != "" {
+		fmt.Fprintf(&b, "\n%s.\n", q)
 	}
 	for _, list := range findingLists(c) {
 		fmt.Fprintf(&b, "\n%s:\n", list.title)
@@ -163,7 +167,8 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.Label, statValue(f.Before, f.Unit), statValue(f.After, f.Unit), delta, rel)
 	}
-	for _, list := range siteLists(c) {
+	lists, quiet := siteLists(c)
+	for _, list := range lists {
 		fmt.Fprintf(&b, "\n### Allocation sites that %s (bytes per %s)\n\n| before | after | delta | | function | location |\n|--:|--:|--:|--:|:--|:--|\n", list.title, c.PerUnit)
 		for _, s := range list.sites {
 			delta, rel := signedBytes(s.BytesDelta), relative(s.BytesRelative)
@@ -176,6 +181,9 @@ func compareMarkdown(w io.Writer, c *compare.Comparison) error {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", humanize.Bytes(s.BytesBefore.Median), humanize.Bytes(s.BytesAfter.Median), delta, rel,
 				humanize.MarkdownCode(humanize.ShortFunction(s.Function)), humanize.MarkdownCode(humanize.Location(s.File, s.Line)))
 		}
+	}
+	if q := quietSites(c, quiet); q != "" {
+		fmt.Fprintf(&b, "\n%s.\n", q)
 	}
 	for _, list := range findingLists(c) {
 		fmt.Fprintf(&b, "\n### %s\n\n", list.title)
@@ -340,16 +348,40 @@ type siteList struct {
 }
 
 // siteLists are the comparison's lists of sites that are not empty, the
-// sites that grew most first, each cut to compareSites.
-func siteLists(c *compare.Comparison) []siteList {
-	var out []siteList
+// sites that grew most first, each cut to compareSites. A site is listed
+// only when its change tells: significant when the sides were tested,
+// standing on compare.MinSiteSamples samples or more with one run a side
+// — "100 % fewer" from one sample a side is the sampler's luck, not a
+// change. quiet counts the sites left out so.
+func siteLists(c *compare.Comparison) (lists []siteList, quiet int) {
 	for _, l := range []siteList{{"sites-grew", "grew most", c.Grew}, {"sites-shrank", "shrank most", c.Shrank}} {
-		if len(l.sites) > 0 {
-			l.sites = l.sites[:min(len(l.sites), compareSites)]
-			out = append(out, l)
+		var told []compare.SiteChange
+		for _, s := range l.sites {
+			if c.Tested && s.Significant() || !c.Tested && s.Sampled() {
+				told = append(told, s)
+			} else {
+				quiet++
+			}
+		}
+		if len(told) > 0 {
+			l.sites = told[:min(len(told), compareSites)]
+			lists = append(lists, l)
 		}
 	}
-	return out
+	return lists, quiet
+}
+
+// quietSites says how many sites changed within noise, unlisted; "" for
+// none.
+func quietSites(c *compare.Comparison, quiet int) string {
+	if quiet == 0 {
+		return ""
+	}
+	why := "fewer than 4 heap profile samples apart, with one run a side"
+	if c.Tested {
+		why = "not significant"
+	}
+	return fmt.Sprintf("%d other site%s changed within noise (%s): not listed", quiet, plural(quiet), why)
 }
 
 // findingList is one of a comparison's lists of findings.

@@ -66,7 +66,8 @@ func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error
 	}
 	bw.WriteString("</tbody>\n</table>\n")
 
-	for _, list := range siteLists(c) {
+	lists, quiet := siteLists(c)
+	for _, list := range lists {
 		fmt.Fprintf(bw, "<h2>Allocation sites that %s (bytes per %s)</h2>\n<table id=\"%s\">\n<thead><tr><th>before</th><th>after</th><th>delta</th><th></th><th>function</th><th>location</th>", list.title, e(c.PerUnit), list.id)
 		if c.Tested {
 			bw.WriteString("<th>test</th>")
@@ -86,6 +87,9 @@ func compareHTML(w io.Writer, c *compare.Comparison, fl *flame.HTMLWidget) error
 			bw.WriteString("</tr>\n")
 		}
 		bw.WriteString("</tbody>\n</table>\n")
+	}
+	if q := quietSites(c, quiet); q != "" {
+		fmt.Fprintf(bw, "<p class=\"muted\">%s.</p>\n", e(q))
 	}
 	for _, list := range findingLists(c) {
 		fmt.Fprintf(bw, "<h2>%s</h2>\n<ul>\n", list.title)
