@@ -203,3 +203,41 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 func goroutineKind(id string) bool {
 	return id == "leak.goroutine-growth" || id == "goroutine.pile-up"
 }
+
+// WithKnown leads findings with the causes a target's history holds open
+// (known, as earlier captures found them, each with its cause key): a
+// finding of this input with the cause of a known one becomes its symptom
+// (this window's evidence), and the known one takes the worse severity;
+// a known cause this input does not show is listed all the same, first
+// by its severity. A trigger's bundle, a few seconds of a service under
+// pressure, so names the cause the scheduled runs found rather than the
+// symptom the short window shows.
+func WithKnown(findings, known []result.Finding) []result.Finding {
+	if len(known) == 0 {
+		return findings
+	}
+	out := make([]result.Finding, 0, len(known)+len(findings))
+	byCause := map[string]int{}
+	for _, k := range known {
+		if _, dup := byCause[k.Cause]; dup || k.Cause == "" {
+			continue
+		}
+		byCause[k.Cause] = len(out)
+		out = append(out, k)
+	}
+	for _, f := range findings {
+		i, ok := byCause[f.Cause]
+		if !ok {
+			out = append(out, f)
+			continue
+		}
+		k := &out[i]
+		k.Symptoms = append(k.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: "in this window: " + f.Title,
+			Function: f.Function, File: f.File, Line: f.Line})
+		if SeverityOf(f) > SeverityOf(*k) {
+			k.Severity = f.Severity
+		}
+	}
+	Sort(out)
+	return out
+}

@@ -135,3 +135,26 @@ func TestOneFindingPerUserLine(t *testing.T) {
 		})
 	}
 }
+
+func TestWithKnown(t *testing.T) {
+	leak := result.Finding{ID: "leak.inuse-growth", Severity: "high", Title: "a map that only grows at main.store", Cause: "leak at main.store (main.go:30)", Fix: "bound the map"}
+	window := []result.Finding{
+		{ID: "leak.inuse-growth", Severity: "medium", Title: "inuse grows at main.store", Cause: "leak at main.store (main.go:30)"},
+		{ID: "gc.pressure", Severity: "medium", Title: "GC runs 30 times a second", Cause: "gc.pressure"},
+	}
+	got := WithKnown(window, []result.Finding{leak})
+	if len(got) != 2 || got[0].Title != leak.Title || got[0].Fix != "bound the map" || got[0].Severity != "high" {
+		t.Fatalf("findings %+v: want the known leak first, with its fix, then the GC", got)
+	}
+	if len(got[0].Symptoms) != 1 || !strings.HasPrefix(got[0].Symptoms[0].Title, "in this window: inuse grows") {
+		t.Errorf("symptoms %+v: want the window's finding of the same cause", got[0].Symptoms)
+	}
+	// A known cause this window does not show still leads.
+	got = WithKnown(window[1:], []result.Finding{leak})
+	if len(got) != 2 || got[0].Cause != leak.Cause || len(got[0].Symptoms) != 0 {
+		t.Errorf("findings %+v: want the known leak, then the window's GC finding", got)
+	}
+	if got := WithKnown(window, nil); len(got) != 2 || got[0].Title != window[0].Title {
+		t.Errorf("without history: %+v, want the window's findings as they were", got)
+	}
+}

@@ -63,7 +63,7 @@ func (c *collector) diagnose(res *result.Run, delta *profile.Profile) {
 	}
 	in.All = c.cfg.AllFindings
 	rep := diagnose.Run(in)
-	res.Findings = rep.Findings
+	res.Findings = diagnose.WithKnown(rep.Findings, c.cfg.Known)
 	res.DiagnosisNotes = rep.Notes
 	res.HiddenHotSpots = rep.HiddenHotSpots
 }

@@ -111,6 +111,11 @@ type Config struct {
 	// AllFindings keeps the allocation hot spots too small to matter,
 	// which the diagnosis otherwise only counts.
 	AllFindings bool
+	// Known are the findings the target's history holds open, each with
+	// its cause key (watch gives them to a trigger's bundle): they lead
+	// the run's findings, this window's of the same cause listed under
+	// them (diagnose.WithKnown).
+	Known []result.Finding
 
 	// fetcher, now and proc replace the real service, clock and /proc in
 	// tests.

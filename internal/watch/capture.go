@@ -154,6 +154,11 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 			cfg.Extra = append(cfg.Extra, e)
 		}
 	}
+	if o.firing != nil {
+		// A few seconds under pressure show symptoms; the target's
+		// history knows their cause.
+		cfg.Known = w.knownFindings(ctx, t.Key, o.firing.At)
+	}
 	// The whole capture is bounded: its window, plus the timeout for the
 	// requests around it.
 	cctx, cancel := context.WithTimeout(ctx, window+s.Timeout)
