@@ -166,6 +166,17 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 		{"context-timeout-never-cancelled", []string{"-mode", "timeout-not-cancelled"}, "400", []want{
 			{id: "leak.*", min: diagnose.Medium, says: "call the cancel function on every path"},
 		}},
+		// The contexts, timers and their channels grow inside context and
+		// time; each finding is the handler's line that makes them.
+		{"context-cancel-never-called", []string{"-mode", "cancel-not-called"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "context.WithCancel(background)"), min: diagnose.Medium, says: "call the cancel function when the work is done"},
+		}},
+		{"time-after-in-select", []string{"-mode", "time-after-in-select"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "<-time.After(time.Hour)"), min: diagnose.Medium, says: "defer t.Stop() instead of time.After"},
+		}},
+		{"time-afterfunc-never-stopped", []string{"-mode", "afterfunc-not-stopped"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "time.AfterFunc(time.Hour"), min: diagnose.Medium, says: "call its Stop when the work it guards ends"},
+		}},
 	}
 	runs := make([]*result.Run, len(cases))
 	errs := make([]error, len(cases))

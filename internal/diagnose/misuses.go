@@ -23,11 +23,14 @@ type Misuse struct {
 	// Calls are the library's entry points the service's code calls to
 	// make the misuse (http.Get, context.WithTimeout): the finding names
 	// the service's line that calls one, on the stacks of any profile.
-	Calls  []string `yaml:"calls"`
-	Name   string   `yaml:"name"`
-	Cause  string   `yaml:"cause"`
-	Fix    string   `yaml:"fix"`
-	Proven string   `yaml:"proven"`
+	Calls []string `yaml:"calls"`
+	Name  string   `yaml:"name"`
+	Cause string   `yaml:"cause"`
+	Fix   string   `yaml:"fix"`
+	// Source is where the library documents the rule the misuse breaks,
+	// or the issue that reports it.
+	Source string `yaml:"source"`
+	Proven string `yaml:"proven"`
 }
 
 // Misuses returns the catalogue of misuses, parsed from the embedded list.
@@ -37,8 +40,8 @@ func Misuses() ([]Misuse, error) {
 		return nil, err
 	}
 	for _, m := range list {
-		if m.ID == "" || len(m.Goroutines)+len(m.Memory) == 0 || len(m.Calls) == 0 || m.Name == "" || m.Cause == "" || m.Fix == "" || m.Proven == "" {
-			return nil, fmt.Errorf("parse misuses.yaml: entry %q lacks an id, a signature, the calls that make it, a name, a cause, a fix or the test that proves it", m.ID)
+		if m.ID == "" || len(m.Goroutines)+len(m.Memory) == 0 || len(m.Calls) == 0 || m.Name == "" || m.Cause == "" || m.Fix == "" || !strings.HasPrefix(m.Source, "https://") || m.Proven == "" {
+			return nil, fmt.Errorf("parse misuses.yaml: entry %q lacks an id, a signature, the calls that make it, a name, a cause, a fix, its source link or the test that proves it", m.ID)
 		}
 	}
 	return list, nil
@@ -59,7 +62,10 @@ func (d *diagnosis) misuses() {
 		memory, share := d.explainedBy(KindMemory, m.Memory)
 		for _, i := range append(goroutines, memory...) {
 			f := &d.findings[i]
-			if d.folded[i] || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
+			// A finding an earlier entry explains keeps it: the catalogue
+			// lists the more specific first (context.WithTimeout's timer
+			// is a time.AfterFunc the service never called).
+			if d.folded[i] || f.Cause != "" || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
 				continue
 			}
 			f.Title += " — " + m.Name
