@@ -124,7 +124,7 @@ func (o *allocbenchOptions) outputs() (format, out report.Format, err error) {
 	if format, err = report.ParseFormat(o.format); err != nil {
 		return "", "", err
 	}
-	out, err = outputFormat("-o", o.out, report.FormatSVG, report.FormatHTML)
+	out, err = report.OutputFormat("-o", o.out, report.FormatSVG, report.FormatHTML)
 	return format, out, err
 }
 
@@ -137,7 +137,7 @@ func (o *allocbenchOptions) write(e *env, rep *allocbench.Report, format, out re
 	if o.out == "" {
 		return nil
 	}
-	if err := writeDocument(o.out, out, doc); err != nil {
+	if err := report.WriteFile(o.out, out, doc); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "wrote %s\n", o.out)

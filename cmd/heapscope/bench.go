@@ -51,7 +51,7 @@ func (o *benchGateOptions) finish(e *env, rep *bench.Report, format report.Forma
 		return fmt.Errorf("write the comparison: %w", err)
 	}
 	if o.junit != "" {
-		if err := writeDocument(o.junit, report.FormatJUnit, doc); err != nil {
+		if err := report.WriteFile(o.junit, report.FormatJUnit, doc); err != nil {
 			return fmt.Errorf("write JUnit XML: %w", err)
 		}
 	}

@@ -69,7 +69,7 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	if err != nil {
 		return err
 	}
-	out, err := outputFormat("-o", o.out, report.FormatHTML, report.FormatMarkdown, report.FormatJSON, report.FormatText)
+	out, err := report.OutputFormat("-o", o.out, report.FormatHTML, report.FormatMarkdown, report.FormatJSON, report.FormatText)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func runCompare(e *env, beforeDirs, afterDirs []string, o *compareOptions) error
 	}
 	if o.out == "" {
 		err = report.Write(e.stdout, format, doc)
-	} else if err = writeDocument(o.out, out, doc); err == nil {
+	} else if err = report.WriteFile(o.out, out, doc); err == nil {
 		fmt.Fprintf(e.stderr, "heapscope: wrote %s\n", o.out)
 	}
 	if err != nil {

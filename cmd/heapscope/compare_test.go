@@ -46,7 +46,9 @@ func writeResult(t *testing.T, dir string, r any) {
 }
 
 func TestCompare_outputsAndGates(t *testing.T) {
-	a, b := writeRunDir(t, 1200, 100<<20), writeRunDir(t, 64, 10<<20)
+	// 12 MiB of Process's allocations a side at the 512 KiB sampling
+	// period: a change of 23 samples, which a single run a side tells.
+	a, b := writeRunDir(t, 12000, 100<<20), writeRunDir(t, 64, 10<<20)
 	html := filepath.Join(t.TempDir(), "compare.html")
 	tests := []struct {
 		name string
@@ -55,8 +57,8 @@ func TestCompare_outputsAndGates(t *testing.T) {
 		want []string // in stdout, or in the -o file
 		file string
 	}{
-		{"text", []string{a, b}, exitOK, []string{"bytes per request", "1.2 KiB", "cache.(*Worker).Process", "cache/worker.go:31"}, ""},
-		{"markdown", []string{a, b, "--format", "markdown"}, exitOK, []string{"## Memory:", "| bytes per request | 1.2 KiB | 64 B |"}, ""},
+		{"text", []string{a, b}, exitOK, []string{"bytes per request", "11.7 KiB", "cache.(*Worker).Process", "cache/worker.go:31"}, ""},
+		{"markdown", []string{a, b, "--format", "markdown"}, exitOK, []string{"## Memory:", "| bytes per request | 11.7 KiB | 64 B |"}, ""},
 		{"json", []string{a, b, "--format", "json"}, exitOK, []string{`"name": "bytes_per_request"`, `"per_unit": "request"`}, ""},
 		{"html", []string{a, b, "-o", html}, exitOK, []string{`<table id="figures">`, `class="hsflame" id="allocs-diff"`}, html},
 		{"gate passes", []string{a, b, "--fail-on", "bytes_per_request>+5%"}, exitOK, []string{"PASS: 1 gate"}, ""},

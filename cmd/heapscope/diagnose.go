@@ -43,7 +43,7 @@ func newDiagnoseCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a finding of this severity or above is present: low, medium or high")
 	fs.StringVar(&o.ThresholdsFile, "config", "", "YAML file of thresholds overriding the defaults")
 	fs.StringVar(&o.SourceDir, "source", "", "directory of the service's source, to read the lines findings point at")
-	o.loc.AddFlags(fs, "diagnose a watched target's stored runs in the store `DIR` together (with --target; or --postgres and --objects)")
+	storeFlags(fs, &o.loc, "diagnose a watched target's stored runs in the store `DIR` together (with --target; or --postgres and --objects)")
 	fs.StringVar(&o.target, "target", "", "with --data: the target, its URL as history lists it")
 	fs.StringVar(&o.since, "since", "7d", "with --data: the runs of the last `DURATION`")
 	fs.BoolVar(&o.All, "all", false, "also show the allocation hot spots too small to matter (few samples, or below every low threshold)")

@@ -40,7 +40,7 @@ func runGCTrace(ctx context.Context, e *env, args []string, dash int, o *gctrace
 	if err != nil {
 		return err
 	}
-	if o.plotFormat, err = outputFormat("--plot", o.plot, report.FormatSVG, report.FormatHTML); err != nil {
+	if o.plotFormat, err = report.OutputFormat("--plot", o.plot, report.FormatSVG, report.FormatHTML); err != nil {
 		return err
 	}
 	if dash >= 0 {
@@ -76,7 +76,7 @@ func gctraceReport(e *env, t gcstats.Trace, format report.Format, o *gctraceOpti
 	s := gcstats.Summarize(t)
 	doc := report.GCTrace{Summary: &s}
 	if o.plot != "" {
-		if err := writeDocument(o.plot, o.plotFormat, doc); err != nil {
+		if err := report.WriteFile(o.plot, o.plotFormat, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.plot)

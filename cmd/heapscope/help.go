@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/heapscope/heapscope/internal/store/location"
 )
 
 // helpFiles hold the commands' help, one page a command: its
@@ -27,4 +30,11 @@ func withHelp(cmd *cobra.Command, name string, vars ...string) *cobra.Command {
 	text := strings.NewReplacer(vars...).Replace(strings.TrimSuffix(string(page), "\n"))
 	cmd.Long, cmd.Example, _ = strings.Cut(text, "\n---\n")
 	return cmd
+}
+
+// storeFlags adds the flags that name a store (location.Flags) to fs.
+func storeFlags(fs *pflag.FlagSet, l *location.Location, data string) {
+	for _, f := range l.Flags(data) {
+		fs.StringVar(f.Value, f.Name, "", f.Usage)
+	}
 }

@@ -13,10 +13,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/heapscope/heapscope/internal/atomicfile"
 	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/progress"
-	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/target"
 )
 
@@ -60,24 +58,6 @@ func flagText(cmd *cobra.Command, err error) string {
 func newStatus(w io.Writer, offTerminal bool, every time.Duration) *progress.Line {
 	f, ok := w.(*os.File)
 	return progress.NewLine(w, ok && term.IsTerminal(int(f.Fd())), offTerminal, every)
-}
-
-// outputFormat returns the format that the extension of the file of flag
-// picks among formats, "" without a file.
-func outputFormat(flag, path string, formats ...report.Format) (report.Format, error) {
-	if path == "" {
-		return "", nil
-	}
-	f, err := report.FormatOf(path, formats...)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	return f, nil
-}
-
-// writeDocument writes doc in format to the file at path, whole or not at all.
-func writeDocument(path string, format report.Format, doc report.Document) error {
-	return atomicfile.Write(path, func(w io.Writer) error { return report.Write(w, format, doc) })
 }
 
 // open opens the file at path, or stdin for "-".

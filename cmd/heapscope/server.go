@@ -21,7 +21,7 @@ func newServerCmd(e *env) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	cfg.Location.AddFlags(fs, "store `DIR` that watch fills (or --postgres and --objects)")
+	storeFlags(fs, &cfg.Location, "store `DIR` that watch fills (or --postgres and --objects)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "`ADDR` to serve on; other than loopback only with credentials")
 	fs.StringVar(&cfg.TokensFile, "auth-tokens", "", "require a bearer token of `FILE` (one a line) of every request")
 	fs.StringVar(&cfg.HtpasswdFile, "htpasswd", "", "require a user and password of `FILE` (htpasswd -B, bcrypt) of every request")

@@ -45,7 +45,7 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 	if err != nil {
 		return err
 	}
-	out, err := outputFormat("-o", o.out, report.FormatSVG, report.FormatHTML)
+	out, err := report.OutputFormat("-o", o.out, report.FormatSVG, report.FormatHTML)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func runTrace(cmd *cobra.Command, e *env, arg string, o *traceOptions) error {
 	}
 	doc := report.Trace{Timeline: tl, Title: title}
 	if o.out != "" {
-		if err := writeDocument(o.out, out, doc); err != nil {
+		if err := report.WriteFile(o.out, out, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", o.out)

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -45,7 +44,7 @@ func newWatchCmd(e *env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.config, "config", "", "watch configuration `FILE` (YAML); without it, the URLs with the flags below")
-	o.loc.AddFlags(fs, "store `DIR`: run directories and their index (or --postgres and --objects)")
+	storeFlags(fs, &o.loc, "store `DIR`: run directories and their index (or --postgres and --objects)")
 	fs.DurationVar(&o.lease, "fleet-lease", fleet.DefaultLease, "shared store: watchers split the targets; one that stops heartbeating loses its targets after this")
 	fs.StringVar(&o.member, "fleet-member", "", "shared store: this watcher's `NAME` in the fleet (default: host name and a random suffix)")
 	fs.BoolVar(&o.once, "once", false, "capture every target once and exit")
@@ -169,7 +168,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	o.loc.AddFlags(fs, "store `DIR` (or --postgres and --objects)")
+	storeFlags(fs, &o.loc, "store `DIR` (or --postgres and --objects)")
 	fs.StringVar(&o.target, "target", "", "only this target (its URL as history lists it)")
 	fs.StringVar(&o.since, "since", "", "only the last `DURATION`, such as 24h or 7d")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many items of each kind; 0 for all")
@@ -187,9 +186,6 @@ func newStoreCmd(e *env) *cobra.Command {
 		Short: "Check the index, the run directories and every file of every run; change nothing without --repair",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if data == "" {
-				return errors.New("--data DIR is required: the store watch wrote")
-			}
 			st, err := store.OpenExisting(data) // reading never creates a store
 			if err != nil {
 				return err

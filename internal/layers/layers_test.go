@@ -62,8 +62,9 @@ var layer = map[string]int{
 var sideways = [][2]string{
 	{"internal/compare", "internal/bench"},
 	{"internal/compare", "internal/flame"},
-	{"internal/diagnose", "internal/rss"}, // the one RSS reconciliation
-	{"internal/rss", "internal/target"},   // a live process's MemStats
+	{"internal/compare", "internal/rundir"}, // a side read from run directories
+	{"internal/diagnose", "internal/rss"},   // the one RSS reconciliation
+	{"internal/rss", "internal/target"},     // a live process's MemStats
 	// A remote target's /metrics.
 	{"internal/trigger", "internal/target"},
 	{"internal/store", "internal/rundir"},     // the one reader of a run directory
@@ -71,7 +72,6 @@ var sideways = [][2]string{
 	{"internal/problem", "internal/diagnose"}, // the one cause key and severity order
 	{"internal/fleet", "internal/store"},      // leases in the shared store's database
 	{"internal/server", "internal/view"},      // a stored run's page is view's
-	{"internal/server", "internal/run"},       // a diff reads its sides as compare does
 }
 
 // TestLayers checks every import of heapscope's own packages in non-test

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/option"
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // Defaults for the zero values of Options.
@@ -21,7 +22,7 @@ const (
 // BehindLag is the lag beyond which the open model's generator counts as
 // fallen behind its schedule: when 1 % of the requests or more left later
 // than this after their intended time (Result.Behind).
-const BehindLag = 10 * time.Millisecond
+const BehindLag = result.LoadBehindLag
 
 // EndGrace is how long the requests still outstanding at the window's end
 // may take to finish: after it they are cancelled and counted as
@@ -36,10 +37,10 @@ type Model string
 const (
 	// ModelOpen sends requests at intended times set by a rate, whatever
 	// the service does, like vegeta and wrk2.
-	ModelOpen Model = "open"
+	ModelOpen Model = result.LoadModelOpen
 	// ModelClosed keeps a fixed number of connections busy, each sending
 	// its next request when the last one completes, like wrk.
-	ModelClosed Model = "closed"
+	ModelClosed Model = result.LoadModelClosed
 )
 
 // Protocol selects the HTTP version.

@@ -105,10 +105,10 @@ type HeldBy string
 const (
 	// HeldByMaxInFlight: requests fell due while MaxInFlight were
 	// outstanding; the service did not answer fast enough to free a slot.
-	HeldByMaxInFlight HeldBy = "max_in_flight"
+	HeldByMaxInFlight HeldBy = result.LoadHeldByMaxInFlight
 	// HeldByGenerator: the generator itself (its pacer, or the machine it
 	// runs on) could not send on time.
-	HeldByGenerator HeldBy = "generator"
+	HeldByGenerator HeldBy = result.LoadHeldByGenerator
 )
 
 // LatencySummary is a distribution of durations. Min, Mean and Max are

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/heapscope/heapscope/internal/atomicfile"
 )
 
 // Format is an output format of the renderers.
@@ -116,6 +118,26 @@ func FormatOf(name string, formats ...Format) (Format, error) {
 		}
 	}
 	return "", fmt.Errorf("the extension picks the format: use %s", formatList(formats, true))
+}
+
+// OutputFormat returns the format the extension of an output file picks
+// among formats, "" when no file is given; flag names the option that
+// gave it in the error.
+func OutputFormat(flag, path string, formats ...Format) (Format, error) {
+	if path == "" {
+		return "", nil
+	}
+	f, err := FormatOf(path, formats...)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return f, nil
+}
+
+// WriteFile writes doc in format to the file at path, whole or not at
+// all (atomicfile).
+func WriteFile(path string, format Format, doc Document) error {
+	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, format, doc) })
 }
 
 // formatList says "text, json or markdown", or with ext the extensions

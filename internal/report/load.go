@@ -9,7 +9,6 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 
 	"github.com/heapscope/heapscope/internal/humanize"
-	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -56,7 +55,7 @@ func loadHeading(l *result.Load) string {
 		target = fmt.Sprintf("%d requests round-robin, first %s", l.Targets, target)
 	}
 	model := fmt.Sprintf("closed model, %d connections", l.Connections)
-	if l.Model == string(load.ModelOpen) {
+	if l.Model == result.LoadModelOpen {
 		model = fmt.Sprintf("open model, %s asked", humanize.Rate(l.RequestedRate))
 		if l.RampSeconds > 0 {
 			model += fmt.Sprintf(" after a %s ramp", humanize.Seconds(l.RampSeconds))
@@ -88,11 +87,11 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	}
 	sum.AppendRow(table.Row{"requests", sent})
 	rate := humanize.Rate(l.AchievedRate)
-	if l.Model == string(load.ModelOpen) {
+	if l.Model == result.LoadModelOpen {
 		rate += fmt.Sprintf(" (asked %s)", humanize.Rate(l.RequestedRate))
 	}
 	sum.AppendRow(table.Row{"rate", rate})
-	if l.Model == string(load.ModelOpen) {
+	if l.Model == result.LoadModelOpen {
 		sum.AppendRow(table.Row{"concurrency", fmt.Sprintf("%s, at most %d requests in flight (bound %d)", workersLine(l), l.PeakInFlight, l.MaxInFlight)})
 	} else if l.Opened > uint64(l.Connections) {
 		sum.AppendRow(table.Row{"connections", workersLine(l)})
@@ -108,7 +107,7 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 	if lag := l.Lag; lag != nil {
 		var sched string
 		switch {
-		case lag.HeldBack == string(load.HeldByMaxInFlight):
+		case lag.HeldBack == result.LoadHeldByMaxInFlight:
 			sched = fmt.Sprintf("HELD BACK by --max-in-flight %d: the service did not answer fast enough to free a slot; %s sent of %s asked",
 				l.MaxInFlight, humanize.Rate(l.AchievedRate), humanize.Rate(l.RequestedRate))
 			if l.Dropped > 0 {
@@ -120,7 +119,7 @@ func loadTables(l *result.Load, markdown bool) []table.Writer {
 				humanize.Rate(l.AchievedRate), humanize.Rate(l.RequestedRate), l.Dropped, humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		case lag.FellBehind:
 			sched = fmt.Sprintf("LATE: the rate was kept, but 1 %% of the requests left %s or more late (p99 %s, max %s), waiting for the pacer or a free connection; latency counts the lag",
-				humanize.Seconds(load.BehindLag.Seconds()), humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
+				humanize.Seconds(result.LoadBehindLag.Seconds()), humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		default:
 			sched = fmt.Sprintf("kept: lag p99 %s, max %s", humanize.Seconds(lag.P99Seconds), humanize.Seconds(lag.MaxSeconds))
 		}
@@ -164,7 +163,7 @@ func workersLine(l *result.Load) string {
 		return fmt.Sprintf("%d connections", l.Connections)
 	}
 	who := "workers"
-	if l.Model != string(load.ModelOpen) {
+	if l.Model != result.LoadModelOpen {
 		who = "senders"
 	}
 	why := "reopened after the server closed them or a request timed out"

@@ -366,6 +366,24 @@ type Load struct {
 	Series []LoadSecond `json:"series,omitempty"`
 }
 
+// The load's vocabulary as result.json records it: internal/load writes
+// these values, the reports read them without linking the generator.
+const (
+	// LoadModelOpen sends requests at intended times set by a rate;
+	// LoadModelClosed keeps a fixed number of connections busy.
+	LoadModelOpen   = "open"
+	LoadModelClosed = "closed"
+	// LoadHeldByMaxInFlight and LoadHeldByGenerator say what held the
+	// open model back from its schedule (LoadLag.HeldBack): the service,
+	// not answering fast enough to free an in-flight slot, or the
+	// generator itself.
+	LoadHeldByMaxInFlight = "max_in_flight"
+	LoadHeldByGenerator   = "generator"
+	// LoadBehindLag is the lag beyond which the open model's generator
+	// counts as fallen behind its schedule.
+	LoadBehindLag = 10 * time.Millisecond
+)
+
 // LoadLag is the open model generator's delay behind its schedule.
 type LoadLag struct {
 	MeanSeconds float64 `json:"mean_seconds"`

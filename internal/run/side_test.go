@@ -11,16 +11,6 @@ import (
 	"github.com/heapscope/heapscope/internal/target"
 )
 
-func TestReadSide_Errors(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "missing")
-	if _, _, err := ReadSide(nil); err == nil {
-		t.Error("no directories: no error")
-	}
-	if _, _, err := ReadSide([]string{missing}); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("a missing run: error %v", err)
-	}
-}
-
 func TestCompareDirs(t *testing.T) {
 	srv := serve(t, pprofMux(nil))
 	out := t.TempDir()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/heapscope/heapscope/internal/compare"
 	"github.com/heapscope/heapscope/internal/report"
-	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/store"
 )
 
@@ -128,7 +127,7 @@ func (s *Server) diffOf(ctx context.Context, q url.Values) (report.Comparison, e
 				return report.Comparison{}, err
 			}
 		}
-		if sides[i], _, err = run.ReadSide(dirs); err != nil {
+		if sides[i], _, err = compare.ReadSide(dirs); err != nil {
 			return report.Comparison{}, err
 		}
 		// Name the runs by their paths in the store, not on this machine.

@@ -108,6 +108,9 @@ func open(dir string, clean bool) (*Embedded, error) {
 // error that says so, and it leaves .tmp as it is (what a dead process
 // left there is for Check to report, and its repair to remove).
 func OpenExisting(dir string) (*Embedded, error) {
+	if dir == "" {
+		return nil, errors.New("no store directory: give the --data DIR of a watch")
+	}
 	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s is not a heapscope store (no %s): give the --data of a watch", dir, IndexFile)

@@ -275,11 +275,11 @@ func (w *Watcher) compareWithBaseline(ctx context.Context, dir, key string, at t
 }
 
 func writeComparison(baseDir, bundleDir string) error {
-	before, _, err := run.ReadSide([]string{baseDir})
+	before, _, err := compare.ReadSide([]string{baseDir})
 	if err != nil {
 		return err
 	}
-	after, _, err := run.ReadSide([]string{bundleDir})
+	after, _, err := compare.ReadSide([]string{bundleDir})
 	if err != nil {
 		return err
 	}

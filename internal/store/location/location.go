@@ -9,8 +9,6 @@ import (
 	"errors"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/shared"
 )
@@ -29,13 +27,22 @@ type Location struct {
 	Cache string
 }
 
-// AddFlags adds --data, --postgres, --objects and --cache to fs; data
+// Flag is one of the command-line flags that name a store: the command
+// adds it as a string flag.
+type Flag struct {
+	Name, Usage string
+	Value       *string
+}
+
+// Flags are --data, --postgres, --objects and --cache, bound to l; data
 // says what --data is for.
-func (l *Location) AddFlags(fs *pflag.FlagSet, data string) {
-	fs.StringVar(&l.Data, "data", "", data)
-	fs.StringVar(&l.Postgres, "postgres", "", "shared store: PostgreSQL `URL` (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass), with --objects; or $HEAPSCOPE_POSTGRES")
-	fs.StringVar(&l.Objects, "objects", "", "shared store: bucket `URL` s3://BUCKET[/PREFIX][?endpoint=URL&region=R] (credentials from the AWS environment), with --postgres; or $HEAPSCOPE_OBJECTS")
-	fs.StringVar(&l.Cache, "cache", "", "shared store: `DIR` of the runs read back (default: the user's cache directory)")
+func (l *Location) Flags(data string) []Flag {
+	return []Flag{
+		{"data", data, &l.Data},
+		{"postgres", "shared store: PostgreSQL `URL` (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass), with --objects; or $HEAPSCOPE_POSTGRES", &l.Postgres},
+		{"objects", "shared store: bucket `URL` s3://BUCKET[/PREFIX][?endpoint=URL&region=R] (credentials from the AWS environment), with --postgres; or $HEAPSCOPE_OBJECTS", &l.Objects},
+		{"cache", "shared store: `DIR` of the runs read back (default: the user's cache directory)", &l.Cache},
+	}
 }
 
 // Given says whether a store was named at all: --data, or the shared
