@@ -44,6 +44,10 @@ func (o occasion) kind() store.Kind {
 	return store.KindRun
 }
 
+// downAfter is how many captures of a target must fail in a row for the
+// webhook to hear it is down.
+const downAfter = 3
+
 // capture profiles the target once into the store: a scheduled run over
 // the target's window, or a trigger's bundle over the short bundle window
 // with what explains the moment (goroutine dump, smaps_rollup, the
@@ -80,21 +84,34 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 		return entry, nil, err
 	}
 	if err != nil {
+		failures := 0
 		w.setHealth(wt, func(h *Health) {
 			h.LastError, h.LastErrorTime = err.Error(), w.opts.now()
 			h.ConsecutiveFailures++
+			failures = h.ConsecutiveFailures
 		})
 		if ctx.Err() == nil {
 			w.log.Error("capture failed", "target", t.Key, "kind", kind, "err", err)
+			if failures == downAfter {
+				w.notify(Event{Kind: "down", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
+					Text: fmt.Sprintf("heapscope: %s is down: %d captures failed in a row; the last: %v", t.Key, failures, err)})
+			}
 		}
 		return entry, nil, err
 	}
 	w.metrics.captureBytes.WithLabelValues(string(kind)).Add(float64(entry.Bytes))
 	w.updateStoreSize()
+	wasDown := false
 	w.setHealth(wt, func(h *Health) {
 		h.LastSuccess = w.opts.now()
+		wasDown = h.ConsecutiveFailures >= downAfter
 		h.ConsecutiveFailures = 0
 	})
+	if wasDown {
+		w.notify(Event{Kind: "up", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
+			Text: fmt.Sprintf("heapscope: %s is back: captured again", t.Key)})
+	}
+	w.followProblems(wt)
 	w.log.Info("captured", "target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,
 		"seconds", w.opts.now().Sub(start).Seconds())
 	// The push holds no capture slot: a slow Pyroscope delays this

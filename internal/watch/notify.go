@@ -9,18 +9,23 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heapscope/heapscope/internal/problem"
+	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
-// Event is what a webhook receives when a trigger has captured a bundle, or
-// when a target restarted after an OOM kill. Text is one line a chat
+// Event is what a webhook receives when a trigger has captured a bundle,
+// when a target restarted (after an OOM kill or not), went down or came
+// back, and when one of its problems opened, escalated or resolved. Text is one line a chat
 // service shows as is (Slack's incoming webhooks read "text").
 type Event struct {
 	Text   string            `json:"text"`
-	Kind   string            `json:"kind"` // "bundle" or "restart"
+	Kind   string            `json:"kind"` // bundle, restart, problem, down or up
 	Target string            `json:"target"`
 	Labels map[string]string `json:"labels,omitempty"`
 	Time   time.Time         `json:"time"`
@@ -34,6 +39,12 @@ type Event struct {
 	// Findings are the bundle's leading findings, one line each.
 	Findings []string `json:"findings,omitempty"`
 	OOMKill  bool     `json:"oom_kill,omitempty"`
+	// Change and Problem, for a problem event: what happened to it
+	// (opened, reopened, escalated, resolved, still open) and the problem.
+	Change  string           `json:"change,omitempty"`
+	Problem *problem.Problem `json:"problem,omitempty"`
+	// Link is the target's page, when the webhook has an external URL.
+	Link string `json:"link,omitempty"`
 }
 
 // Webhook posts events as JSON to a URL, retrying on failure.
@@ -43,10 +54,66 @@ type Webhook struct {
 	// a failed attempt is tried again (default 3), after 1 s, 2 s, 4 s….
 	Timeout time.Duration
 	Retries int
+	// Format is the body: config.FormatJSON (the Event) or
+	// config.FormatAlertmanager (alerts to URL's /api/v2/alerts, firing
+	// for Hold unless resolved, as Alertmanager's API takes them).
+	Format string
+	Hold   time.Duration
 	// Client replaces http.DefaultClient's transport (tests).
 	Client *http.Client
 	// backoff is the first wait between attempts (tests shorten it).
 	backoff time.Duration
+}
+
+// alert is one alert of Alertmanager's v2 API (POST /api/v2/alerts).
+type alert struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	StartsAt     time.Time         `json:"startsAt,omitzero"`
+	EndsAt       time.Time         `json:"endsAt,omitzero"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+// alertOf is an event as an alert: named by its kind (HeapscopeProblem,
+// HeapscopeTrigger, HeapscopeOOMKill, HeapscopeRestart,
+// HeapscopeTargetDown), labelled with the target's labels, firing for
+// hold after the event unless it ends something (a problem resolved, a
+// target back up), then resolved at once: Alertmanager routes, groups and
+// repeats them as it does every alert.
+func alertOf(ev Event, hold time.Duration) alert {
+	a := alert{Labels: map[string]string{}, Annotations: map[string]string{"summary": ev.Text},
+		StartsAt: ev.Time, EndsAt: ev.Time.Add(hold), GeneratorURL: ev.Link}
+	for k, v := range ev.Labels {
+		a.Labels[k] = v
+	}
+	a.Labels["target"] = ev.Target
+	switch ev.Kind {
+	case "problem":
+		p := ev.Problem
+		a.Labels["alertname"] = "HeapscopeProblem"
+		a.Labels["severity"], a.Labels["kind"], a.Labels["cause"] = p.Severity, p.Kind, p.Cause
+		a.Annotations["title"], a.Annotations["where"] = p.Title, p.Where
+		a.StartsAt = p.FirstSeen
+		if ev.Change == "resolved" {
+			a.EndsAt = ev.Time
+		}
+	case "bundle":
+		a.Labels["alertname"], a.Labels["trigger"] = "HeapscopeTrigger", ev.Trigger
+		a.Annotations["bundle"] = ev.Path
+		a.EndsAt = ev.Time.Add(time.Hour) // a moment, not a state
+	case "restart":
+		a.Labels["alertname"] = "HeapscopeRestart"
+		if ev.OOMKill {
+			a.Labels["alertname"] = "HeapscopeOOMKill"
+		}
+		a.EndsAt = ev.Time.Add(time.Hour)
+	case "down":
+		a.Labels["alertname"] = "HeapscopeTargetDown"
+	case "up":
+		a.Labels["alertname"] = "HeapscopeTargetDown"
+		a.EndsAt = ev.Time
+	}
+	return a
 }
 
 // maxWebhookReply is how much of a failed reply's body an error quotes.
@@ -55,7 +122,15 @@ const maxWebhookReply = 256
 // Send posts ev, trying again with exponential backoff while the receiver
 // fails with a network error, a 429 or a 5xx. Other replies are final.
 func (w *Webhook) Send(ctx context.Context, ev Event) error {
-	body, err := json.Marshal(ev)
+	var body []byte
+	var err error
+	to := w.URL
+	if w.Format == config.FormatAlertmanager {
+		to = strings.TrimSuffix(w.URL, "/") + "/api/v2/alerts"
+		body, err = json.Marshal([]alert{alertOf(ev, w.Hold)})
+	} else {
+		body, err = json.Marshal(ev)
+	}
 	if err != nil {
 		return fmt.Errorf("webhook: encode event: %w", err)
 	}
@@ -74,7 +149,7 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 		client = &http.Client{}
 	}
 	for attempt := 0; ; attempt++ {
-		retry, err := w.post(ctx, client, timeout, body)
+		retry, err := w.post(ctx, client, timeout, to, body)
 		if err == nil {
 			return nil
 		}
@@ -91,10 +166,10 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 }
 
 // post makes one attempt and says whether a failure is worth retrying.
-func (w *Webhook) post(ctx context.Context, client *http.Client, timeout time.Duration, body []byte) (retry bool, err error) {
+func (w *Webhook) post(ctx context.Context, client *http.Client, timeout time.Duration, to string, body []byte) (retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, bytes.NewReader(body))
 	if err != nil {
 		return false, err
 	}

@@ -69,5 +69,7 @@ func (w *Watcher) diagnoseLongTerm(ctx context.Context, wt *watched) {
 	}
 	if err := w.opts.Store.AddFindings(found); err != nil {
 		w.log.Error("store findings", "target", wt.target.Key, "err", err)
+		return
 	}
+	w.followProblems(wt)
 }

@@ -110,6 +110,9 @@ type watched struct {
 	limit        float64          // the memory limit last seen by the triggers, bytes
 	pod          config.PodStatus // the pod's status now (target.Pod's at start)
 	lastOOM      time.Time        // when the last OOM kill noted was
+	// told is what the webhook was told of the target's problems, by
+	// cause; nil before the first look.
+	told map[string]told
 }
 
 // New checks the options and makes a Watcher.
@@ -140,7 +143,8 @@ func New(opts Options) (*Watcher, error) {
 		targets:      map[string]*watched{},
 	}
 	if h := opts.Config.Webhook; h != nil && h.URL != "" {
-		hook := &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries}
+		// An alert fires until the next time it is said, and a while.
+		hook := &Webhook{URL: h.URL, Timeout: h.Timeout, Retries: h.Retries, Format: h.Format, Hold: 2 * max(h.RepeatInterval, time.Hour)}
 		w.outbox = newOutbox(hook, w.log, w.metrics.webhook)
 	}
 	return w, nil

@@ -77,7 +77,8 @@ func FromCommandLine(cl CommandLine) (*Config, error) {
 		if err := checkWebhookURL(cl.Webhook); err != nil {
 			return nil, fmt.Errorf("--webhook %w", err)
 		}
-		cfg.Webhook = &Webhook{URL: cl.Webhook, Timeout: DefaultWebhookTimeout, Retries: DefaultWebhookRetries}
+		cfg.Webhook = &Webhook{URL: cl.Webhook, Timeout: DefaultWebhookTimeout, Retries: DefaultWebhookRetries,
+			Format: FormatJSON, RepeatInterval: DefaultRepeatInterval}
 	}
 	if given("concurrency") {
 		if cl.Concurrency < 1 {

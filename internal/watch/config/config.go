@@ -94,7 +94,26 @@ type Webhook struct {
 	Timeout time.Duration
 	// Retries is how many times a failed notification is tried again.
 	Retries int
+	// Format is the body posted: FormatJSON (heapscope's event, with a
+	// Slack-compatible text line) or FormatAlertmanager (Prometheus
+	// Alertmanager's v2 alerts API, URL being its base).
+	Format string
+	// RepeatInterval is how often a problem still open is said again.
+	RepeatInterval time.Duration
+	// ExternalURL is where heapscope server (or watch --listen) is
+	// reached: events link their target's page under it. Empty: no link.
+	ExternalURL string
 }
+
+// The webhook's formats.
+const (
+	FormatJSON         = "json"
+	FormatAlertmanager = "alertmanager"
+)
+
+// DefaultRepeatInterval is how often a problem still open is said again
+// by default: as Alertmanager's repeat_interval.
+const DefaultRepeatInterval = 4 * time.Hour
 
 // Pyroscope is the Grafana Pyroscope server every stored capture is pushed
 // to.

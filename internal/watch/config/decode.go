@@ -587,7 +587,7 @@ var configFields = []field[Config]{
 		return err
 	}},
 	{"webhook", func(d *decoder, n *yaml.Node, path string, c *Config) error {
-		w := &Webhook{Timeout: DefaultWebhookTimeout, Retries: DefaultWebhookRetries}
+		w := &Webhook{Timeout: DefaultWebhookTimeout, Retries: DefaultWebhookRetries, Format: FormatJSON, RepeatInterval: DefaultRepeatInterval}
 		nodes, err := decodeMapping(d, n, path, webhookFields, w)
 		if err != nil {
 			return err
@@ -684,6 +684,33 @@ var webhookFields = []field[Webhook]{
 			return d.failf(resolve(n), path, "%d is negative", v)
 		}
 		return nil
+	}},
+	{"format", func(d *decoder, n *yaml.Node, path string, w *Webhook) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		w.Format = s
+		if s != FormatJSON && s != FormatAlertmanager {
+			return d.failf(resolve(n), path, "%q: choose json or alertmanager", s)
+		}
+		return nil
+	}},
+	{"repeat_interval", func(d *decoder, n *yaml.Node, path string, w *Webhook) error {
+		v, err := d.duration(n, path)
+		if err != nil {
+			return err
+		}
+		w.RepeatInterval = v
+		return d.check(n, path, positive(v))
+	}},
+	{"external_url", func(d *decoder, n *yaml.Node, path string, w *Webhook) error {
+		s, err := d.str(n, path)
+		if err != nil {
+			return err
+		}
+		w.ExternalURL = strings.TrimSuffix(s, "/")
+		return d.check(n, path, checkWebhookURL(s))
 	}},
 }
 
