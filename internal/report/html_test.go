@@ -45,7 +45,7 @@ func withFinding(r *result.Run) *result.Run {
 		Fix:      "bound the cache <map> & evict", Confidence: 0.9,
 		Escape: []string{"worker.go:42: ([]byte)(id) escapes to heap"},
 		Symptoms: []result.Symptom{{ID: "leak.goroutine-growth", Severity: "medium",
-			Title: "goroutines blocked receiving <from> a channel at cache.(*Worker).wait grow 12/min",
+			Title:    "goroutines blocked receiving <from> a channel at cache.(*Worker).wait grow 12/min",
 			Function: "example.com/cache.(*Worker).wait", File: "/src/cache/worker.go", Line: 60}},
 	})
 	r.DiagnosisNotes = append(r.DiagnosisNotes, "lock contention not checked: no mutex profile")

@@ -18,6 +18,7 @@ import (
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/report/chart"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/view"
 )
 
@@ -233,7 +234,7 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	for _, b := range h.Bundles {
 		what := "bundle"
 		if b.Trigger != nil {
-			what = fmt.Sprintf("%s fired at %s", b.Trigger.Expr, strconv.FormatFloat(b.Trigger.Value, 'g', 4, 64))
+			what = triggerLine(b.Trigger)
 		}
 		if b.BeforeOOM {
 			what += "; the last capture before an OOM kill"
@@ -398,7 +399,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return view.Open(dir, view.Options{Embedded: true})
+		return view.Open(dir, view.Options{Embedded: true, Capture: captureOf(e)})
 	})
 	if err != nil {
 		s.failPage(w, r, err)
@@ -412,6 +413,20 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	withNonce(h).ServeHTTP(w, r)
+}
+
+// captureOf is what the index says of a stored run, for its page.
+func captureOf(e store.Entry) *view.Capture {
+	c := &view.Capture{Bundle: e.Kind == store.KindBundle, Target: e.Target, BeforeOOM: e.BeforeOOM}
+	if t := e.Trigger; t != nil {
+		c.Trigger = triggerLine(t)
+	}
+	return c
+}
+
+// triggerLine says a trigger and the value that crossed it.
+func triggerLine(t *store.Trigger) string {
+	return t.Expr + " fired at " + trigger.FormatValue(t.Value, t.Unit)
 }
 
 // get returns the view kept for key, opening and keeping it with open

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +57,7 @@ func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles boo
 	if len(handlers) == 0 {
 		return nil, fmt.Errorf("start pprof's web UI for %s: no handlers (%s)", name, strings.TrimSpace(ui.errors.String()))
 	}
+	_, noDot := exec.LookPath("dot")
 	mux := http.NewServeMux()
 	for path, h := range handlers {
 		switch {
@@ -62,11 +65,31 @@ func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles boo
 			h = refuseWrite
 		case noFiles && (path == "/source" || path == "/disasm"):
 			continue
+		case path == "/graph" && noDot != nil:
+			h = noGraph
 		}
 		mux.Handle(path, h)
 	}
 	return http.StripPrefix(prefix, mux), nil
 }
+
+// noGraph answers pprof's graph view where Graphviz, which draws it, is
+// not installed: what the other views of the same profile show, a link
+// away, instead of pprof's error.
+var noGraph = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	q := template.HTMLEscapeString(r.URL.RawQuery)
+	if q != "" {
+		q = "?" + q
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>No graph view</title></head>
+<body><h1>No graph view</h1>
+<p>pprof draws its graph view with Graphviz's <code>dot</code>, which is not installed where this server runs.
+The same profile, with the same options: <a href="flamegraph%[1]s">flame graph</a> · <a href="top%[1]s">top</a> · <a href="peek%[1]s">peek</a>.</p>
+</body></html>
+`, q)
+})
 
 // writingRoutes are the routes of pprof's UI that write files: its saved
 // configurations.
