@@ -251,6 +251,11 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(runs, func(a, b *entryRow) int { return strings.Compare(b.When+b.Path, a.When+a.Path) })
 
+	problems, err := s.problemRows(store.Query{Target: key, Since: from, Until: to})
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
 	var charts []timeline
 	for _, m := range timelineMetrics {
 		points, err := s.opts.Store.Series(key, m.metric, from, to)
@@ -294,14 +299,44 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 		presets = append(presets, presetRange{p.name, targetLink(key) + "&from=" + url.QueryEscape(now.Add(-p.d).UTC().Format(time.RFC3339)) +
 			"&to=" + url.QueryEscape(now.UTC().Format(time.RFC3339))})
 	}
+	fromText, toText := from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339)
 	s.render(w, r, "target.html", struct {
 		Title, Key, From, To string
 		Labels               []string
+		Problems             []problemRow
+		ProblemsAPI          string
 		Presets              []presetRange
 		Charts               []timeline
 		Events               []eventRow
 		Runs                 []*entryRow
-	}{key, key, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), labelList(labels), presets, charts, events, runs})
+	}{key, key, fromText, toText, labelList(labels), problems,
+		"/api/v1/problems?target=" + url.QueryEscape(key) + "&from=" + url.QueryEscape(fromText) + "&to=" + url.QueryEscape(toText),
+		presets, charts, events, runs})
+}
+
+// problemRow is a problem as the target page lists it.
+type problemRow struct {
+	State, Severity, Headline, Where, FirstSeen, LastSeen, Latest, LatestLink string
+	Captures                                                                  int
+}
+
+// problemRows are the problems GET /api/v1/problems answers for q, as a
+// page lists them: active ones first, then the worst, then the newest.
+func (s *Server) problemRows(q store.Query) ([]problemRow, error) {
+	ps, err := store.Problems(s.opts.Store, q)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]problemRow, 0, len(ps))
+	for _, p := range ps {
+		row := problemRow{State: string(p.State), Severity: p.Severity, Headline: p.Headline(), Where: p.Where,
+			FirstSeen: when(p.FirstSeen), LastSeen: when(p.LastSeen), Captures: p.Captures, Latest: p.Latest}
+		if p.Latest != "" {
+			row.LatestLink = runLink(p.Latest)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // unixSeconds is a time as a chart's x.
