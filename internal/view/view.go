@@ -102,6 +102,8 @@ type Server struct {
 	mu   sync.Mutex
 	uis  map[string]http.Handler
 	errs map[string]error
+	// sampled keeps whether each profile read has samples.
+	sampled map[string]bool
 	// single holds the profile given alone, read when opened.
 	single *profile.Profile
 }
@@ -371,7 +373,7 @@ type indexData struct {
 	// Summary is the run's result.json, or result.json.gz in a store.
 	Summary  string
 	Windows  []window
-	Profiles []Profile
+	Profiles []indexProfile
 	// Embedded leaves out the links to pprof's source view.
 	Embedded bool
 }
@@ -425,7 +427,7 @@ pre#comparison { background: #f7f7f7; padding: 8px; overflow-x: auto; font-size:
 {{end}}<h2>Profiles</h2>
 <table id="profiles">
 <tr><th>profile</th><th>kind</th><th>covers</th><th>views</th></tr>
-{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links"><a class="pprof" href="pprof/{{.Name}}/">pprof</a>{{if not $.Embedded}}<a href="pprof/{{.Name}}/source">pprof source</a>{{end}}<a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
+{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links">{{if .Empty}}<span class="empty">no samples</span>{{else}}<a class="pprof" href="pprof/{{.Name}}/">pprof</a>{{if not $.Embedded}}<a href="pprof/{{.Name}}/source">pprof source</a>{{end}}<a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{end}}{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
 {{end}}</table>
 {{if .Files}}<h2>Files</h2>
 <table id="files">
@@ -443,7 +445,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			summary = result.CompressedFileName
 		}
 	}
-	data := indexData{Title: s.title, Run: s.run, Capture: s.opts.Capture, Summary: summary, Windows: s.windows, Profiles: s.profiles, Embedded: s.opts.Embedded}
+	data := indexData{Title: s.title, Run: s.run, Capture: s.opts.Capture, Summary: summary, Windows: s.windows, Embedded: s.opts.Embedded}
+	for _, p := range s.profiles {
+		data.Profiles = append(data.Profiles, indexProfile{Profile: p, Empty: !s.hasSamples(p)})
+	}
 	if s.run != nil {
 		data.Findings = findingsOf(s.run)
 		data.Missing = lines(readSmall(s.dir, "missing.txt"))
@@ -456,6 +461,32 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(buf.Bytes())
+}
+
+// indexProfile is a profile as the index lists it.
+type indexProfile struct {
+	Profile
+	// Empty says the profile has no samples: nothing to draw, its views
+	// are not linked.
+	Empty bool
+}
+
+// hasSamples reports whether p has samples, reading it once; a profile
+// that cannot be read counts as having some (its views say what is
+// wrong).
+func (s *Server) hasSamples(p Profile) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.sampled[p.Name]; ok {
+		return v
+	}
+	prof, err := s.load(p)
+	v := err != nil || len(prof.Sample) > 0
+	if s.sampled == nil {
+		s.sampled = map[string]bool{}
+	}
+	s.sampled[p.Name] = v
+	return v
 }
 
 // report draws the run's report from its result, for a run kept without

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // DefaultMax is the most URLs a crawl fetches unless told otherwise.
@@ -46,6 +47,8 @@ type Page struct {
 	ContentType string
 	// Body is the answer's, when HTML.
 	Body string
+	// Elapsed is the time from the request to the body's end.
+	Elapsed time.Duration
 }
 
 // HTML reports whether the page is an HTML document.
@@ -148,6 +151,7 @@ func Site(client *http.Client, base string, opts Options) (Result, error) {
 		}
 		l := queue[0]
 		queue = queue[1:]
+		start := time.Now()
 		resp, err := client.Get(l.u.String())
 		if err != nil {
 			return res, fmt.Errorf("crawl: GET %s (linked from %s): %w", l.u.RequestURI(), l.from, err)
@@ -157,7 +161,7 @@ func Site(client *http.Client, base string, opts Options) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("crawl: GET %s: %w", l.u.RequestURI(), err)
 		}
-		p := Page{URL: l.u.RequestURI(), From: l.from, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+		p := Page{URL: l.u.RequestURI(), From: l.from, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Elapsed: time.Since(start)}
 		// Errors keep their text, to be said.
 		if p.HTML() || p.Status >= 400 {
 			p.Body = string(body)
