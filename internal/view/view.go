@@ -5,8 +5,12 @@
 //
 // The routes of a Server:
 //
-//	/                        index: the report, the flame graphs, and every
-//	                         profile with links to the views below
+//	/                        index, the answer first: the run's status (what
+//	                         a partial run or a bundle lacks), its verdict
+//	                         (findings, most severe first), a bundle's
+//	                         comparison (compare.md); then the report, the
+//	                         flame graphs, every profile with links to the
+//	                         views below, and every file
 //	/run/…                   the run directory's files (report.html links
 //	                         to its flame graphs and profiles relatively)
 //	/pprof/NAME/…            pprof's web UI for profile NAME: flamegraph,
@@ -401,7 +405,9 @@ pre#comparison { background: #f7f7f7; padding: 8px; overflow-x: auto; font-size:
 {{if or .Failures $.Missing}}<div id="partial"><p>{{if .Failures}}Partial: not collected:{{else}}Complete, but without:{{end}}</p><ul>
 {{range .Failures}}<li><b>{{.Step}}</b>: {{.Error}}</li>
 {{end}}{{range $.Missing}}<li>{{.}}</li>
-{{end}}</ul></div>{{end}}
+{{end}}</ul>{{if .Unmeasured}}<p>Not measured, so not shown:</p><ul>
+{{range .Unmeasured}}<li><b>{{.Figure}}</b>: {{.Reason}}</li>
+{{end}}</ul>{{end}}</div>{{end}}
 <h2>Verdict</h2>
 {{if $.Findings}}<table id="verdict">
 <tr><th>severity</th><th>finding</th><th>where</th><th>fix</th></tr>
