@@ -181,6 +181,7 @@ func TestUI_everyLinkWorks(t *testing.T) {
 		"targets":         regexp.MustCompile(`^/$`),
 		"target":          regexp.MustCompile(`^/target\?target=`),
 		"findings":        regexp.MustCompile(`^/findings`),
+		"problems":        regexp.MustCompile(`^/api/v1/problems\?target=`),
 		"a run":           regexp.MustCompile(`^/run/runs/[^/]+/[^/]+/$`),
 		"a bundle":        regexp.MustCompile(`^/run/bundles/[^/]+/[^/]+/$`),
 		"a run's report":  regexp.MustCompile(`^/run/runs/.*/report$`),
