@@ -429,7 +429,13 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/run/"+e.Path+"/", http.StatusMovedPermanently)
 		return
 	}
-	v, err := s.runViews.get(e.Path, func() (*view.Server, error) {
+	// An OOM kill marks a capture after it is stored: a view opened
+	// before the mark is not the one after.
+	key := e.Path
+	if e.BeforeOOM {
+		key += " before OOM"
+	}
+	v, err := s.runViews.get(key, func() (*view.Server, error) {
 		dir, err := s.opts.Store.RunDir(r.Context(), e)
 		if err != nil {
 			return nil, err
