@@ -3,13 +3,14 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"html/template"
+	"html"
 	"io/fs"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/problem"
+	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
@@ -232,7 +234,9 @@ func TestUI_bundlePageLeadsWithTheAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	esc := template.HTMLEscapeString
+	// The page compared as it reads.
+	body = html.UnescapeString(body)
+	esc := func(s string) string { return s }
 	title := "Bundle of " + f.target + ": " + f.trigger + " fired at " + trigger.FormatValue(f.bundle.Trigger.Value, f.bundle.Trigger.Unit)
 	want := []string{"<title>" + esc(title) + "</title>", `<p id="status" class="status-` + string(r.Status) + `">`}
 	for _, fl := range r.Failures {
@@ -248,18 +252,19 @@ func TestUI_bundlePageLeadsWithTheAnswer(t *testing.T) {
 	if len(r.Findings) == 0 {
 		want = append(want, "No finding")
 	}
-	last, worst := -1, 4
-	for _, fd := range r.Findings {
+	byRank := slices.Clone(r.Findings)
+	slices.SortStableFunc(byRank, func(a, b result.Finding) int { return problem.Rank(b.Severity) - problem.Rank(a.Severity) })
+	last := 0
+	for _, fd := range byRank {
 		want = append(want, esc(fd.Title))
 		for _, sy := range fd.Symptoms {
 			want = append(want, esc(sy.Title))
 		}
-		i := strings.Index(body, esc(fd.Title))
-		if rank := problem.Rank(fd.Severity); rank < worst {
-			worst, last = rank, i
-		} else if rank > worst || i < last {
-			t.Errorf("finding %q (%s) after a less severe one", fd.Title, fd.Severity)
+		i := strings.Index(body, `<td>`+esc(fd.Title))
+		if i < last {
+			t.Errorf("finding %q (%s) before a more severe one", fd.Title, fd.Severity)
 		}
+		last = i
 	}
 	// The comparison names the stored run it compares with, nothing of
 	// a temporary directory.
