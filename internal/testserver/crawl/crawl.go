@@ -34,6 +34,9 @@ type Options struct {
 	// Key, when set, gives the key a URL is visited under: URLs of one
 	// key are fetched once. The whole URL when nil or "".
 	Key func(u *url.URL) string
+	// Skip, when set, leaves the links it reports true for unfollowed:
+	// pages another crawl already covers, and slow ones.
+	Skip func(u *url.URL) bool
 	// MaxBody bounds the bytes read of an answer; 64 MiB when 0.
 	MaxBody int64
 }
@@ -124,6 +127,9 @@ func Site(client *http.Client, base string, opts Options) (Result, error) {
 			return
 		}
 		u.Fragment, u.RawFragment = "", ""
+		if opts.Skip != nil && opts.Skip(u) {
+			return
+		}
 		key := ""
 		if opts.Key != nil {
 			key = opts.Key(u)

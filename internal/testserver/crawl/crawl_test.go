@@ -54,6 +54,10 @@ func TestSite_namesTheBrokenLinksAndWhereTheyAre(t *testing.T) {
 	if res.Truncated {
 		t.Error("truncated, with no bound reached")
 	}
+	skip := func(u *url.URL) bool { return u.Path == "/a/" }
+	if res, _ := Site(ts.Client(), ts.URL, Options{Skip: skip}); len(res.Pages) != 2 || len(res.Broken()) != 0 {
+		t.Errorf("skipping /a/: %+v, want / and /img.png alone", res.Pages)
+	}
 	if res, _ := Site(ts.Client(), ts.URL, Options{Max: 2}); !res.Truncated || len(res.Pages) != 2 {
 		t.Errorf("Max 2: %d pages, truncated %v; want 2 and truncated", len(res.Pages), res.Truncated)
 	}
