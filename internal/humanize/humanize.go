@@ -12,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +42,25 @@ func Bytes(n float64) string {
 		return "-" + s
 	}
 	return s
+}
+
+// Number formats a quantity without a unit of its own, such as a ratio
+// or a chart's tick: four significant digits, never an exponent — Count's
+// suffixes past ten thousand, and as many decimals as it takes below a
+// ten-thousandth: 0.1235, 1235, 12.3k, 0.0000123.
+func Number(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case a >= 1e4:
+		return Count(v)
+	case a == 0:
+		return "0"
+	case a < 1e-4:
+		return strings.TrimRight(strconv.FormatFloat(v, 'f', 2-int(math.Floor(math.Log10(a))), 64), "0")
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
 // Count formats a count with an SI suffix past ten thousand: 950, 12.3k, 4.5M.

@@ -272,5 +272,8 @@ func evidenceValue(key string, v float64) string {
 	case v == math.Trunc(v):
 		return humanize.Count(v)
 	}
+	if a := math.Abs(v); a >= 1000 || a < 1e-4 {
+		return humanize.Number(v) // never an exponent
+	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }

@@ -35,6 +35,10 @@ func TestEvidenceValue(t *testing.T) {
 		{"goroutines", 13000, "13.0k"},
 		{"samples", 3, "3"},
 		{"gc_cores_estimate", 0.35, "0.35"},
+		// Never an exponent, however large or small.
+		{"rss_over_heap", 24640000.5, "24.6M"},
+		{"ratio", 1234.5, "1234"},
+		{"p_value", 0.0000123, "0.0000123"},
 	}
 	for _, tt := range tests {
 		if got := evidenceValue(tt.key, tt.v); got != tt.want {

@@ -39,8 +39,15 @@ type HTMLFlame struct {
 // request and reads the same copied anywhere; the links to the run's
 // other files work beside them.
 func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
+	return HTMLAt(w, r, flames, "")
+}
+
+// HTMLAt is HTML for a page served away from the run's files: files, such
+// as "run/", is put before every link to one of them (profiles, flame
+// graphs, windows), so that the page's links work where it is served.
+func HTMLAt(w io.Writer, r *result.Run, flames []HTMLFlame, files string) error {
 	if r.Repeat != nil {
-		return repeatHTML(w, r, flames)
+		return repeatHTML(w, r, flames, files)
 	}
 	var b strings.Builder
 	e := html.EscapeString
@@ -110,7 +117,7 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	}
 	b.WriteString("</section>\n")
 
-	writeFlames(&b, flames)
+	writeFlames(&b, flames, files)
 
 	b.WriteString("<section id=\"top\">\n")
 	for _, t := range r.Top {
@@ -148,13 +155,13 @@ func HTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 
 	b.WriteString("<section id=\"profiles\">\n<h2>Profiles</h2>\n<table class=\"files\">\n<tr><th>kind</th><th>file</th><th>covers</th></tr>\n")
 	for _, p := range r.Profiles {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", e(p.Kind), e(p.Path), e(p.Path), e(p.Semantics))
+		fmt.Fprintf(&b, "<tr><td>%s</td><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", e(p.Kind), e(files+p.Path), e(p.Path), e(p.Semantics))
 	}
 	b.WriteString("</table>\n")
 	if len(r.Files.Flames) > 0 {
 		b.WriteString("<p>Flame graph files:")
 		for _, f := range r.Files.Flames {
-			fmt.Fprintf(&b, " <a href=\"%s\">%s</a>", e(f.Path), e(f.Path))
+			fmt.Fprintf(&b, " <a href=\"%s\">%s</a>", e(files+f.Path), e(f.Path))
 		}
 		b.WriteString("</p>\n")
 	}
@@ -354,8 +361,9 @@ func writeHTMLHead(b *strings.Builder, r *result.Run, sections ...string) error 
 	return nil
 }
 
-// writeFlames writes the section of the embedded flame graphs.
-func writeFlames(b *strings.Builder, flames []HTMLFlame) {
+// writeFlames writes the section of the embedded flame graphs, their
+// files' links under files.
+func writeFlames(b *strings.Builder, flames []HTMLFlame, files string) {
 	e := html.EscapeString
 	b.WriteString("<section id=\"flames\">\n<h2>Flame graphs</h2>\n")
 	if len(flames) == 0 {
@@ -365,7 +373,7 @@ func writeFlames(b *strings.Builder, flames []HTMLFlame) {
 		width, height := svgSize(f.SVG)
 		link := ""
 		if f.Path != "" {
-			link = fmt.Sprintf(` · <a href="%s">open on its own</a>`, e(f.Path))
+			link = fmt.Sprintf(` · <a href="%s">open on its own</a>`, e(files+f.Path))
 		}
 		fmt.Fprintf(b, "<figure class=\"flame\">\n<figcaption>%s%s</figcaption>\n", e(f.Title), link)
 		fmt.Fprintf(b, "<iframe id=\"%s\" title=\"%s\" style=\"aspect-ratio: %d / %d\" srcdoc=\"", e(f.ID), e(f.Title), width, height)

@@ -83,7 +83,7 @@ func repeatMarkdown(w io.Writer, r *result.Run) error {
 // figures over the windows, each window with a link to its own report,
 // the findings of any window, and the flame graphs given (the windows'
 // allocations merged).
-func repeatHTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
+func repeatHTML(w io.Writer, r *result.Run, flames []HTMLFlame, files string) error {
 	var b strings.Builder
 	e := html.EscapeString
 	if err := writeHTMLHead(&b, r, "Figures", "Windows", "Findings", "Flame graphs"); err != nil {
@@ -101,11 +101,11 @@ func repeatHTML(w io.Writer, r *result.Run, flames []HTMLFlame) error {
 	b.WriteString("</table>\n</section>\n")
 	b.WriteString("<section id=\"windows\">\n<h2>Windows</h2>\n<p class=\"note\">Each window is a run of its own; <code>heapscope compare</code> reads them as samples.</p>\n<table class=\"files\">\n<tr><th>window</th><th>status</th><th></th></tr>\n")
 	for _, win := range r.Repeat.Windows {
-		fmt.Fprintf(&b, "<tr><td><a href=\"%s/report.html\">%s</a></td><td>%s</td><td>%s</td></tr>\n", e(win.Path), e(win.Path), e(string(win.Status)), e(win.Error))
+		fmt.Fprintf(&b, "<tr><td><a href=\"%s/report.html\">%s</a></td><td>%s</td><td>%s</td></tr>\n", e(files+win.Path), e(win.Path), e(string(win.Status)), e(win.Error))
 	}
 	b.WriteString("</table>\n</section>\n")
 	writeFindings(&b, r.Findings, r.DiagnosisNotes)
-	writeFlames(&b, flames)
+	writeFlames(&b, flames, files)
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

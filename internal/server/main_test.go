@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 		fill.st.Close()
 		os.RemoveAll(filepath.Dir(fill.st.Dir()))
 	}
+	closeWatchedStore()
 	os.Exit(code)
 }
 

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
+	"html"
 	"io"
 	"net/url"
 	"strings"
@@ -71,5 +73,61 @@ func TestProblems_sameLeakIsOneProblem(t *testing.T) {
 	}
 	if err := schema("/paths/~1api~1v1~1problems/get/responses/200/content/application~1json/schema").Validate(v); err != nil {
 		t.Errorf("the problems are not what the document says: %v\n%s", err, body)
+	}
+}
+
+// TestUI_targetPageLeadsWithItsProblems serves three captures of the
+// leaky example that all find the leak: the target page lists the
+// problems the problems route answers, each with its state, severity,
+// headline, site, first and last seen and captures, before the charts.
+func TestUI_targetPageLeadsWithItsProblems(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	for _, min := range []int{0, 10, 20} {
+		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(min), Scheduled: true})
+	}
+	s := newServer(t, server.Options{Store: st})
+	rng := "target=" + url.QueryEscape(target) + "&from=" + url.QueryEscape(storetest.At(-60).Format(time.RFC3339)) +
+		"&to=" + url.QueryEscape(storetest.At(60).Format(time.RFC3339))
+	var got struct{ Problems []problem.Problem }
+	decode(t, s, "/api/v1/problems?"+rng, 200, &got)
+	if len(got.Problems) == 0 {
+		t.Fatal("no problem: the fixture's leak should be one")
+	}
+	status, body := pageOf(t, s, "/target?"+rng)
+	if status != 200 {
+		t.Fatalf("target page: %d %s", status, body)
+	}
+	charts := strings.Index(body, `<figure class="timeline"`)
+	table := strings.Index(body, `<table class="problems" id="problems">`)
+	if table < 0 || charts < 0 || table > charts {
+		t.Fatalf("target page: problems table at %d, charts at %d: want the problems first", table, charts)
+	}
+	// Rows compared as they read.
+	body = html.UnescapeString(body)
+	last := strings.Index(body, `<table class="problems" id="problems">`)
+	for _, p := range got.Problems {
+		row := fmt.Sprintf(`<tr class="%s %s"><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%d</td>`,
+			p.State, p.Severity, p.State, p.Severity, p.Headline(), p.Where,
+			p.FirstSeen.UTC().Format("2006-01-02 15:04Z"), p.LastSeen.UTC().Format("2006-01-02 15:04Z"), p.Captures)
+		i := strings.Index(body, row)
+		if i < 0 {
+			t.Errorf("target page: no row %s", row)
+			continue
+		}
+		if i < last {
+			t.Errorf("target page: problem %q out of the route's order", p.Headline())
+		}
+		last = i
+	}
+	if p := got.Problems[0]; p.State != problem.Open || p.Captures != 3 {
+		t.Errorf("first problem %+v: want the leak, open, in 3 captures", p)
+	}
+	if !strings.Contains(body, `href="/run/`+got.Problems[0].Latest+`/"`) {
+		t.Errorf("target page: no link to the latest capture %s", got.Problems[0].Latest)
 	}
 }

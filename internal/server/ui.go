@@ -18,6 +18,7 @@ import (
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/report/chart"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/view"
 )
 
@@ -233,7 +234,7 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	for _, b := range h.Bundles {
 		what := "bundle"
 		if b.Trigger != nil {
-			what = fmt.Sprintf("%s fired at %s", b.Trigger.Expr, strconv.FormatFloat(b.Trigger.Value, 'g', 4, 64))
+			what = triggerLine(b.Trigger)
 		}
 		if b.BeforeOOM {
 			what += "; the last capture before an OOM kill"
@@ -250,6 +251,11 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(runs, func(a, b *entryRow) int { return strings.Compare(b.When+b.Path, a.When+a.Path) })
 
+	problems, err := s.problemRows(store.Query{Target: key, Since: from, Until: to})
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
 	var charts []timeline
 	for _, m := range timelineMetrics {
 		points, err := s.opts.Store.Series(key, m.metric, from, to)
@@ -293,14 +299,44 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 		presets = append(presets, presetRange{p.name, targetLink(key) + "&from=" + url.QueryEscape(now.Add(-p.d).UTC().Format(time.RFC3339)) +
 			"&to=" + url.QueryEscape(now.UTC().Format(time.RFC3339))})
 	}
+	fromText, toText := from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339)
 	s.render(w, r, "target.html", struct {
 		Title, Key, From, To string
 		Labels               []string
+		Problems             []problemRow
+		ProblemsAPI          string
 		Presets              []presetRange
 		Charts               []timeline
 		Events               []eventRow
 		Runs                 []*entryRow
-	}{key, key, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), labelList(labels), presets, charts, events, runs})
+	}{key, key, fromText, toText, labelList(labels), problems,
+		"/api/v1/problems?target=" + url.QueryEscape(key) + "&from=" + url.QueryEscape(fromText) + "&to=" + url.QueryEscape(toText),
+		presets, charts, events, runs})
+}
+
+// problemRow is a problem as the target page lists it.
+type problemRow struct {
+	State, Severity, Headline, Where, FirstSeen, LastSeen, Latest, LatestLink string
+	Captures                                                                  int
+}
+
+// problemRows are the problems GET /api/v1/problems answers for q, as a
+// page lists them: active ones first, then the worst, then the newest.
+func (s *Server) problemRows(q store.Query) ([]problemRow, error) {
+	ps, err := store.Problems(s.opts.Store, q)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]problemRow, 0, len(ps))
+	for _, p := range ps {
+		row := problemRow{State: string(p.State), Severity: p.Severity, Headline: p.Headline(), Where: p.Where,
+			FirstSeen: when(p.FirstSeen), LastSeen: when(p.LastSeen), Captures: p.Captures, Latest: p.Latest}
+		if p.Latest != "" {
+			row.LatestLink = runLink(p.Latest)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // unixSeconds is a time as a chart's x.
@@ -393,12 +429,18 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/run/"+e.Path+"/", http.StatusMovedPermanently)
 		return
 	}
-	v, err := s.runViews.get(e.Path, func() (*view.Server, error) {
+	// An OOM kill marks a capture after it is stored: a view opened
+	// before the mark is not the one after.
+	key := e.Path
+	if e.BeforeOOM {
+		key += " before OOM"
+	}
+	v, err := s.runViews.get(key, func() (*view.Server, error) {
 		dir, err := s.opts.Store.RunDir(r.Context(), e)
 		if err != nil {
 			return nil, err
 		}
-		return view.Open(dir, view.Options{Embedded: true})
+		return view.Open(dir, view.Options{Embedded: true, Capture: captureOf(e)})
 	})
 	if err != nil {
 		s.failPage(w, r, err)
@@ -412,6 +454,20 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	withNonce(h).ServeHTTP(w, r)
+}
+
+// captureOf is what the index says of a stored run, for its page.
+func captureOf(e store.Entry) *view.Capture {
+	c := &view.Capture{Bundle: e.Kind == store.KindBundle, Target: e.Target, BeforeOOM: e.BeforeOOM}
+	if t := e.Trigger; t != nil {
+		c.Trigger = triggerLine(t)
+	}
+	return c
+}
+
+// triggerLine says a trigger and the value that crossed it.
+func triggerLine(t *store.Trigger) string {
+	return t.Expr + " fired at " + trigger.FormatValue(t.Value, t.Unit)
 }
 
 // get returns the view kept for key, opening and keeping it with open

@@ -33,6 +33,8 @@ func TestUI_pages(t *testing.T) {
 				"the last capture before an OOM kill", `href="/run/` + f.bundle.Path + `/"`}},
 		{"findings", "/findings?min=info", []string{`<table class="findings-feed"`, `href="/target?target=` + target + `"`}},
 		{"a run", "/run/" + f.runs[0].Path + "/", []string{`href="pprof/heap-000/"`, `href="flamegraph/heap-000"`}},
+		{"a bundle", "/run/" + f.bundle.Path + "/", []string{"<h1>Bundle of " + f.target + ": memory&gt;=80% fired at 83.5</h1>",
+			"the last capture before an OOM kill", `<h2>Verdict</h2>`}},
 		{"the run's flame graph", "/run/" + f.runs[0].Path + "/flamegraph/heap-000", []string{`class="hsflame"`}},
 		{"the script", "/static/app.js", []string{"figure.timeline"}},
 		{"a comparison", "/compare?target=" + target + "&base_from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format(time.RFC3339)) +

@@ -93,11 +93,12 @@ type Firing struct {
 // String says what fired in one line: "memory>=80%: 83.2% (threshold
 // 80.0%)".
 func (f Firing) String() string {
-	return f.Expr + ": " + formatValue(f.Value, f.Unit) + " (threshold " + formatValue(f.Threshold, f.Unit) + ")"
+	return f.Expr + ": " + FormatValue(f.Value, f.Unit) + " (threshold " + FormatValue(f.Threshold, f.Unit) + ")"
 }
 
-// formatValue writes v in unit for people.
-func formatValue(v float64, unit string) string {
+// FormatValue writes a trigger's value v in its unit (a Firing's Unit:
+// %, B, s or none) for people: 83.5%, 34.3 MiB, 2.0 hours, 1.2k.
+func FormatValue(v float64, unit string) string {
 	switch unit {
 	case "%":
 		return humanize.Percent(v / 100)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +57,7 @@ func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles boo
 	if len(handlers) == 0 {
 		return nil, fmt.Errorf("start pprof's web UI for %s: no handlers (%s)", name, strings.TrimSpace(ui.errors.String()))
 	}
+	_, noDot := exec.LookPath("dot")
 	mux := http.NewServeMux()
 	for path, h := range handlers {
 		switch {
@@ -62,10 +65,54 @@ func pprofUI(prefix, name string, p *profile.Profile, log io.Writer, noFiles boo
 			h = refuseWrite
 		case noFiles && (path == "/source" || path == "/disasm"):
 			continue
+		case path == "/graph" && noDot != nil:
+			h = noGraph
+		case path == "/disasm":
+			h = needsFunction(h)
 		}
 		mux.Handle(path, h)
 	}
 	return http.StripPrefix(prefix, mux), nil
+}
+
+// noGraph answers pprof's graph view where Graphviz, which draws it, is
+// not installed: what the other views of the same profile show, a link
+// away, instead of pprof's error.
+var noGraph = explain("No graph view",
+	"pprof draws its graph view with Graphviz's <code>dot</code>, which is not installed where this server runs.")
+
+// needsFunction answers pprof's disassembly without a function chosen,
+// which pprof refuses, with how to choose one; h answers the rest.
+func needsFunction(h http.Handler) http.Handler {
+	none := explain("Choose a function",
+		"pprof's disassembly shows the functions a regular expression matches: select one in a view below, then View → Disassembly.")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("f") == "" {
+			none.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// explain answers with a page of pprof's UI that says why a view is not
+// shown (text is HTML), and links to the same profile's other views with
+// the same options.
+func explain(title, text string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := template.HTMLEscapeString(r.URL.RawQuery)
+		if q != "" {
+			q = "?" + q
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>%[1]s</title></head>
+<body><h1>%[1]s</h1>
+<p>%[2]s</p>
+<p>The same profile, with the same options: <a href="flamegraph%[3]s">flame graph</a> · <a href="top%[3]s">top</a> · <a href="peek%[3]s">peek</a>.</p>
+</body></html>
+`, template.HTMLEscapeString(title), text, q)
+	})
 }
 
 // writingRoutes are the routes of pprof's UI that write files: its saved

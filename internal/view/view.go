@@ -5,8 +5,12 @@
 //
 // The routes of a Server:
 //
-//	/                        index: the report, the flame graphs, and every
-//	                         profile with links to the views below
+//	/                        index, the answer first: the run's status (what
+//	                         a partial run or a bundle lacks), its verdict
+//	                         (findings, most severe first), a bundle's
+//	                         comparison (compare.md); then the report, the
+//	                         flame graphs, every profile with links to the
+//	                         views below, and every file
 //	/run/…                   the run directory's files (report.html links
 //	                         to its flame graphs and profiles relatively)
 //	/pprof/NAME/…            pprof's web UI for profile NAME: flamegraph,
@@ -58,6 +62,22 @@ type Options struct {
 	// Content-Security-Policy its pages need (their scripts are inline,
 	// pprof's among them). Its links are relative.
 	Embedded bool
+	// Capture, when set, is what a store's index says of the run: the
+	// history server's, whose pages name the target and the trigger.
+	Capture *Capture
+}
+
+// Capture is what a store knows of a stored run beside its directory.
+type Capture struct {
+	// Bundle says the run is a trigger's bundle, not a scheduled run.
+	Bundle bool
+	// Target is the target's key.
+	Target string
+	// Trigger is a bundle's trigger and the value that crossed it, for
+	// people: "memory>=80% fired at 83.5%".
+	Trigger string
+	// BeforeOOM marks the last capture before an OOM kill.
+	BeforeOOM bool
 }
 
 // Profile is one profile a Server offers.
@@ -86,6 +106,8 @@ type Server struct {
 	mu   sync.Mutex
 	uis  map[string]http.Handler
 	errs map[string]error
+	// sampled keeps whether each profile read has samples.
+	sampled map[string]bool
 	// single holds the profile given alone, read when opened.
 	single *profile.Profile
 }
@@ -136,6 +158,18 @@ func (s *Server) openRun(dir string) error {
 	}
 	s.dir, s.run = dir, r
 	s.title = "heapscope run: " + r.Target.URL
+	if c := s.opts.Capture; c != nil {
+		kind := "Run"
+		if c.Bundle {
+			kind = "Bundle"
+		}
+		s.title = kind + " of " + c.Target
+		if c.Trigger != "" {
+			s.title += ": " + c.Trigger
+		}
+	} else if isBundle(dir) {
+		s.title = "Bundle of " + r.Target.URL
+	}
 	taken := map[string]bool{}
 	if err := s.addProfiles(r, "", taken); err != nil {
 		return fmt.Errorf("open run %s: %w", dir, err)
@@ -328,10 +362,22 @@ func FlamePage(title, name string, prof *profile.Profile) ([]byte, error) {
 type indexData struct {
 	Title string
 	Run   *result.Run
+	// Capture is Options.Capture.
+	Capture *Capture
+	// Missing are the lines of a bundle's missing.txt: its files that
+	// could not be had.
+	Missing []string
+	// Findings are the run's, the most severe first.
+	Findings []finding
+	// Comparison is a bundle's compare.md: the bundle against the
+	// target's last healthy run.
+	Comparison string
+	// Files are every file of the run directory.
+	Files []file
 	// Summary is the run's result.json, or result.json.gz in a store.
 	Summary  string
 	Windows  []window
-	Profiles []Profile
+	Profiles []indexProfile
 	// Embedded leaves out the links to pprof's source view.
 	Embedded bool
 }
@@ -346,11 +392,30 @@ body { margin: 16px 20px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", 
 h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 22px; }
 table { border-collapse: collapse; } th, td { text-align: left; padding: 3px 12px 3px 0; border-bottom: 1px solid #eee; vertical-align: top; }
 td.links a { margin-right: 10px; }
+tr.severity-high td:first-child { color: #c62828; font-weight: 600; }
+tr.severity-medium td:first-child { color: #ef6c00; font-weight: 600; }
+ul.symptoms { margin: 4px 0; padding-left: 18px; color: #444; }
+pre#comparison { background: #f7f7f7; padding: 8px; overflow-x: auto; font-size: 12px; }
+#partial { border-left: 4px solid #ef6c00; padding-left: 10px; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-{{with .Run}}<p>Status {{.Status}} · window {{.Window.Start.Format "2006-01-02 15:04:05Z"}}, {{printf "%.1f" .Window.DurationSeconds}}s</p>
+{{with .Run}}<p id="status" class="status-{{.Status}}">{{.Status}} · window {{.Window.Start.Format "2006-01-02 15:04:05Z"}}, {{printf "%.1f" .Window.DurationSeconds}}s{{with $.Capture}}{{if .BeforeOOM}} · the last capture before an OOM kill{{end}}{{end}}</p>
+{{if or .Failures $.Missing}}<div id="partial"><p>{{if .Failures}}Partial: not collected:{{else}}Complete, but without:{{end}}</p><ul>
+{{range .Failures}}<li><b>{{.Step}}</b>: {{.Error}}</li>
+{{end}}{{range $.Missing}}<li>{{.}}</li>
+{{end}}</ul>{{if .Unmeasured}}<p>Not measured, so not shown:</p><ul>
+{{range .Unmeasured}}<li><b>{{.Figure}}</b>: {{.Reason}}</li>
+{{end}}</ul>{{end}}</div>{{end}}
+<h2>Verdict</h2>
+{{if $.Findings}}<table id="verdict">
+<tr><th>severity</th><th>finding</th><th>where</th><th>fix</th></tr>
+{{range $.Findings}}<tr class="severity-{{.Severity}}"><td>{{.Severity}}</td><td>{{.Title}}{{if .Symptoms}}<ul class="symptoms">{{range .Symptoms}}<li>{{.Severity}}: {{.Title}}{{with .Where}} ({{.}}){{end}}</li>{{end}}</ul>{{end}}</td><td><code>{{.Where}}</code></td><td>{{.Fix}}</td></tr>
+{{end}}</table>{{else}}<p id="verdict">No finding: nothing in this run calls for a fix.</p>{{end}}
+{{if $.Comparison}}<h2>Against the last healthy run</h2>
+<p><a href="run/compare.md">compare.md</a> · <a href="run/compare.json">compare.json</a></p>
+<pre id="comparison">{{$.Comparison}}</pre>{{end}}
 <h2>Reports</h2>
 <ul id="reports">
 {{with .Files.HTMLReport}}<li><a href="run/{{.}}">{{.}}</a>: tables, charts and flame graphs</li>{{else}}<li><a href="report">report</a>: tables and charts, drawn from the result</li>{{end}}
@@ -368,8 +433,12 @@ td.links a { margin-right: 10px; }
 {{end}}<h2>Profiles</h2>
 <table id="profiles">
 <tr><th>profile</th><th>kind</th><th>covers</th><th>views</th></tr>
-{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links"><a class="pprof" href="pprof/{{.Name}}/">pprof</a>{{if not $.Embedded}}<a href="pprof/{{.Name}}/source">pprof source</a>{{end}}<a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
+{{range .Profiles}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Semantics}}</td><td class="links">{{if .Empty}}<span class="empty">no samples</span>{{else}}<a class="pprof" href="pprof/{{.Name}}/">pprof</a>{{if not $.Embedded}}<a href="pprof/{{.Name}}/source">pprof source</a>{{end}}<a class="flame" href="flamegraph/{{.Name}}">flame graph</a>{{end}}{{if $.Run}}<a href="run/{{.Path}}">download</a>{{end}}</td></tr>
 {{end}}</table>
+{{if .Files}}<h2>Files</h2>
+<table id="files">
+{{range .Files}}<tr><td><a href="run/{{.Path}}">{{.Path}}</a></td><td>{{.Size}}</td></tr>
+{{end}}</table>{{end}}
 </body>
 </html>
 `))
@@ -382,7 +451,17 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			summary = result.CompressedFileName
 		}
 	}
-	if err := indexTemplate.Execute(&buf, indexData{Title: s.title, Run: s.run, Summary: summary, Windows: s.windows, Profiles: s.profiles, Embedded: s.opts.Embedded}); err != nil {
+	data := indexData{Title: s.title, Run: s.run, Capture: s.opts.Capture, Summary: summary, Windows: s.windows, Embedded: s.opts.Embedded}
+	for _, p := range s.profiles {
+		data.Profiles = append(data.Profiles, indexProfile{Profile: p, Empty: !s.hasSamples(p)})
+	}
+	if s.run != nil {
+		data.Findings = findingsOf(s.run)
+		data.Missing = lines(readSmall(s.dir, "missing.txt"))
+		data.Comparison = readSmall(s.dir, "compare.md")
+		data.Files = filesOf(s.dir)
+	}
+	if err := indexTemplate.Execute(&buf, data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -390,12 +469,39 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	w.Write(buf.Bytes())
 }
 
+// indexProfile is a profile as the index lists it.
+type indexProfile struct {
+	Profile
+	// Empty says the profile has no samples: nothing to draw, its views
+	// are not linked.
+	Empty bool
+}
+
+// hasSamples reports whether p has samples, reading it once; a profile
+// that cannot be read counts as having some (its views say what is
+// wrong).
+func (s *Server) hasSamples(p Profile) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.sampled[p.Name]; ok {
+		return v
+	}
+	prof, err := s.load(p)
+	v := err != nil || len(prof.Sample) > 0
+	if s.sampled == nil {
+		s.sampled = map[string]bool{}
+	}
+	s.sampled[p.Name] = v
+	return v
+}
+
 // report draws the run's report from its result, for a run kept without
 // report.html (a stored one): the tables, charts and findings; the flame
 // graphs are a link away.
 func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
-	if err := report.HTML(&buf, s.run, nil); err != nil {
+	// The page is served beside run/, not in it.
+	if err := report.HTMLAt(&buf, s.run, nil, "run/"); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

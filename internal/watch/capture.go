@@ -254,6 +254,14 @@ func (w *Watcher) addBundleFiles(ctx context.Context, dir string, opts target.Op
 	}
 }
 
+// relabel names a side of one run, and its run, label.
+func relabel(s *compare.Side, label string) {
+	s.Label = label
+	for i := range s.Samples {
+		s.Samples[i].Label = label
+	}
+}
+
 // copyInto copies a (small, /proc or cgroupfs) file.
 func copyInto(to, from string) error {
 	in, err := os.Open(from)
@@ -284,14 +292,19 @@ func (w *Watcher) compareWithBaseline(ctx context.Context, dir, key string, at t
 	}
 	baseDir, err := w.opts.Store.RunDir(ctx, base)
 	if err == nil {
-		err = writeComparison(baseDir, dir)
+		err = writeComparison(baseDir, base.Path, dir)
 	}
 	if err != nil {
 		os.WriteFile(md, []byte("No comparison with "+base.Path+": "+err.Error()+".\n"), 0o644)
 	}
 }
 
-func writeComparison(baseDir, bundleDir string) error {
+// writeComparison compares the bundle in bundleDir with the run in
+// baseDir, stored at basePath. The sides are named as the store names
+// them: the run by its path, the bundle as itself (its directory is not
+// yet where it will be kept, and the run's may be a copy fetched for the
+// comparison).
+func writeComparison(baseDir, basePath, bundleDir string) error {
 	before, _, err := compare.ReadSide([]string{baseDir})
 	if err != nil {
 		return err
@@ -300,6 +313,8 @@ func writeComparison(baseDir, bundleDir string) error {
 	if err != nil {
 		return err
 	}
+	relabel(&before, basePath)
+	relabel(&after, "this bundle")
 	c, err := compare.Compare(before, after, compare.Options{})
 	if err != nil {
 		return err

@@ -20,6 +20,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/heapscope/heapscope/internal/humanize"
 )
 
 // Point is one value of a series.
@@ -357,7 +359,7 @@ func formatter(f func(float64) string) func(float64) string {
 	if f != nil {
 		return f
 	}
-	return func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	return humanize.Number
 }
 
 type legendEntry struct {
