@@ -95,14 +95,19 @@ func labelParams(q url.Values) (map[string]string, error) {
 type Target struct {
 	Target string            `json:"target"`
 	Labels map[string]string `json:"labels"`
-	// Health is ok (the last capture is complete), partial (it is not),
-	// failing (the watcher's last capture failed) or unknown (nothing
-	// stored yet).
+	// Health is the service's: the worst of its open problems, its
+	// availability and the collector's trouble (problem.HealthOf): ok,
+	// unknown, degraded, problem or down; Status says why, and names
+	// the worst open problem.
 	Health      string          `json:"health"`
+	Status      problem.Status  `json:"status"`
 	LastCapture *store.Entry    `json:"last_capture,omitempty"`
 	Watcher     *TargetHealth   `json:"watcher,omitempty"`
 	Findings    []store.Finding `json:"findings"`
 }
+
+// healthSpan is how far back a target's problems count for its health.
+const healthSpan = 24 * time.Hour
 
 // targetFindings is how many of a target's newest findings the list
 // carries.
@@ -143,21 +148,23 @@ func (s *Server) targetList() ([]Target, error) {
 		if err != nil {
 			return nil, err
 		}
+		var sig problem.Signals
 		if last, ok := newest(h.Runs, h.Bundles); ok {
-			t.LastCapture, t.Health = &last, "ok"
+			t.LastCapture = &last
 			if last.Labels != nil {
 				t.Labels = last.Labels
 			}
-			if last.Status != "complete" {
-				t.Health = "partial"
-			}
+			sig.Captured, sig.Partial, sig.BeforeOOM, sig.Last = true, last.Status != "complete", last.BeforeOOM, last.Time
 		}
 		if wh, ok := health[key]; ok {
 			t.Watcher = &wh
-			if wh.LastError != "" {
-				t.Health = "failing"
-			}
+			sig.Failures, sig.LastError, sig.Unarmed = wh.Failures, wh.LastError, wh.Unarmed
 		}
+		if sig.Problems, err = store.Problems(s.opts.Store, store.Query{Target: key, Since: s.opts.now().Add(-healthSpan)}); err != nil {
+			return nil, err
+		}
+		t.Status = problem.HealthOf(sig)
+		t.Health = t.Status.Health
 		t.Findings = h.Findings
 		out = append(out, t)
 	}

@@ -194,9 +194,13 @@ func TestAPI_answersWhatTheStoreHolds(t *testing.T) {
 
 	var targets struct{ Targets []server.Target }
 	decode(t, s, "/api/v1/targets", 200, &targets)
-	if len(targets.Targets) != 1 || targets.Targets[0].Target != f.target || targets.Targets[0].Health != "ok" ||
+	// The bundle, the last capture, is marked as the one before an OOM
+	// kill, and nothing was captured since: the service is not known to
+	// be up, whatever the capture's own status.
+	if len(targets.Targets) != 1 || targets.Targets[0].Target != f.target || targets.Targets[0].Health != "down" ||
+		len(targets.Targets[0].Status.Reasons) == 0 || !strings.HasPrefix(targets.Targets[0].Status.Reasons[0], "OOM-killed after its last capture") ||
 		targets.Targets[0].LastCapture == nil || targets.Targets[0].LastCapture.Path != f.bundle.Path {
-		t.Errorf("targets %+v: want the one target, healthy, its last capture the bundle", targets.Targets)
+		t.Errorf("targets %+v: want the one target, down for its OOM kill, its last capture the bundle", targets.Targets)
 	}
 
 	var series server.Series

@@ -131,3 +131,36 @@ func TestUI_targetPageLeadsWithItsProblems(t *testing.T) {
 		t.Errorf("target page: no link to the latest capture %s", got.Problems[0].Latest)
 	}
 }
+
+// TestTargets_aLeakingServiceIsNotOK: three captures of the leaky example
+// in the last hour, each complete, each finding the leak: the target's
+// health is a problem, the leak its top problem and its first reason, on
+// the API and on the targets page — not the green "ok" of a capture that
+// succeeded.
+func TestTargets_aLeakingServiceIsNotOK(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	now := time.Now()
+	for _, ago := range []time.Duration{30, 20, 10} {
+		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: now.Add(-ago * time.Minute), Scheduled: true})
+	}
+	s := newServer(t, server.Options{Store: st})
+	var got struct{ Targets []server.Target }
+	decode(t, s, "/api/v1/targets", 200, &got)
+	if len(got.Targets) != 1 {
+		t.Fatalf("targets %+v, want one", got.Targets)
+	}
+	tg := got.Targets[0]
+	if tg.Health != problem.HealthProblem || tg.Status.Top == nil || !strings.HasSuffix(tg.Status.Top.Where, "leakycache.go:38") ||
+		len(tg.Status.Reasons) == 0 || !strings.HasPrefix(tg.Status.Reasons[0], "high problem: leak.inuse-growth at ") {
+		t.Errorf("target %+v: want health problem, the leak on top and first among the reasons", tg)
+	}
+	code, page := pageOf(t, s, "/")
+	if code != 200 || !strings.Contains(page, `class="health problem"`) || !strings.Contains(page, "high: leak.inuse-growth at ") || strings.Contains(page, `class="health ok"`) {
+		t.Errorf("targets page lacks the problem's health and headline:\n%s", page)
+	}
+}

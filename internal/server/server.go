@@ -78,6 +78,11 @@ type TargetHealth struct {
 	LastError string `json:"last_error,omitempty"`
 	// NextSlot is when the next scheduled capture starts.
 	NextSlot time.Time `json:"next_slot,omitzero"`
+	// Failures is how many captures in a row failed.
+	Failures int `json:"consecutive_failures,omitempty"`
+	// Unarmed are the triggers that can never fire on the target, each
+	// with why.
+	Unarmed []string `json:"unarmed,omitempty"`
 }
 
 // Server serves a store. It is an http.Handler.

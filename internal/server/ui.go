@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/report/chart"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/trigger"
@@ -80,12 +81,15 @@ const sparkSpan = 7 * 24 * time.Hour
 
 // targetRow is one row of the targets page.
 type targetRow struct {
-	Key, Link, Health, LastError string
-	Labels                       []string
-	RSS, Heap                    template.HTML
-	LastRSS, LastHeap            string
-	Last                         *entryRow
-	Findings                     []store.Finding
+	Key, Link, Health string
+	// Reasons say why the health is what it is, the worst first; Top is
+	// the worst open problem.
+	Reasons           []string
+	Top               *problem.Problem
+	Labels            []string
+	RSS, Heap         template.HTML
+	LastRSS, LastHeap string
+	Last              *entryRow
 }
 
 // entryRow is a stored run or bundle as a page lists it.
@@ -118,10 +122,8 @@ func (s *Server) targetsPage(w http.ResponseWriter, r *http.Request) {
 	now := s.opts.now()
 	rows := make([]targetRow, 0, len(ts))
 	for _, t := range ts {
-		row := targetRow{Key: t.Target, Link: targetLink(t.Target), Health: t.Health, Labels: labelList(t.Labels), Findings: t.Findings}
-		if t.Watcher != nil {
-			row.LastError = t.Watcher.LastError
-		}
+		row := targetRow{Key: t.Target, Link: targetLink(t.Target), Health: t.Health, Reasons: t.Status.Reasons, Top: t.Status.Top,
+			Labels: labelList(t.Labels)}
 		if t.LastCapture != nil {
 			row.Last = rowOf(*t.LastCapture)
 		}

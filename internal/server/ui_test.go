@@ -27,7 +27,7 @@ func TestUI_pages(t *testing.T) {
 		name, path string
 		want       []string
 	}{
-		{"targets", "/", []string{`<a href="/target?target=` + target + `">`, `class="health ok"`, `aria-label="` + points + `"`}},
+		{"targets", "/", []string{`<a href="/target?target=` + target + `">`, `class="health down"`, `OOM-killed after its last capture`, `aria-label="` + points + `"`}},
 		{"target", "/target?target=" + target + "&from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format("2006-01-02T15:04:05Z07:00")),
 			[]string{`<figure class="timeline" data-metric="rss"`, `data-metric="heap_after_gc"`, dataPoints, "memory&gt;=80% fired at 83.5",
 				"the last capture before an OOM kill", `href="/run/` + f.bundle.Path + `/"`}},

@@ -199,7 +199,7 @@ func (w *Watcher) ServerHealth() map[string]server.TargetHealth {
 		if h.Elsewhere {
 			continue // the store says what its owner captured
 		}
-		out[h.Target] = server.TargetHealth{LastError: h.LastError, NextSlot: h.NextSlot}
+		out[h.Target] = server.TargetHealth{LastError: h.LastError, NextSlot: h.NextSlot, Failures: h.ConsecutiveFailures, Unarmed: h.Unarmed}
 	}
 	return out
 }
