@@ -1,15 +1,12 @@
 package diagnose
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
 
@@ -17,27 +14,7 @@ import (
 // goroutine) of testdata/recorded/name, oldest first.
 func recordedProfiles(t *testing.T, name, kind string) []Profile {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "recorded", name, kind+"-*.pb.gz"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("recorded %s: no %s profiles (%v)", name, kind, err)
-	}
-	var out []Profile
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := pprofx.Parse(data, pprofx.DefaultMaxDecompressed)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if kind == "heap" {
-			p, _ = pprofx.WithoutProfiler(p)
-		}
-		out = append(out, Profile{Name: f, Time: time.Unix(0, p.TimeNanos), Profile: p})
-	}
-	slices.SortFunc(out, func(a, b Profile) int { return a.Time.Compare(b.Time) })
-	return out
+	return readProfiles(t, filepath.Join("testdata", "recorded", name, kind+"-*.pb.gz"), kind == "heap")
 }
 
 // TestRun_oneFindingAtTheUsersCall diagnoses a real service whose handler

@@ -16,9 +16,20 @@ import (
 // handlers' own allocations, in the order of their timestamps.
 func recordedSeries(t *testing.T, name string) []Profile {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "series", name, "heap-*.pb.gz"))
-	if err != nil || len(files) != 5 {
-		t.Fatalf("series %s: %d files (%v), want 5: run go run -trimpath ./testdata/gen", name, len(files), err)
+	out := readProfiles(t, filepath.Join("testdata", "series", name, "heap-*.pb.gz"), true)
+	if len(out) != 5 {
+		t.Fatalf("series %s: %d files, want 5: run go run -trimpath ./testdata/gen", name, len(out))
+	}
+	return out
+}
+
+// readProfiles reads the profiles the pattern matches, oldest first;
+// heap profiles without the profiler's own allocations when heap.
+func readProfiles(t *testing.T, pattern string, heap bool) []Profile {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: no profiles (%v)", pattern, err)
 	}
 	var out []Profile
 	for _, f := range files {
@@ -30,8 +41,10 @@ func recordedSeries(t *testing.T, name string) []Profile {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		app, _ := pprofx.WithoutProfiler(p)
-		out = append(out, Profile{Name: f, Time: time.Unix(0, p.TimeNanos), Profile: app})
+		if heap {
+			p, _ = pprofx.WithoutProfiler(p)
+		}
+		out = append(out, Profile{Name: f, Time: time.Unix(0, p.TimeNanos), Profile: p})
 	}
 	slices.SortFunc(out, func(a, b Profile) int { return a.Time.Compare(b.Time) })
 	return out

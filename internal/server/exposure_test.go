@@ -13,6 +13,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 // secretTarget is what watch's detailed /healthz names: a target and its
@@ -72,21 +73,7 @@ func tokensFile(t *testing.T) string {
 // remote client would.
 func fetch(t *testing.T, srv *httptest.Server, path string, headers ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = "heapscope.example:7071"
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return testserver.Fetch(t, srv.Client(), srv.URL+path, headers...)
 }
 
 func TestHandler_offLoopbackNeedsCredentials(t *testing.T) {

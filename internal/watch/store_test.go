@@ -17,6 +17,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -41,28 +42,7 @@ func get(t *testing.T, h http.Handler, path string, headers ...string) (int, str
 	t.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = "heapscope.example:7071"
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i] == "Host" {
-			req.Host = headers[i+1]
-			if req.Host == "" {
-				req.Host = req.URL.Host
-			}
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return testserver.Fetch(t, srv.Client(), srv.URL+path, headers...)
 }
 
 // TestStart_adoptsTheRunsLeftUnindexed leaves in the store what a failed
