@@ -183,14 +183,18 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 	if ctx.Err() != nil {
 		return store.Entry{}, nil, ctx.Err()
 	}
+	// A run is dated at its window's start, when it measured the
+	// target, with the slot it was captured for beside it: a late run's
+	// points fall where they were measured, its lateness recorded.
 	e := store.Entry{
 		Kind:      o.kind(),
 		Target:    t.Key,
 		Labels:    t.Labels,
-		Time:      o.slot,
 		Scheduled: o.firing == nil,
+		Slot:      o.slot,
 	}
 	if o.firing != nil {
+		e.Slot = time.Time{}
 		f := o.firing
 		e.Time = f.At
 		e.Trigger = &store.Trigger{Expr: f.Expr, Value: f.Value, Threshold: f.Threshold, Unit: f.Unit}

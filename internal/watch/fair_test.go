@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
@@ -216,5 +217,78 @@ func TestRun_missedTheMomentItIsLate(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(w.metrics.missed); int(n) != len(missed) {
 		t.Errorf("missed_slots_total %v, want the %d lines", n, len(missed))
+	}
+}
+
+// TestRun_lateRunDatedAtItsWindow holds the one concurrency slot past a
+// target's slot: its run begins late, and is stored at its window's start
+// with its slot and lateness beside it, its series' points after the
+// slot's.
+func TestRun_lateRunDatedAtItsWindow(t *testing.T) {
+	live := pprofTarget(t)
+	s := config.Settings{Every: 3 * time.Second, Window: 200 * time.Millisecond, Timeout: 2 * time.Second,
+		Profiles: []string{"heap"}}
+	w, st, _ := fairWatcher(t, []string{live}, s, 1)
+	w.sem <- struct{}{} // another capture holds the one slot
+	ts, err := w.opts.Config.Targets(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first slot Run will come to: not so near that it would pass
+	// before Run starts.
+	slot := NextSlot(time.Now(), s.Every, Offset(ts[0].Key, s.Every))
+	if time.Until(slot) < 300*time.Millisecond {
+		time.Sleep(time.Until(slot) + 50*time.Millisecond)
+		slot = slot.Add(s.Every)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	const held = 1200 * time.Millisecond
+	time.Sleep(time.Until(slot.Add(held)))
+	<-w.sem
+	e := waitFor(t, 10*time.Second, func() (store.Entry, bool) {
+		h, err := st.History(store.Query{})
+		if err != nil || len(h.Runs) == 0 {
+			return store.Entry{}, false
+		}
+		return h.Runs[len(h.Runs)-1], true
+	})
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !e.Slot.Equal(slot) {
+		t.Fatalf("the first run's slot is %s, want %s", e.Slot, slot)
+	}
+	if late := e.Time.Sub(e.Slot); late < held || late >= s.Every {
+		t.Errorf("run dated %s after its slot, want at least the %s the slot was held, less than a period", late, held)
+	}
+	if got, want := e.LateSeconds, e.Time.Sub(e.Slot).Seconds(); got != want {
+		t.Errorf("late_seconds %g, want %g", got, want)
+	}
+	dir, err := st.RunDir(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rundir.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Time.Equal(res.Window.Start) {
+		t.Errorf("run dated %s, its window began at %s", e.Time, res.Window.Start)
+	}
+	points, err := st.Series(e.Target, "heap_after_gc", e.Slot.Add(-s.Every), e.Slot.Add(2*s.Every))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) == 0 {
+		t.Fatal("no heap_after_gc point of the run")
+	}
+	for _, p := range points {
+		if p.Time.Before(e.Time) {
+			t.Errorf("a point at %s, before the run's window began at %s", p.Time, e.Time)
+		}
 	}
 }

@@ -5,8 +5,9 @@
 // capture is a run directory made by internal/run and committed to the
 // store, which indexes it.
 //
-// Each target has its own goroutines: a slow or dead target holds one of
-// the concurrency limit's slots for at most its timeout, and never the
+// Each target has its own goroutines: a target that does not answer holds
+// none of the concurrency limit's slots, one that answers then hangs holds
+// one for at most its window and timeout, and neither holds up the
 // schedule of another.
 package watch
 
