@@ -106,7 +106,11 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 			h.ConsecutiveFailures++
 		})
 		if ctx.Err() == nil {
-			w.log.Error("capture failed", "target", t.Key, "kind", kind, "err", err)
+			attrs := []any{"target", t.Key, "kind", kind, "err", err}
+			if o.firing == nil {
+				attrs = append(attrs, "slot", o.slot.UTC().Format(time.RFC3339Nano))
+			}
+			w.log.Error("capture failed", attrs...)
 		}
 		return entry, nil, err
 	}

@@ -173,10 +173,38 @@ func TestRun_liveTargetsOnTimeBesideHangingOnes(t *testing.T) {
 		if len(failed) == 0 {
 			t.Fatalf("%s: no failed capture", u)
 		}
+		// The silent one fails after its timeout, the stalled one after
+		// its window and timeout, a capture's bound.
+		most := s.Timeout + 500*time.Millisecond
+		if u == stall {
+			most += s.Window
+		}
 		for _, f := range failed {
 			if err := f.attrs["err"].(error); !strings.Contains(err.Error(), "raise --timeout") {
 				t.Errorf("%s: error %q does not name --timeout", u, err)
 			}
+			slot, err := time.Parse(time.RFC3339Nano, f.attrs["slot"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := f.at.Sub(slot); d > most {
+				t.Errorf("%s: capture of slot %s failed %s after it, more than %s", u, slot, d, most)
+			}
+		}
+	}
+}
+
+func TestTimeoutSetting(t *testing.T) {
+	tests := []struct {
+		group string
+		want  string
+	}{
+		{config.CLIGroup, "--timeout"},
+		{"api", "timeout of group api"},
+	}
+	for _, tt := range tests {
+		if got := timeoutSetting(config.Target{Group: tt.group}); got != tt.want {
+			t.Errorf("timeoutSetting(group %s) = %q, want %q", tt.group, got, tt.want)
 		}
 	}
 }
