@@ -320,3 +320,54 @@ func TestRun_lateRunDatedAtItsWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_missedWhileWaitingForASlot holds the one concurrency slot past
+// two of a live target's slots: the slot after the waiting capture's is
+// counted missed as it comes, naming the wait, and the waiting capture
+// keeps its place and runs once the slot is free.
+func TestRun_missedWhileWaitingForASlot(t *testing.T) {
+	live := pprofTarget(t)
+	s := config.Settings{Every: time.Second, Window: 100 * time.Millisecond, Timeout: 2 * time.Second,
+		Profiles: []string{"heap"}}
+	w, st, rec := fairWatcher(t, []string{live}, s, 1)
+	w.sem <- struct{}{} // another capture holds the one slot
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	missed := waitFor(t, 5*time.Second, func() (record, bool) {
+		m := rec.of(live, "slot missed")
+		if len(m) == 0 {
+			return record{}, false
+		}
+		return m[0], true
+	})
+	released := time.Now()
+	<-w.sem
+	e := waitFor(t, 10*time.Second, func() (store.Entry, bool) {
+		h, err := st.History(store.Query{})
+		if err != nil || len(h.Runs) == 0 {
+			return store.Entry{}, false
+		}
+		return h.Runs[len(h.Runs)-1], true
+	})
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(missed.msg, "still waiting for one of the concurrency slots") {
+		t.Errorf("missed line %q: want the wait for a slot named", missed.msg)
+	}
+	slot, err := time.Parse(time.RFC3339Nano, missed.attrs["slot"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run is the waiting capture's: of the slot before the
+	// missed one, begun once the slot was free.
+	if !e.Slot.Equal(slot.Add(-s.Every)) || e.Time.Before(released) {
+		t.Errorf("first run of slot %s at %s; want slot %s, begun after %s", e.Slot, e.Time, slot.Add(-s.Every), released)
+	}
+	if testutil.ToFloat64(w.metrics.missed) < 1 {
+		t.Error("missed_slots_total did not count the missed slot")
+	}
+}
