@@ -300,10 +300,15 @@ groups:
 		target string
 		slot   int64
 	}
+	// A run is dated at its window's start, and keeps the slot it was
+	// captured for: runs are matched to slots by it.
 	runs := map[slotKey][]store.Entry{}
 	for _, e := range h.Runs {
 		if e.Scheduled {
-			k := slotKey{e.Target, e.Time.UnixNano()}
+			if e.Slot.IsZero() || e.Time.Before(e.Slot) {
+				t.Errorf("%s: scheduled run at %s with slot %s, want its slot at or before it", e.Target, e.Time, e.Slot)
+			}
+			k := slotKey{e.Target, e.Slot.UnixNano()}
 			runs[k] = append(runs[k], e)
 		}
 	}
@@ -360,6 +365,9 @@ groups:
 				t.Fatal(err)
 			}
 			latestWindow = max(latestWindow, res.Window.Start.Sub(slot))
+			if !es[0].Time.Equal(res.Window.Start) {
+				t.Errorf("%s: slot %s's run dated %s, its window began at %s", key, slot.UTC().Format(time.RFC3339Nano), es[0].Time, res.Window.Start)
+			}
 		}
 	}
 	t.Logf("%d slots checked, each captured once; killed %s; its targets' slots were claimed at most %s after their instants (bound %s), their windows began at most %s after",

@@ -27,7 +27,7 @@ type watchOptions struct {
 	tokens, htpasswd                           string
 	loc                                        location.Location
 	once, debugPprof                           bool
-	every, window, lease                       time.Duration
+	every, window, timeout, lease              time.Duration
 	triggers                                   []string
 	pid, concurrency                           int
 }
@@ -55,6 +55,7 @@ func newWatchCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines on stderr: text or json")
 	fs.DurationVar(&o.every, "every", d.Every, "capture each target this often")
 	fs.DurationVar(&o.window, "window", d.Window, "each scheduled capture's window")
+	fs.DurationVar(&o.timeout, "timeout", d.Timeout, "bound of each request to a target, and of a capture beyond its window")
 	fs.StringArrayVar(&o.triggers, "trigger", nil, "capture a bundle when `EXPR` holds, such as 'memory>=80%' or 'goroutines>=10000'; repeatable")
 	fs.StringVar(&o.webhook, "webhook", "", "POST each bundle's summary as JSON to `URL`")
 	fs.IntVar(&o.pid, "pid", 0, "the target's process, when it cannot be found from its port (one URL only)")
@@ -68,7 +69,7 @@ func runWatch(ctx context.Context, e *env, cmd *cobra.Command, urls []string, o 
 		return err
 	}
 	warn := func(err error) { log.Warn(err.Error()) }
-	cfg, err := config.FromCommandLine(config.CommandLine{File: o.config, URLs: urls, Every: o.every, Window: o.window,
+	cfg, err := config.FromCommandLine(config.CommandLine{File: o.config, URLs: urls, Every: o.every, Window: o.window, Timeout: o.timeout,
 		Triggers: o.triggers, Webhook: o.webhook, PID: o.pid, Concurrency: o.concurrency,
 		Given: cmd.Flags().Changed, CheckTrigger: trigger.Check, Pods: &kubesd.Discovery{Warn: warn}, Warn: warn})
 	if err != nil {

@@ -33,6 +33,8 @@ func TestWatch_usageErrors(t *testing.T) {
 		{"bad trigger", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--trigger", "memory>=80"}, `--trigger: trigger "memory>=80"`},
 		{"pid with two URLs", []string{"watch", "--data", data, "--pid", "42", "http://127.0.0.1:6060", "http://127.0.0.1:6061"}, "--pid names one process"},
 		{"window past every", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--every", "10s", "--window", "30s"}, "--window"},
+		{"timeout with a config", []string{"watch", "--data", data, "--config", cfg, "--timeout", "5s"}, "--timeout goes with URLs; with --config set it in the file"},
+		{"zero timeout", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--timeout", "0s"}, "--timeout 0s: give a positive duration"},
 		{"bad log format", []string{"watch", "--data", data, "http://127.0.0.1:6060", "--log-format", "xml"}, `--log-format "xml"`},
 		{"unknown key in the config", []string{"watch", "--data", data, "--config", cfg}, "heapscope.yaml:5: groups[0].evry: unknown key (did you mean every?)"},
 		{"history without a store", []string{"history"}, "--data DIR is required"},

@@ -179,11 +179,15 @@ func (s *Embedded) index(ctx context.Context, pr *Prepared) error {
 		if e.LoadRate != 0 {
 			load = sql.NullFloat64{Float64: e.LoadRate, Valid: true}
 		}
+		var slot sql.NullInt64
+		if !e.Slot.IsZero() {
+			slot = sql.NullInt64{Int64: unixNano(e.Slot), Valid: true}
+		}
 		r, err := tx.Exec(`INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes,
-			scheduled, before_oom, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds, load_rate)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			scheduled, before_oom, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds, load_rate, slot_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			string(e.Kind), tid, unixNano(e.Time), unixNano(end), e.Path, e.Status, e.Bytes,
-			e.Scheduled, e.BeforeOOM, trigExpr, trigValue, trigThreshold, trigUnit, capture, load)
+			e.Scheduled, e.BeforeOOM, trigExpr, trigValue, trigThreshold, trigUnit, capture, load, slot)
 		if err != nil {
 			return err
 		}

@@ -59,6 +59,14 @@ type Entry struct {
 	// Scheduled is true for a run its schedule started: a bundle's
 	// baseline when complete.
 	Scheduled bool `json:"scheduled"`
+	// Slot is, for a scheduled run, the instant of the schedule it was
+	// captured for: at or before Time, its window's start, when the
+	// capture began late (it waited for the target or a capture slot).
+	// Zero for a bundle.
+	Slot time.Time `json:"slot,omitzero"`
+	// LateSeconds is how late after its Slot the run's window began. Only
+	// read from the index, never written by a caller.
+	LateSeconds float64 `json:"late_seconds,omitempty"`
 	// LoadRate is the rate of requests heapscope drove during the
 	// capture (result.json's load.achieved_rate); 0 when it drove none,
 	// as watch does. Only read from the index, never written by a caller.
@@ -139,16 +147,34 @@ type entryRecord struct {
 	CaptureSeconds float64           `json:"capture_seconds,omitempty"`
 	BeforeOOM      bool              `json:"before_oom,omitempty"`
 	Scheduled      bool              `json:"scheduled"`
+	Slot           time.Time         `json:"slot,omitzero"`
 }
 
 func recordOf(e Entry) entryRecord {
 	return entryRecord{Kind: e.Kind, Target: e.Target, Labels: e.Labels, Time: e.Time.UTC(),
-		Trigger: e.Trigger, CaptureSeconds: e.CaptureSeconds, BeforeOOM: e.BeforeOOM, Scheduled: e.Scheduled}
+		Trigger: e.Trigger, CaptureSeconds: e.CaptureSeconds, BeforeOOM: e.BeforeOOM, Scheduled: e.Scheduled, Slot: utc(e.Slot)}
 }
 
 func (r entryRecord) entry() Entry {
 	return Entry{Kind: r.Kind, Target: r.Target, Labels: r.Labels, Time: r.Time.UTC(),
-		Trigger: r.Trigger, CaptureSeconds: r.CaptureSeconds, BeforeOOM: r.BeforeOOM, Scheduled: r.Scheduled}
+		Trigger: r.Trigger, CaptureSeconds: r.CaptureSeconds, BeforeOOM: r.BeforeOOM, Scheduled: r.Scheduled, Slot: utc(r.Slot)}
+}
+
+// utc is t in UTC, or the zero time.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// Lateness is how late a run's window began after its slot, e.Time −
+// e.Slot, in seconds: 0 without a slot.
+func Lateness(e Entry) float64 {
+	if e.Slot.IsZero() || !e.Time.After(e.Slot) {
+		return 0
+	}
+	return e.Time.Sub(e.Slot).Seconds()
 }
 
 // problemEvidence is the evidence the index keeps of a finding: none for

@@ -60,6 +60,8 @@ func Prepare(dir string, kind Kind, target string, e Entry, now time.Time) (Prep
 		e.Time = now
 	}
 	e.Time = e.Time.UTC()
+	e.Slot = utc(e.Slot)
+	e.LateSeconds = Lateness(e)
 	e.Status = string(res.Status)
 	broken, err := VerifyRun(dir)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // entryColumns are the columns scanEntry reads, from entries e joined
 // with targets t.
 const entryColumns = `e.id, e.kind, t.key, e.time_ns, e.end_ns, e.path, e.status, e.bytes, e.scheduled, e.before_oom,
-	e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds, e.load_rate`
+	e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds, e.load_rate, e.slot_ns`
 
 type scanner interface{ Scan(...any) error }
 
@@ -23,11 +23,16 @@ func scanEntry(row scanner) (Entry, error) {
 	var ns, end int64
 	var trigExpr, trigUnit sql.NullString
 	var trigValue, trigThreshold, capture, load sql.NullFloat64
+	var slot sql.NullInt64
 	if err := row.Scan(&e.ID, &kind, &e.Target, &ns, &end, &e.Path, &e.Status, &e.Bytes, &e.Scheduled, &e.BeforeOOM,
-		&trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture, &load); err != nil {
+		&trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture, &load, &slot); err != nil {
 		return Entry{}, err
 	}
 	e.Kind, e.Time, e.End, e.CaptureSeconds, e.LoadRate = Kind(kind), fromNano(ns), fromNano(end), capture.Float64, load.Float64
+	if slot.Valid {
+		e.Slot = fromNano(slot.Int64)
+		e.LateSeconds = Lateness(e)
+	}
 	if trigExpr.Valid {
 		e.Trigger = &Trigger{Expr: trigExpr.String, Value: trigValue.Float64, Threshold: trigThreshold.Float64, Unit: trigUnit.String}
 	}

@@ -62,6 +62,9 @@ type Options struct {
 	// Timeout bounds each request beyond its own duration; DefaultTimeout
 	// when zero.
 	Timeout time.Duration
+	// TimeoutSetting names where Timeout is set, for the error of a
+	// request that ran out of it; "--timeout" when empty.
+	TimeoutSetting string
 	// MaxBody is the largest accepted response body in bytes; DefaultMaxBody
 	// when zero.
 	MaxBody int64
@@ -76,6 +79,7 @@ type Client struct {
 	metricsPath string
 	header      http.Header
 	timeout     time.Duration
+	timeoutSet  string
 	maxBody     int64
 	http        *http.Client
 }
@@ -107,6 +111,7 @@ func New(opts Options) (*Client, error) {
 		metricsPath: opts.MetricsPath,
 		header:      opts.Header.Clone(),
 		timeout:     opts.Timeout,
+		timeoutSet:  cmp.Or(opts.TimeoutSetting, "--timeout"),
 		maxBody:     opts.MaxBody,
 	}
 	if c.pprofPath == "" {
@@ -386,7 +391,7 @@ func (c *Client) stream(parent context.Context, rawURL string, timeout time.Dura
 			return fmt.Errorf("get %s: %w", shown, perr)
 		}
 		if ctx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("get %s: no answer within %s (raise --timeout if the service is slow)", shown, timeout)
+			return fmt.Errorf("get %s: no answer within %s (raise %s if the service is slow)", shown, timeout, c.timeoutSet)
 		}
 		var certErr *tls.CertificateVerificationError
 		if errors.As(err, &certErr) {
@@ -417,7 +422,7 @@ func (c *Client) stream(parent context.Context, rawURL string, timeout time.Dura
 	case parent.Err() != nil:
 		return fmt.Errorf("read %s: %w", shown, parent.Err())
 	case ctx.Err() == context.DeadlineExceeded:
-		return fmt.Errorf("read %s: body not complete within %s (raise --timeout if the service is slow)", shown, timeout)
+		return fmt.Errorf("read %s: body not complete within %s (raise %s if the service is slow)", shown, timeout, c.timeoutSet)
 	}
 	return fmt.Errorf("read %s: %w", shown, err)
 }

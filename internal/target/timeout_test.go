@@ -39,9 +39,11 @@ func TestClient_Profile_timeout(t *testing.T) {
 		name    string
 		delay   time.Duration
 		query   url.Values
+		setting string // Options.TimeoutSetting
 		wantErr []string
 	}{
-		{name: "never answers", delay: -1, wantErr: []string{"fetch heap profile", "no answer within 200ms"}},
+		{name: "never answers", delay: -1, wantErr: []string{"fetch heap profile", "no answer within 200ms", "raise --timeout"}},
+		{name: "the setting named", delay: -1, setting: "timeout of group api", wantErr: []string{"no answer within 200ms (raise timeout of group api if"}},
 		{name: "answers too late", delay: 300 * time.Millisecond, wantErr: []string{"no answer within 200ms"}},
 		{name: "seconds extend the timeout", delay: 300 * time.Millisecond, query: url.Values{"seconds": {"1"}}},
 		{name: "seconds shown in the timeout", delay: -1, query: url.Values{"seconds": {"1"}}, wantErr: []string{"no answer within 1.2s"}},
@@ -53,7 +55,7 @@ func TestClient_Profile_timeout(t *testing.T) {
 			done := make(chan struct{})
 			srv := newServer(t, slow(tc.delay, done))
 			t.Cleanup(func() { close(done) }) // before srv.Close, which waits for the handler
-			c := newClient(t, Options{BaseURL: srv.URL, Timeout: timeout})
+			c := newClient(t, Options{BaseURL: srv.URL, Timeout: timeout, TimeoutSetting: tc.setting})
 			body, err := c.Profile(t.Context(), "heap", tc.query)
 			if tc.wantErr == nil {
 				if err != nil {

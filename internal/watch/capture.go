@@ -23,6 +23,7 @@ import (
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 	"github.com/heapscope/heapscope/internal/trigger"
+	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
 // occasion says why a capture is made: its schedule's slot, or a trigger
@@ -33,6 +34,9 @@ type occasion struct {
 	// guard, in a fleet, is what the capture is stored under: its claim
 	// on the slot, or its owner's lease for a bundle.
 	guard shared.Guard
+	// admitted, when set, is called once the capture holds one of the
+	// concurrency slots.
+	admitted func()
 }
 
 func scheduled(slot time.Time) occasion { return occasion{slot: slot} }
@@ -55,18 +59,35 @@ const downAfter = 3
 func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.Entry, *result.Run, error) {
 	t := wt.target
 	kind := o.kind()
-	select {
-	case w.sem <- struct{}{}:
-	case <-ctx.Done():
+	start := w.opts.now()
+	release := func() {}
+	// A target that does not answer fails before it takes one of the
+	// concurrency slots, which the others' captures need.
+	err := answers(ctx, targetOptions(t))
+	if err != nil && ctx.Err() != nil {
 		return store.Entry{}, nil, ctx.Err()
 	}
-	release := sync.OnceFunc(func() { <-w.sem })
-	defer release()
-	start := w.opts.now()
-	if o.firing == nil {
-		w.metrics.scheduleLag.Observe(max(0, start.Sub(o.slot).Seconds()))
+	if err == nil {
+		select {
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			return store.Entry{}, nil, ctx.Err()
+		}
+		release = sync.OnceFunc(func() { <-w.sem })
+		defer release()
+		if o.admitted != nil {
+			o.admitted()
+		}
+		start = w.opts.now()
+		if o.firing == nil {
+			w.metrics.scheduleLag.Observe(max(0, start.Sub(o.slot).Seconds()))
+		}
 	}
-	entry, res, err := w.captureInto(ctx, wt, o)
+	var entry store.Entry
+	var res *result.Run
+	if err == nil {
+		entry, res, err = w.captureInto(ctx, wt, o)
+	}
 	outcome := "failed"
 	switch {
 	case err == nil:
@@ -91,7 +112,11 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 			failures = h.ConsecutiveFailures
 		})
 		if ctx.Err() == nil {
-			w.log.Error("capture failed", "target", t.Key, "kind", kind, "err", err)
+			attrs := []any{"target", t.Key, "kind", kind, "err", err}
+			if o.firing == nil {
+				attrs = append(attrs, "slot", o.slot.UTC().Format(time.RFC3339Nano))
+			}
+			w.log.Error("capture failed", attrs...)
 			if failures == downAfter {
 				w.notify(Event{Kind: "down", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
 					Text: fmt.Sprintf("heapscope: %s is down: %d captures failed in a row; the last: %v", t.Key, failures, err)})
@@ -112,8 +137,12 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 			Text: fmt.Sprintf("heapscope: %s is back: captured again", t.Key)})
 	}
 	w.followProblems(wt)
-	w.log.Info("captured", "target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,
-		"seconds", w.opts.now().Sub(start).Seconds())
+	attrs := []any{"target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,
+		"seconds", w.opts.now().Sub(start).Seconds()}
+	if o.firing == nil {
+		attrs = append(attrs, "slot", o.slot.UTC().Format(time.RFC3339Nano), "late", start.Sub(o.slot).Seconds())
+	}
+	w.log.Info("captured", attrs...)
 	// The push holds no capture slot: a slow Pyroscope delays this
 	// target's loop, never another target's capture.
 	release()
@@ -147,13 +176,7 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 		window = w.opts.BundleWindow
 	}
 	cfg := run.Config{
-		Target: target.Options{
-			BaseURL:     t.URL.String(),
-			PprofPath:   s.PprofPath,
-			MetricsPath: s.MetricsPath,
-			Timeout:     s.Timeout,
-			MaxBody:     s.MaxBody,
-		},
+		Target:        targetOptions(t),
 		Duration:      window,
 		CPU:           slices.Contains(s.Profiles, "cpu"),
 		PID:           pid,
@@ -187,14 +210,18 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 	if ctx.Err() != nil {
 		return store.Entry{}, nil, ctx.Err()
 	}
+	// A run is dated at its window's start, when it measured the
+	// target, with the slot it was captured for beside it: a late run's
+	// points fall where they were measured, its lateness recorded.
 	e := store.Entry{
 		Kind:      o.kind(),
 		Target:    t.Key,
 		Labels:    t.Labels,
-		Time:      o.slot,
 		Scheduled: o.firing == nil,
+		Slot:      o.slot,
 	}
 	if o.firing != nil {
+		e.Slot = time.Time{}
 		f := o.firing
 		e.Time = f.At
 		e.Trigger = &store.Trigger{Expr: f.Expr, Value: f.Value, Threshold: f.Threshold, Unit: f.Unit}
@@ -216,6 +243,46 @@ func (w *Watcher) captureInto(ctx context.Context, wt *watched, o occasion) (sto
 	}
 	committed = true
 	return entry, res, nil
+}
+
+// targetOptions are how a capture asks the target.
+func targetOptions(t config.Target) target.Options {
+	s := t.Settings
+	return target.Options{
+		BaseURL:        t.URL.String(),
+		PprofPath:      s.PprofPath,
+		MetricsPath:    s.MetricsPath,
+		Timeout:        s.Timeout,
+		TimeoutSetting: timeoutSetting(t),
+		MaxBody:        s.MaxBody,
+	}
+}
+
+// answers asks the target for its command line (a few bytes), within its
+// timeout, holding no concurrency slot: a target that does not answer, or
+// is not there, fails here and holds none of the slots the others'
+// captures need, however long it takes to fail. Any answer will do, a 404
+// of a pprof served without cmdline too.
+func answers(ctx context.Context, opts target.Options) error {
+	c, err := target.New(opts)
+	if err != nil {
+		return err
+	}
+	_, err = c.Profile(ctx, "cmdline", nil)
+	if se := (*target.StatusError)(nil); errors.As(err, &se) {
+		return nil
+	}
+	return err
+}
+
+// timeoutSetting names, for the error of a request that ran out of its
+// timeout, where the target's is set: --timeout in the command line's
+// form, the timeout key of its group in a config file.
+func timeoutSetting(t config.Target) string {
+	if t.Group == config.CLIGroup {
+		return "--timeout"
+	}
+	return fmt.Sprintf("timeout of group %s", t.Group)
 }
 
 // addBundleFiles adds to a bundle what a scheduled run leaves out: the

@@ -88,14 +88,19 @@ func (w *Watcher) startTriggers(wt *watched) {
 
 // scheduleShared is schedule for a watcher of a fleet: each slot the
 // target's owner claims is captured, and a slot that went by while the
-// target was moving to this watcher is captured late if no one did. A
-// slot that went by during a capture is captured late too (the last one,
-// when several did: the others are missed, and counted). Late is at most
-// two lease periods (lateBound): a capture is dated at its slot, and one
+// target was moving to this watcher is captured late if no one did. As
+// out of a fleet, a capture runs beside the schedule, and a slot that
+// comes while the capture of an earlier one is not over is missed, and
+// counted then. Late is at most two lease periods (lateBound): one
 // measured later than a move takes is no longer that slot's measure.
 func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 	every := wt.target.Settings.Every
 	offset := Offset(wt.target.Key, every)
+	var c inFlight
+	defer c.wait()
+	capture := func(slot time.Time) {
+		c.start(func(admitted func()) { w.captureSlot(ctx, wt, slot, admitted) })
+	}
 	next := NextSlot(w.opts.now(), every, offset)
 	for {
 		w.setHealth(wt, func(h *Health) { h.NextSlot = next })
@@ -106,23 +111,20 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 			return
 		case <-wt.gained:
 			timer.Stop()
-			w.captureSlot(ctx, wt, next.Add(-every))
+			if !c.busy() {
+				capture(next.Add(-every))
+			}
 			continue
 		case <-timer.C:
 		}
-		w.captureSlot(ctx, wt, next)
-		if ctx.Err() != nil {
-			return
-		}
-		after := NextSlot(w.opts.now(), every, offset)
-		if passed := after.Sub(next)/every - 1; passed > 0 {
-			if passed > 1 {
-				w.metrics.missed.Add(float64(passed - 1))
-				w.log.Warn("capture ran past its next slots", "target", wt.target.Key, "missed", passed-1)
+		if c.busy() {
+			if w.opts.Fleet.Owns(wt.target.Key) {
+				w.missSlot(wt, next, c.waiting())
 			}
-			after = after.Add(-every)
+		} else {
+			capture(next)
 		}
-		next = after
+		next = w.after(next, every, offset)
 	}
 }
 
@@ -130,7 +132,7 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 // claims it, and the slot is no later than lateBound; a slot from before
 // this watcher watched the target is not its to catch up. The capture is
 // stored only if the claim is still this watcher's when it commits.
-func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) {
+func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time, admitted func()) {
 	f, key := w.opts.Fleet, wt.target.Key
 	if !f.Owns(key) || slot.Before(wt.since) {
 		return
@@ -155,6 +157,7 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time) 
 		return
 	}
 	o := scheduled(slot)
+	o.admitted = admitted
 	o.guard = func(ctx context.Context, tx pgx.Tx) error { return f.Done(ctx, tx, key, slot) }
 	_, res, err := w.capture(ctx, wt, o)
 	if errors.Is(err, fleet.ErrClaimLost) {

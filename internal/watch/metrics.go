@@ -62,7 +62,7 @@ func newMetrics() *metrics {
 		}),
 		missed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "heapscope_watch_missed_slots_total",
-			Help: "Scheduled slots not captured because the target's previous capture still ran or the concurrency limit held them past the slot's tolerance.",
+			Help: "Scheduled slots not captured, counted as they come: the target's previous capture still waited for a concurrency slot or still ran (or, in a fleet, no one captured the slot within two lease periods).",
 		}),
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "heapscope_watch_targets",

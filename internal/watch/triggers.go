@@ -297,7 +297,7 @@ func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
 		s.port = port
 	}
 	c, err := target.New(target.Options{BaseURL: t.URL.String(), PprofPath: t.Settings.PprofPath,
-		MetricsPath: t.Settings.MetricsPath, Timeout: t.Settings.Poll, MaxBody: 4 << 20})
+		MetricsPath: t.Settings.MetricsPath, Timeout: t.Settings.Poll, TimeoutSetting: "poll", MaxBody: 4 << 20})
 	if err == nil {
 		s.client = c
 	}

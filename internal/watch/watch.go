@@ -5,8 +5,9 @@
 // capture is a run directory made by internal/run and committed to the
 // store, which indexes it.
 //
-// Each target has its own goroutines: a slow or dead target holds one of
-// the concurrency limit's slots for at most its timeout, and never the
+// Each target has its own goroutines: a target that does not answer holds
+// none of the concurrency limit's slots, one that answers then hangs holds
+// one for at most its window and timeout, and neither holds up the
 // schedule of another.
 package watch
 
@@ -20,6 +21,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/clock"
@@ -328,8 +330,11 @@ func (w *Watcher) watchedList() []*watched {
 	return out
 }
 
-// schedule captures the target at each of its slots until ctx ends. A slot
-// that comes while the previous capture still runs is missed, and counted.
+// schedule captures the target at each of its slots until ctx ends. The
+// capture of a slot runs beside the schedule, so that the next slot comes
+// on time whatever the capture does: a slot that comes while the capture
+// of an earlier one still waits for a concurrency slot or still runs is
+// missed, and counted then (missSlot).
 func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 	if w.opts.Fleet != nil {
 		w.scheduleShared(ctx, wt)
@@ -337,23 +342,95 @@ func (w *Watcher) schedule(ctx context.Context, wt *watched) {
 	}
 	every := wt.target.Settings.Every
 	offset := Offset(wt.target.Key, every)
-	for {
-		slot := NextSlot(w.opts.now(), every, offset)
+	var c inFlight
+	defer c.wait()
+	for slot := NextSlot(w.opts.now(), every, offset); ; slot = w.after(slot, every, offset) {
 		w.setHealth(wt, func(h *Health) { h.NextSlot = slot })
 		if !clock.SleepUntil(ctx, slot, w.opts.now) {
 			return
 		}
-		if _, res, err := w.capture(ctx, wt, scheduled(slot)); err == nil {
-			w.afterScheduled(ctx, wt, res)
+		if c.busy() {
+			w.missSlot(wt, slot, c.waiting())
+			continue
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if next := NextSlot(w.opts.now(), every, offset); next.Sub(slot) > every {
-			missed := int(next.Sub(slot)/every) - 1
-			w.metrics.missed.Add(float64(missed))
-			w.log.Warn("capture ran past its next slots", "target", wt.target.Key, "missed", missed)
-		}
+		c.start(func(admitted func()) {
+			o := scheduled(slot)
+			o.admitted = admitted
+			if _, res, err := w.capture(ctx, wt, o); err == nil {
+				w.afterScheduled(ctx, wt, res)
+			}
+		})
+	}
+}
+
+// after is the slot that follows slot: the next one, or the first to come
+// when the clock jumped past it.
+func (w *Watcher) after(slot time.Time, every, offset time.Duration) time.Time {
+	next := slot.Add(every)
+	if now := NextSlot(w.opts.now(), every, offset); now.After(next) {
+		return now
+	}
+	return next
+}
+
+// missSlot counts the target's slot missed, the moment it comes while the
+// capture of an earlier slot is not over: waiting says whether that one
+// still waits for a concurrency slot (too many captures at once for
+// --concurrency) or runs (the target is slow to answer).
+func (w *Watcher) missSlot(wt *watched, slot time.Time, waiting bool) {
+	w.metrics.missed.Inc()
+	why := "the capture of an earlier slot is still running"
+	if waiting {
+		why = "the capture of an earlier slot is still waiting for one of the concurrency slots"
+	}
+	w.log.Warn("slot missed: "+why, "target", wt.target.Key, "slot", slot.UTC().Format(time.RFC3339Nano))
+}
+
+// inFlight is the capture a schedule has started, if any: one at a time
+// per target.
+type inFlight struct {
+	done     chan struct{} // closed when it ends; nil before the first
+	admitted atomic.Bool   // it holds a concurrency slot (or ended)
+}
+
+// start runs f beside the schedule; f calls admitted once it holds its
+// concurrency slot.
+func (c *inFlight) start(f func(admitted func())) {
+	done := make(chan struct{})
+	c.done = done
+	c.admitted.Store(false)
+	go func() {
+		defer close(done)
+		defer c.admitted.Store(true)
+		f(func() { c.admitted.Store(true) })
+	}()
+}
+
+// busy says whether the capture started last has not ended.
+func (c *inFlight) busy() bool {
+	if c.done == nil {
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// waiting says whether the capture started last still waits for its
+// concurrency slot.
+func (c *inFlight) waiting() bool { return c.busy() && !c.admitted.Load() }
+
+// ended is closed when the capture started last ends; nil (never) when
+// there is none.
+func (c *inFlight) ended() <-chan struct{} { return c.done }
+
+// wait waits for the capture started last to end.
+func (c *inFlight) wait() {
+	if c.done != nil {
+		<-c.done
 	}
 }
 

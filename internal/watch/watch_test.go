@@ -115,7 +115,10 @@ func TestRun_keepsEachTargetsSlotsBesideHostileOnes(t *testing.T) {
 			t.Errorf("a run of the silent target was stored: %+v", e)
 			continue
 		}
-		times = append(times, e.Time)
+		if e.Time.Before(e.Slot) {
+			t.Errorf("run dated %s, before its slot %s", e.Time, e.Slot)
+		}
+		times = append(times, e.Slot)
 	}
 	// 9 s at one slot every 2 s: 4 or 5 slots, each captured once, on
 	// the target's own offset, whatever the silent target does.

@@ -250,11 +250,16 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) erro
 		if e.LoadRate != 0 {
 			load = &e.LoadRate
 		}
+		var slot *int64
+		if !e.Slot.IsZero() {
+			ns := e.Slot.UnixNano()
+			slot = &ns
+		}
 		err = tx.QueryRow(ctx, `INSERT INTO entries (kind, target_id, time_ns, end_ns, path, status, bytes,
-			scheduled, before_oom, labels, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds, load_rate)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
+			scheduled, before_oom, labels, trigger_expr, trigger_value, trigger_threshold, trigger_unit, capture_seconds, load_rate, slot_ns)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
 			string(e.Kind), tid, e.Time.UnixNano(), pr.End.UnixNano(), e.Path, e.Status, e.Bytes,
-			e.Scheduled, e.BeforeOOM, labels, trigExpr, trigValue, trigThreshold, trigUnit, capture, load).Scan(&e.ID)
+			e.Scheduled, e.BeforeOOM, labels, trigExpr, trigValue, trigThreshold, trigUnit, capture, load, slot).Scan(&e.ID)
 		if err != nil {
 			return err
 		}

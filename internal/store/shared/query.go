@@ -17,7 +17,7 @@ import (
 // entryColumns are the columns scanEntry reads, from entries e joined
 // with targets t.
 const entryColumns = `e.id, e.kind, t.key, e.time_ns, e.end_ns, e.path, e.status, e.bytes, e.scheduled, e.before_oom,
-	e.labels, e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds, e.load_rate`
+	e.labels, e.trigger_expr, e.trigger_value, e.trigger_threshold, e.trigger_unit, e.capture_seconds, e.load_rate, e.slot_ns`
 
 const entriesFrom = " FROM entries e JOIN targets t ON t.id = e.target_id"
 
@@ -28,11 +28,16 @@ func scanEntry(row pgx.Row) (store.Entry, error) {
 	var labels []byte
 	var trigExpr, trigUnit *string
 	var trigValue, trigThreshold, capture, load *float64
+	var slot *int64
 	if err := row.Scan(&e.ID, &kind, &e.Target, &ns, &end, &e.Path, &e.Status, &e.Bytes, &e.Scheduled, &e.BeforeOOM,
-		&labels, &trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture, &load); err != nil {
+		&labels, &trigExpr, &trigValue, &trigThreshold, &trigUnit, &capture, &load, &slot); err != nil {
 		return store.Entry{}, err
 	}
 	e.Kind, e.Time, e.End, e.LoadRate = store.Kind(kind), fromNano(ns), fromNano(end), deref(load)
+	if slot != nil {
+		e.Slot = fromNano(*slot)
+		e.LateSeconds = store.Lateness(e)
+	}
 	if capture != nil {
 		e.CaptureSeconds = *capture
 	}

@@ -27,15 +27,26 @@ func testCommit(t *testing.T, open Opener) {
 		fixture string
 		sub     string // the run is written in this subdirectory of Dir()
 		entry   store.Entry
-		// wantPath is the entry's path; wantTime its time.
+		// wantPath is the entry's path; wantTime its time; wantLate
+		// how late after its slot it began.
 		wantPath string
 		wantTime time.Time
+		wantLate float64
 	}{
 		{
 			name: "scheduled run at its window's start", kind: store.KindRun, fixture: Leaky,
 			entry:    store.Entry{Scheduled: true, Labels: map[string]string{"env": "prod"}},
 			wantPath: "runs/" + slug + "/" + leaky.Window.Start.UTC().Format(store.TimeLayout),
 			wantTime: leaky.Window.Start.UTC(),
+		},
+		{
+			// A run that began late is dated at its window's start,
+			// its slot kept beside it.
+			name: "late scheduled run with its slot", kind: store.KindRun, fixture: Leaky, sub: "late",
+			entry:    store.Entry{Scheduled: true, Slot: leaky.Window.Start.Add(-61500 * time.Millisecond)},
+			wantPath: "runs/" + slug + "/" + leaky.Window.Start.UTC().Format(store.TimeLayout) + "-2",
+			wantTime: leaky.Window.Start.UTC(),
+			wantLate: 61.5,
 		},
 		{
 			name: "bundle named after its trigger", kind: store.KindBundle, fixture: Leaky,
@@ -75,6 +86,9 @@ func testCommit(t *testing.T, open Opener) {
 				!e.Time.Equal(tt.wantTime) || e.Status != string(want.Status) {
 				t.Errorf("Commit: %+v, want kind %s, path %s, time %s, status %s", e, tt.kind, tt.wantPath, tt.wantTime, want.Status)
 			}
+			if !e.Slot.Equal(tt.entry.Slot) || e.LateSeconds != tt.wantLate {
+				t.Errorf("Commit: slot %s, %gs late; want %s, %gs late", e.Slot, e.LateSeconds, tt.entry.Slot, tt.wantLate)
+			}
 			if _, err := os.Stat(p.Dir()); !os.IsNotExist(err) {
 				t.Errorf("the capture's directory is still there: %v", err)
 			}
@@ -99,7 +113,7 @@ func testCommit(t *testing.T, open Opener) {
 			}
 			if rec.Target != target || !rec.Time.Equal(e.Time) || rec.Scheduled != tt.entry.Scheduled ||
 				(rec.Trigger == nil) != (tt.entry.Trigger == nil) || rec.CaptureSeconds != tt.entry.CaptureSeconds ||
-				len(rec.Labels) != len(tt.entry.Labels) {
+				len(rec.Labels) != len(tt.entry.Labels) || !rec.Slot.Equal(tt.entry.Slot) {
 				t.Errorf("entry.json: %+v, want the entry %+v", rec, e)
 			}
 			// The index gives the same entry back, by History and by path.

@@ -13,14 +13,14 @@ type CommandLine struct {
 	// File is --config.
 	File string
 	// URLs are the targets of the URL form.
-	URLs          []string
-	Every, Window time.Duration
-	Triggers      []string
-	Webhook       string
-	PID           int
-	Concurrency   int
+	URLs                   []string
+	Every, Window, Timeout time.Duration
+	Triggers               []string
+	Webhook                string
+	PID                    int
+	Concurrency            int
 	// Given reports whether a flag was given on the command line, by its
-	// name (every, window, trigger, webhook, pid, concurrency).
+	// name (every, window, timeout, trigger, webhook, pid, concurrency).
 	Given func(flag string) bool
 	// CheckTrigger checks a trigger expression, as Options.CheckTrigger.
 	CheckTrigger func(expr string) error
@@ -32,7 +32,7 @@ type CommandLine struct {
 }
 
 // urlFormFlags are the flags of the URL form.
-var urlFormFlags = []string{"every", "window", "trigger", "webhook", "pid", "concurrency"}
+var urlFormFlags = []string{"every", "window", "timeout", "trigger", "webhook", "pid", "concurrency"}
 
 // FromCommandLine returns the configuration a watch command line gives:
 // the file's (Load), or that of the URLs and their flags (ForURLs). Errors
@@ -61,6 +61,12 @@ func FromCommandLine(cl CommandLine) (*Config, error) {
 	}
 	s := Default().Defaults
 	s.Every, s.Window = cl.Every, cl.Window
+	if given("timeout") {
+		if cl.Timeout <= 0 {
+			return nil, fmt.Errorf("--timeout %s: give a positive duration", cl.Timeout)
+		}
+		s.Timeout = cl.Timeout
+	}
 	for _, expr := range cl.Triggers {
 		if cl.CheckTrigger != nil {
 			if err := cl.CheckTrigger(expr); err != nil {

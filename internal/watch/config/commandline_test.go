@@ -22,6 +22,10 @@ func TestFromCommandLine_Bad(t *testing.T) {
 		{"webhook without a host", CommandLine{URLs: urls, Webhook: "http:///hook"}, `--webhook "http:///hook": want an http or https URL`},
 		{"concurrency 0", CommandLine{URLs: urls, Concurrency: 0, Given: func(f string) bool { return f == "concurrency" }},
 			"--concurrency 0: give at least 1"},
+		{"timeout 0", CommandLine{URLs: urls, Given: func(f string) bool { return f == "timeout" }},
+			"--timeout 0s: give a positive duration"},
+		{"timeout with a file", CommandLine{File: "heapscope.yaml", Timeout: time.Second, Given: func(f string) bool { return f == "timeout" }},
+			"--timeout goes with URLs; with --config set it in the file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +52,31 @@ func TestFromCommandLine_Webhook(t *testing.T) {
 	}
 	if !slices.Equal(keys(mustTargets(t, cfg)), []string{"127.0.0.1:6060"}) {
 		t.Error("want the one URL as the target")
+	}
+}
+
+func TestFromCommandLine_Timeout(t *testing.T) {
+	tests := []struct {
+		name  string
+		given bool
+		want  time.Duration
+	}{
+		{"the default", false, DefaultTimeout},
+		{"the flag's", true, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := FromCommandLine(CommandLine{URLs: []string{"127.0.0.1:6060"}, Every: time.Minute, Window: 10 * time.Second,
+				Timeout: 5 * time.Second, Given: func(f string) bool { return tt.given && f == "timeout" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range mustTargets(t, cfg) {
+				if tg.Settings.Timeout != tt.want {
+					t.Errorf("%s: timeout %s, want %s", tg.Key, tg.Settings.Timeout, tt.want)
+				}
+			}
+		})
 	}
 }
 

@@ -167,7 +167,8 @@ type Settings struct {
 	// Window is how long a capture observes the target (allocations and
 	// CPU over the window); always shorter than Every.
 	Window time.Duration
-	// Timeout bounds one capture beyond its window.
+	// Timeout bounds each request to a target, and one capture beyond
+	// its window.
 	Timeout time.Duration
 	// Poll is how often triggers sample the target.
 	Poll time.Duration
