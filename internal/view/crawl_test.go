@@ -2,18 +2,18 @@ package view
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-
 	"cmp"
-	"github.com/google/pprof/profile"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	pathpkg "path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/heapscope/heapscope/internal/testserver/crawl"
 )
