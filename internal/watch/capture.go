@@ -48,6 +48,45 @@ func (o occasion) kind() store.Kind {
 	return store.KindRun
 }
 
+// errPreempted ends a scheduled capture that a trigger's bundle of the
+// same target pre-empted.
+var errPreempted = errors.New("pre-empted by a trigger's bundle")
+
+// takeTurn waits for the target's turn to capture: one capture of a
+// target at a time, so that a bundle never collides with a scheduled run
+// (the process gives its CPU profile to one of them only, and the other
+// is partial). A bundle does not wait for a scheduled run: it cancels it
+// (errPreempted, the run's slot missed); a scheduled run waits for a
+// bundle, which is short. done gives the turn back; ctx is the capture's.
+func (w *Watcher) takeTurn(ctx context.Context, wt *watched, o occasion) (context.Context, func(), error) {
+	if o.firing != nil {
+		w.mu.Lock()
+		if r := wt.running; r != nil && r.scheduled {
+			r.cancel(errPreempted)
+		}
+		w.mu.Unlock()
+	}
+	select {
+	case wt.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx, nil, ctx.Err()
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	r := &running{scheduled: o.firing == nil, cancel: cancel}
+	w.mu.Lock()
+	wt.running = r
+	w.mu.Unlock()
+	return cctx, func() {
+		w.mu.Lock()
+		if wt.running == r {
+			wt.running = nil
+		}
+		w.mu.Unlock()
+		cancel(nil)
+		<-wt.turn
+	}, nil
+}
+
 // downAfter is how many captures of a target must fail in a row for the
 // webhook to hear it is down.
 const downAfter = 3
@@ -59,11 +98,16 @@ const downAfter = 3
 func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.Entry, *result.Run, error) {
 	t := wt.target
 	kind := o.kind()
+	ctx, done, err := w.takeTurn(ctx, wt, o)
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	defer done()
 	start := w.opts.now()
 	release := func() {}
 	// A target that does not answer fails before it takes one of the
 	// concurrency slots, which the others' captures need.
-	err := answers(ctx, targetOptions(t))
+	err = answers(ctx, targetOptions(t))
 	if err != nil && ctx.Err() != nil {
 		return store.Entry{}, nil, ctx.Err()
 	}
@@ -90,6 +134,13 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 	}
 	outcome := "failed"
 	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errPreempted):
+		// The trigger's moment matters more than the slot.
+		w.metrics.captures.WithLabelValues(string(kind), "preempted").Inc()
+		w.metrics.missed.Inc()
+		w.log.Warn("scheduled capture pre-empted by a trigger's bundle: its slot is missed", "target", t.Key,
+			"slot", o.slot.UTC().Format(time.RFC3339Nano))
+		return store.Entry{}, nil, errPreempted
 	case err == nil:
 		outcome = entry.Status
 	case errors.Is(err, fleet.ErrClaimLost) || errors.Is(err, fleet.ErrNotOwner):

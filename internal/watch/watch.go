@@ -115,6 +115,18 @@ type watched struct {
 	// told is what the webhook was told of the target's problems, by
 	// cause; nil before the first look.
 	told map[string]told
+	// turn lets one capture of the target run at a time: a bundle and a
+	// scheduled run of one process collide (its CPU profile is taken by
+	// one only). running is the capture that holds it (guarded by
+	// Watcher.mu), which a bundle pre-empts when it is a scheduled run.
+	turn    chan struct{}
+	running *running
+}
+
+// running is the capture that holds a target's turn.
+type running struct {
+	scheduled bool
+	cancel    context.CancelCauseFunc
 }
 
 // New checks the options and makes a Watcher.
@@ -238,7 +250,7 @@ func (w *Watcher) update(ctx context.Context, ts []config.Target, start bool) {
 			delete(w.targets, t.Key)
 		}
 		wt := &watched{target: t, health: Health{Target: t.Key}, fresh: make(chan trigger.Sample, 1),
-			gained: make(chan struct{}, 1), since: w.opts.now(), stopTriggers: func() {}}
+			gained: make(chan struct{}, 1), turn: make(chan struct{}, 1), since: w.opts.now(), stopTriggers: func() {}}
 		if t.Pod != nil {
 			wt.pod = *t.Pod
 		}
