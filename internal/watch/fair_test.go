@@ -189,11 +189,9 @@ func TestRun_liveTargetsOnTimeBesideHangingOnes(t *testing.T) {
 			t.Fatalf("%s: no failed capture", u)
 		}
 		// The silent one fails after its timeout, the stalled one after
-		// its window and timeout, a capture's bound.
-		most := s.Timeout + 500*time.Millisecond
-		if u == stall {
-			most += s.Window
-		}
+		// its window and timeout, a capture's bound: before the next
+		// slot comes, whatever the machine's load adds.
+		most := s.Every
 		for _, f := range failed {
 			if err := f.attrs["err"].(error); !strings.Contains(err.Error(), "raise --timeout") {
 				t.Errorf("%s: error %q does not name --timeout", u, err)
@@ -203,7 +201,7 @@ func TestRun_liveTargetsOnTimeBesideHangingOnes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d := f.at.Sub(slot); d > most {
-				t.Errorf("%s: capture of slot %s failed %s after it, more than %s", u, slot, d, most)
+				t.Errorf("%s: capture of slot %s failed %s after it, at or past the next slot (%s)", u, slot, d, most)
 			}
 		}
 	}
