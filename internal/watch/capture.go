@@ -187,7 +187,7 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 		w.notify(Event{Kind: "up", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
 			Text: fmt.Sprintf("heapscope: %s is back: captured again", t.Key)})
 	}
-	w.followProblems(wt)
+	w.followProblems(wt, res)
 	attrs := []any{"target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,
 		"seconds", w.opts.now().Sub(start).Seconds()}
 	if o.firing == nil {

@@ -3,9 +3,11 @@ package watch
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/problem"
+	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/store"
 )
 
@@ -69,12 +71,17 @@ func problemChanges(prev map[string]told, ps []problem.Problem, now, since time.
 }
 
 // followProblems looks at the target's problems after a capture was
-// stored and tells the webhook what changed: one event per problem
-// opened, reopened, escalated or resolved, and per problem still open
-// every repeat interval. Nothing without a webhook.
-func (w *Watcher) followProblems(wt *watched) {
+// stored (res, nil after the long-term diagnosis) and tells the webhook
+// what changed: one event per problem opened, reopened, escalated or
+// resolved, and per problem still open every repeat interval. Nothing
+// without a webhook; nothing to read for a healthy target, whose capture
+// found nothing of medium or above and which has nothing open.
+func (w *Watcher) followProblems(wt *watched, res *result.Run) {
 	h := w.opts.Config.Webhook
 	if w.outbox == nil || h == nil {
+		return
+	}
+	if res != nil && !serious(res.Findings) && !w.anyOpen(wt) {
 		return
 	}
 	key, now := wt.target.Key, w.opts.now()
@@ -101,6 +108,24 @@ func (w *Watcher) followProblems(wt *watched) {
 		}
 		w.notify(ev)
 	}
+}
+
+// serious says whether one of the findings is of medium or above.
+func serious(fs []result.Finding) bool {
+	return slices.ContainsFunc(fs, func(f result.Finding) bool { return problem.Rank(f.Severity) >= problem.Rank("medium") })
+}
+
+// anyOpen says whether the webhook was told of a problem of the target
+// that it was not told resolved.
+func (w *Watcher) anyOpen(wt *watched) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range wt.told {
+		if t.state != problem.Resolved {
+			return true
+		}
+	}
+	return false
 }
 
 // targetLink is the target's page under the webhook's external URL, ""

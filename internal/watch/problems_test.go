@@ -121,7 +121,7 @@ func TestRun_problemsReachAlertmanager(t *testing.T) {
 	for i := range 3 {
 		storetest.Commit(t, st, store.KindRun, key, storetest.Leaky, store.Entry{Time: now.Add(time.Duration(i+1) * time.Minute), Scheduled: true})
 		now = now.Add(15 * time.Minute)
-		w.followProblems(wt)
+		w.followProblems(wt, nil)
 	}
 	got := waitFor(t, 10*time.Second, func() ([]alert, bool) { a := received(); return a, len(a) > 0 })
 	time.Sleep(200 * time.Millisecond) // any alert sent twice would be here by now
@@ -136,7 +136,7 @@ func TestRun_problemsReachAlertmanager(t *testing.T) {
 		t.Errorf("alert %+v: want HeapscopeProblem of the target, high, at leakycache.go:38, linked, firing, said opened", a)
 	}
 	now = now.Add(5 * time.Hour)
-	w.followProblems(wt)
+	w.followProblems(wt, nil)
 	got = waitFor(t, 10*time.Second, func() ([]alert, bool) { a := received(); return a, len(a) > 1 })
 	if len(got) != 2 || !strings.Contains(got[1].Annotations["summary"], "problem still open") {
 		t.Errorf("after the repeat interval: %+v, want the alert said again, still open", got)

@@ -71,5 +71,5 @@ func (w *Watcher) diagnoseLongTerm(ctx context.Context, wt *watched) {
 		w.log.Error("store findings", "target", wt.target.Key, "err", err)
 		return
 	}
-	w.followProblems(wt)
+	w.followProblems(wt, nil)
 }
