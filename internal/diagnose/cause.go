@@ -23,7 +23,7 @@ import (
 // names where the bytes or goroutines are, and moves to the user's line;
 // when no profile has such a frame it says so.
 func (d *diagnosis) userLines() {
-	misuses, _ := Misuses() // misuses() already noted a bad catalogue
+	misuses, _ := misuseCatalogue() // misuses() already noted a bad catalogue
 	for i := range d.findings {
 		f := &d.findings[i]
 		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.is(f.Function) {

@@ -3,7 +3,9 @@ package diagnose
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // misusesYAML is the catalogue of misuses (misuses.yaml).
@@ -35,6 +37,13 @@ type Misuse struct {
 
 // Misuses returns the catalogue of misuses, parsed from the embedded list.
 func Misuses() ([]Misuse, error) {
+	list, err := misuseCatalogue()
+	return slices.Clone(list), err
+}
+
+// misuseCatalogue is the parsed catalogue, decoded once for every
+// diagnosis; its entries are read, never changed.
+var misuseCatalogue = sync.OnceValues(func() ([]Misuse, error) {
 	list, err := decodeCatalogue[Misuse]("misuses.yaml", misusesYAML)
 	if err != nil {
 		return nil, err
@@ -45,14 +54,14 @@ func Misuses() ([]Misuse, error) {
 		}
 	}
 	return list, nil
-}
+})
 
 // misuses is check 10: a leak or goroutine finding that a known misuse
 // explains (explainedBy: its stacks hold the misuse's signature) leads
 // with the cause and the fix in the user's code. A finding a known bug
 // already explains keeps the upgrade first.
 func (d *diagnosis) misuses() {
-	list, err := Misuses()
+	list, err := misuseCatalogue()
 	if err != nil {
 		d.note("misuse check: %v", err)
 		return
