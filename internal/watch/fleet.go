@@ -102,9 +102,19 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 		c.start(func(admitted func()) { w.captureSlot(ctx, wt, slot, admitted) })
 	}
 	next := NextSlot(w.opts.now(), every, offset)
+	// pending is a slot that came while the last capture ran: it is
+	// caught up when that one ends, unless later than lateBound by then
+	// (captureSlot counts it missed). A watcher resumed after losing its
+	// lease ends its stale captures in seconds (their claims were taken
+	// over), and the slots that came meanwhile are still its to capture.
+	var pending time.Time
 	for {
 		w.setHealth(wt, func(h *Health) { h.NextSlot = next })
 		timer := time.NewTimer(next.Sub(w.opts.now()))
+		var ended <-chan struct{}
+		if !pending.IsZero() {
+			ended = c.ended()
+		}
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -115,14 +125,21 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 				capture(next.Add(-every))
 			}
 			continue
+		case <-ended:
+			timer.Stop()
+			capture(pending)
+			pending = time.Time{}
+			continue
 		case <-timer.C:
 		}
-		if c.busy() {
-			if w.opts.Fleet.Owns(wt.target.Key) {
-				w.missSlot(wt, next, c.waiting())
-			}
-		} else {
+		switch {
+		case !c.busy():
 			capture(next)
+		case w.opts.Fleet.Owns(wt.target.Key):
+			if !pending.IsZero() {
+				w.missSlot(wt, pending, c.waiting()) // a newer slot takes its place
+			}
+			pending = next
 		}
 		next = w.after(next, every, offset)
 	}
