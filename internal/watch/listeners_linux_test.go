@@ -79,6 +79,13 @@ func TestTriggers_localTargetsShareOneReadingOfTheSockets(t *testing.T) {
 		return true, true
 	})
 	time.Sleep(5 * poll)
+	for i, wt := range wts[:served] {
+		// The first sample, the first look at the PID, perhaps one more
+		// as the loops start: then /proc/PID/stat alone.
+		if n := wt.sampler.full.Load(); n > 3 {
+			t.Errorf("target %d, served, without triggers: %d full samples over %s at a poll of %s; want at most 3", i, n, time.Since(start).Round(poll), poll)
+		}
+	}
 	reads, scans := w.listeners.Reads()
 	polls := int(time.Since(start)/poll) + 1
 	if reads > polls+1 || reads >= served+closed {

@@ -301,6 +301,8 @@ type sampler struct {
 	// start after boot in clock ticks.
 	seenPID   int
 	seenStart uint64
+	// full counts the full samples, for tests.
+	full atomic.Int64
 }
 
 func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
@@ -349,6 +351,7 @@ func (s *sampler) pid() int {
 // for again on its port at the next sample: the restart shows as a new
 // PID and start time.
 func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
+	s.full.Add(1)
 	if s.container != nil {
 		if mount, dir := s.container(); dir != "" {
 			smp, err := trigger.Container{Mount: mount, Dir: dir}.Sample(ctx)
