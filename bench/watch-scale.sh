@@ -12,10 +12,20 @@
 #     profiles the targets served — the goal is no more.
 #
 #   N=500 MINUTES=4 bench/watch-scale.sh
+#
+# IDLE=1 watches the same fleet with a daily cadence and no triggers: idle
+# local targets, only checked for restarts every poll (5 s). It reports the
+# watcher's CPU seconds a minute after a 30 s warm-up, its peak RSS, the
+# latency of /healthz, and how long SIGTERM takes to end it.
+#
+#   IDLE=1 N=10000 MINUTES=3 bench/watch-scale.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${N:-500}
 minutes=${MINUTES:-4}
+idle=${IDLE:-0}
+every=1m
+[ "$idle" = 1 ] && every=24h
 work=$(mktemp -d)
 fleet= watch=
 cleanup() {
@@ -37,7 +47,7 @@ cat >"$work/heapscope.yaml" <<YAML
 listen: 127.0.0.1:$port
 concurrency: 256
 defaults:
-  every: 1m
+  every: $every
   window: 10s
   timeout: 30s
 groups:
@@ -54,6 +64,37 @@ curl -s "http://$first/debug/pprof/profile?seconds=1" | wc -c >"$work/served-pro
 "$work/heapscope" watch --config "$work/heapscope.yaml" --data "$work/data" 2>"$work/watch.log" &
 watch=$!
 start=$(date +%s)
+if [ "$idle" = 1 ]; then
+	tck=$(getconf CLK_TCK)
+	sleep 30
+	t0=$(awk '{ print $14 + $15 }' /proc/$watch/stat)
+	s0=$(date +%s.%N)
+	sleep $((minutes * 60 - 30))
+	t1=$(awk '{ print $14 + $15 }' /proc/$watch/stat)
+	s1=$(date +%s.%N)
+	hwm=$(awk '/VmHWM/ { print $2 }' /proc/$watch/status)
+	lat=$(for _ in $(seq 10); do curl -s -o /dev/null -m 30 -w '%{time_total}\n' "127.0.0.1:$port/healthz"; sleep 0.2; done | sort -n)
+	k0=$(date +%s.%N)
+	kill -TERM "$watch"
+	wait "$watch" || true
+	k1=$(date +%s.%N)
+	watch=
+	python3 - "$n" "$t0" "$t1" "$tck" "$s0" "$s1" "$hwm" "$k0" "$k1" $lat <<'PY'
+import sys
+n, t0, t1, tck = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s0, s1, hwm, k0, k1 = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]), float(sys.argv[8]), float(sys.argv[9])
+lat = [float(x) * 1000 for x in sys.argv[10:]]
+cpu = (t1 - t0) / tck
+print(f"idle targets {n}: CPU {cpu / (s1 - s0) * 60:.2f} s a minute ({cpu:.1f} s over {s1 - s0:.0f} s after the warm-up)")
+print(f"watch peak RSS {hwm / 1024:.0f} MiB")
+if lat:
+    print(f"/healthz: median {lat[len(lat) // 2]:.1f} ms, max {lat[-1]:.1f} ms over {len(lat)} requests")
+else:
+    print("/healthz: no answer")
+print(f"SIGTERM to exit: {k1 - k0:.2f} s")
+PY
+	exit 0
+fi
 sleep $((minutes * 60))
 metrics=$(curl -s "127.0.0.1:$port/metrics")
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$watch/status)

@@ -14,9 +14,12 @@
 //     Go settings (Proc.GoEnv, from /proc/PID/environ; GoEnv.MemoryLimit);
 //   - what it is, when it started and how long it has run
 //     (Proc.BuildInfo, Proc.Started, Proc.Uptime);
-//   - which process serves a local TCP port (Proc.ListeningPID).
+//   - which process serves a local TCP port (Proc.ListeningPID), or
+//     each of many ports from one reading of the machine's sockets
+//     (Listeners.PID).
 //
-// Everything that reads the machine is a method of Proc, whose Root names
+// Everything that reads the machine is a method of Proc (or goes through
+// one, as Listeners does), whose Root names
 // the filesystem root to read from, so tests point it at a tree under
 // testdata. The parsers behind the methods take an io.Reader or bytes and
 // touch nothing else; they are fuzzed.

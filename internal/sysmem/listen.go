@@ -177,23 +177,10 @@ func (p Proc) ListeningPID(port int) (int, error) {
 // of the socket inodes, or 0 and the number of processes whose
 // descriptors could not be read for lack of permission.
 func (p Proc) socketOwner(inodes map[uint64]bool) (pid, denied int, err error) {
-	procDir := p.path("proc")
-	f, err := os.Open(procDir)
+	pids, err := p.pids()
 	if err != nil {
-		return 0, 0, fmt.Errorf("read %s: %w", procDir, bareErr(procDir, err))
+		return 0, 0, err
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return 0, 0, fmt.Errorf("read %s: %w", procDir, bareErr(procDir, err))
-	}
-	pids := make([]int, 0, len(names))
-	for _, name := range names {
-		if n, ok := parseDec([]byte(name)); ok && n > 0 && n <= 1<<31-1 {
-			pids = append(pids, int(n))
-		}
-	}
-	slices.Sort(pids)
 
 	for _, pid := range pids {
 		found := false
@@ -322,4 +309,26 @@ func socketInode(link []byte) (uint64, bool) {
 		return 0, false
 	}
 	return parseDec(rest[:len(rest)-1])
+}
+
+// pids returns the processes of /proc, in ascending order.
+func (p Proc) pids() ([]int, error) {
+	procDir := p.path("proc")
+	f, err := os.Open(procDir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", procDir, bareErr(procDir, err))
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", procDir, bareErr(procDir, err))
+	}
+	pids := make([]int, 0, len(names))
+	for _, name := range names {
+		if n, ok := parseDec([]byte(name)); ok && n > 0 && n <= 1<<31-1 {
+			pids = append(pids, int(n))
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,17 @@ func TestMain(m *testing.M) {
 		default:
 			fmt.Println("other:", err)
 		}
+		os.Exit(0)
+	case strings.HasPrefix(mode, "serve:"):
+		// Listen on a port of 127.0.0.1 until stdin closes.
+		ln, err := net.Listen("tcp4", "127.0.0.1:"+strings.TrimPrefix(mode, "serve:"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		io.Copy(io.Discard, os.Stdin)
+		ln.Close()
 		os.Exit(0)
 	case strings.HasPrefix(mode, "environ:"):
 		// Read another process's environ and say how that went.

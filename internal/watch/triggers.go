@@ -47,7 +47,20 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 	stopNotify := func() {}
 	defer func() { stopNotify() }()
 	var fresh trigger.Sample // a scheduled run's measurement, once
+	// A target without triggers is sampled in full only to notice a
+	// restart: while its process runs, as the same one, a poll reads
+	// /proc/PID/stat and nothing else.
+	idle := len(rules) == 0 && src.container == nil
 	for {
+		if idle && havePrev && fresh.Known == 0 && src.unchanged() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case fresh = <-wt.fresh:
+			}
+			continue
+		}
 		smp, err := src.sample(ctx)
 		if err == nil && fresh.Known != 0 {
 			smp.Merge(fresh)
@@ -281,11 +294,21 @@ type sampler struct {
 	found  atomic.Int64 // the PID found on the port; 0 when unknown
 	cgroup *sysmem.Cgroup
 	cgPID  int // whose cgroup cgroup is
+	// listeners is the watcher's, read at most once a poll.
+	listeners *sysmem.Listeners
+	poll      time.Duration
+	// seenPID and seenStart are the process unchanged last saw, and its
+	// start after boot in clock ticks.
+	seenPID   int
+	seenStart uint64
+	// full counts the full samples, for tests.
+	full atomic.Int64
 }
 
 func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
 	t := wt.target
-	s := &sampler{key: t.Key, given: t.PID, limit: uint64(max(0, t.Settings.MemoryLimit)), needMetrics: len(rules) > 0}
+	s := &sampler{key: t.Key, given: t.PID, limit: uint64(max(0, t.Settings.MemoryLimit)), needMetrics: len(rules) > 0,
+		listeners: w.listeners, poll: t.Settings.Poll}
 	if t.Pod != nil {
 		s.container = func() (string, string) {
 			w.mu.Lock()
@@ -328,6 +351,7 @@ func (s *sampler) pid() int {
 // for again on its port at the next sample: the restart shows as a new
 // PID and start time.
 func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
+	s.full.Add(1)
 	if s.container != nil {
 		if mount, dir := s.container(); dir != "" {
 			smp, err := trigger.Container{Mount: mount, Dir: dir}.Sample(ctx)
@@ -344,7 +368,7 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 	} else if s.given > 0 || s.port > 0 {
 		pid := s.pid()
 		if pid == 0 {
-			p, err := (sysmem.Proc{}).ListeningPID(s.port)
+			p, err := s.listeners.PID(s.port, s.poll)
 			if err != nil {
 				return trigger.Sample{}, err
 			}
@@ -352,6 +376,16 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 			s.found.Store(int64(p))
 		}
 		smp, err := trigger.Local{PID: pid}.Sample(ctx)
+		if err != nil && s.given == 0 {
+			// Gone: whatever serves the port now is the target
+			// restarted, looked for at once rather than a poll later.
+			s.found.Store(0)
+			if p, lerr := s.listeners.PID(s.port, s.poll); lerr == nil && p != pid {
+				pid = p
+				s.found.Store(int64(p))
+				smp, err = trigger.Local{PID: pid}.Sample(ctx)
+			}
+		}
 		if err == nil {
 			if s.cgPID != pid {
 				if cg, cerr := (sysmem.Proc{}).Cgroup(pid); cerr == nil {
@@ -378,6 +412,27 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 	smp := trigger.RemoteSample(b, s.limit)
 	smp.Time = time.Now()
 	return smp, nil
+}
+
+// unchanged reports whether the process last sampled still runs, as the
+// same process: one read of /proc/PID/stat. It is false when the PID is
+// unknown, at the first look at a PID, and once the process has gone or
+// another has taken its PID; the caller then samples in full.
+func (s *sampler) unchanged() bool {
+	pid := s.pid()
+	if pid == 0 {
+		return false
+	}
+	st, err := (sysmem.Proc{}).Stat(pid)
+	if err != nil {
+		s.seenPID = 0
+		return false
+	}
+	if s.seenPID != pid {
+		s.seenPID, s.seenStart = pid, st.StartTime
+		return false
+	}
+	return st.StartTime == s.seenStart
 }
 
 // fillFromMetrics adds what /proc does not know (goroutines, GC share)

@@ -28,6 +28,7 @@ import (
 	"github.com/heapscope/heapscope/internal/gcstats"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
@@ -79,6 +80,9 @@ type Watcher struct {
 	longTermSlot chan struct{}
 	metrics      *metrics
 	outbox       *outbox // nil without a webhook
+	// listeners finds the processes on the local targets' ports: one
+	// reading of the machine's sockets a poll, shared by all.
+	listeners *sysmem.Listeners
 
 	mu      sync.Mutex
 	targets map[string]*watched
@@ -155,6 +159,7 @@ func New(opts Options) (*Watcher, error) {
 		longTermSlot: make(chan struct{}, 1),
 		metrics:      newMetrics(),
 		targets:      map[string]*watched{},
+		listeners:    &sysmem.Listeners{},
 	}
 	if h := opts.Config.Webhook; h != nil && h.URL != "" {
 		// An alert fires until the next time it is said, and a while.
