@@ -293,13 +293,7 @@ func TestRun_lateRunDatedAtItsWindow(t *testing.T) {
 	const held = 1200 * time.Millisecond
 	time.Sleep(time.Until(slot.Add(held)))
 	<-w.sem
-	e := waitFor(t, 10*time.Second, func() (store.Entry, bool) {
-		h, err := st.History(store.Query{})
-		if err != nil || len(h.Runs) == 0 {
-			return store.Entry{}, false
-		}
-		return h.Runs[len(h.Runs)-1], true
-	})
+	e := firstRun(t, st)
 	cancel()
 	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
@@ -361,13 +355,7 @@ func TestRun_missedWhileWaitingForASlot(t *testing.T) {
 	})
 	released := time.Now()
 	<-w.sem
-	e := waitFor(t, 10*time.Second, func() (store.Entry, bool) {
-		h, err := st.History(store.Query{})
-		if err != nil || len(h.Runs) == 0 {
-			return store.Entry{}, false
-		}
-		return h.Runs[len(h.Runs)-1], true
-	})
+	e := firstRun(t, st)
 	cancel()
 	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
@@ -387,4 +375,16 @@ func TestRun_missedWhileWaitingForASlot(t *testing.T) {
 	if testutil.ToFloat64(w.metrics.missed) < 1 {
 		t.Error("missed_slots_total did not count the missed slot")
 	}
+}
+
+// firstRun waits up to 10 s for the store's first run, the oldest.
+func firstRun(t *testing.T, st store.Store) store.Entry {
+	t.Helper()
+	return waitFor(t, 10*time.Second, func() (store.Entry, bool) {
+		h, err := st.History(store.Query{})
+		if err != nil || len(h.Runs) == 0 {
+			return store.Entry{}, false
+		}
+		return h.Runs[len(h.Runs)-1], true
+	})
 }

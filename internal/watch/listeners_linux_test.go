@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
@@ -115,17 +113,7 @@ func TestTriggers_restartOfATargetWithoutTriggers(t *testing.T) {
 	}
 	first := waitFor(t, 10*time.Second, func() (int, bool) { p := pidOf(); return p, p > 0 })
 	time.Sleep(3 * poll) // idle polls: the liveness check alone
-	addr := strings.TrimPrefix(leaky.URL, "http://")
-	if err := leaky.Stop(); err != nil {
-		t.Fatalf("stop the example: %v", err)
-	}
-	t.Setenv(exampleEnv, "leaky")
-	again, err := examples.Start(t.Context(), "leaky", os.Args[0], "-addr", addr)
-	os.Unsetenv(exampleEnv)
-	if err != nil {
-		t.Fatalf("restart the example on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { again.Stop() })
+	restartExample(t, leaky, "leaky", leaky.URL)
 	second := waitFor(t, 10*time.Second, func() (int, bool) { p := pidOf(); return p, p > 0 && p != first })
 	waitFor(t, 10*time.Second, func() (float64, bool) {
 		n := testutil.ToFloat64(w.metrics.restarts.WithLabelValues("false"))

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,24 @@ func startExample(t *testing.T, name string) *examples.Process {
 	}
 	t.Cleanup(func() { p.Stop() })
 	return p
+}
+
+// restartExample stops the example p and starts the named one again on
+// its address, as a service restarted in place is.
+func restartExample(t *testing.T, p *examples.Process, name, url string) *examples.Process {
+	t.Helper()
+	addr := strings.TrimPrefix(url, "http://")
+	if err := p.Stop(); err != nil {
+		t.Fatalf("stop the example: %v", err)
+	}
+	t.Setenv(exampleEnv, name)
+	again, err := examples.Start(context.Background(), name, os.Args[0], "-addr", addr)
+	os.Unsetenv(exampleEnv)
+	if err != nil {
+		t.Fatalf("restart the example on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { again.Stop() })
+	return again
 }
 
 // silentTarget accepts connections and never answers: the target a

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heapscope/heapscope/examples"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/rundir"
@@ -233,17 +232,7 @@ func TestDiagnoseStored_startsAfterARestart(t *testing.T) {
 			t.Fatalf("Once: %v", err)
 		}
 	}
-	addr := strings.TrimPrefix(leaky.URL, "http://")
-	if err := leaky.Stop(); err != nil {
-		t.Fatalf("stop the example: %v", err)
-	}
-	t.Setenv(exampleEnv, "leaky")
-	again, err := examples.Start(t.Context(), "leaky", os.Args[0], "-addr", addr)
-	os.Unsetenv(exampleEnv)
-	if err != nil {
-		t.Fatalf("restart the example on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { again.Stop() })
+	again := restartExample(t, leaky, "leaky", leaky.URL)
 	if err := w.Once(t.Context()); err != nil {
 		t.Fatalf("Once after the restart: %v", err)
 	}
