@@ -143,6 +143,9 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 	f := figs[0]
 	scale := f.Width / f.ChartWidth
 	x := func(frac float64) float64 { return f.Left + (f.PlotLeft+frac*(f.PlotRight-f.PlotLeft))*scale }
+	// The page leads with the target's problems: bring the chart into
+	// the window before pressing on it.
+	do(t, ctx, chromedp.ScrollIntoView(chromedp.CSS(`figure.timeline svg`)))
 	y := f.Top + 120 - run(t, ctx, chromedp.Evaluate[float64](`window.scrollY`))
 	drag := func(from, to float64, mods ...chromedp.Modifier) []chromedp.Action[chromedp.Void] {
 		m := chromedp.ButtonModifiers(mods...)
