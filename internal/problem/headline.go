@@ -8,14 +8,15 @@ import (
 
 // Headline is the problem in one line: its kind, where, how fast it
 // grows and how soon it reaches the limit, then its title, as in
-// "leak.inuse-growth at cache.go:42, +1.2 MiB/min, limit in 3.0 hours:
-// inuse_space grows …". Figures are humanized.
+// "leak.inuse-growth at cache/cache.go:42, +1.2 MiB/min, limit in 3.0
+// hours: inuse_space grows …". The site is shortened (ShortWhere),
+// figures are humanized.
 func (p Problem) Headline() string {
 	var b strings.Builder
 	b.WriteString(p.Kind)
 	if p.Where != "" {
 		b.WriteString(" at ")
-		b.WriteString(p.Where)
+		b.WriteString(ShortWhere(p.Where))
 	}
 	if t := p.Trend; t != nil {
 		b.WriteString(", ")

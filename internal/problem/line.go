@@ -8,8 +8,7 @@ import (
 )
 
 // Line is the problem in one line of at most width characters: its
-// state and severity, then its headline with the site shortened
-// (ShortWhere) and, before the title, how many captures showed it over
+// state and severity, then its headline and, before the title, how many captures showed it over
 // what span, as in
 //
 //	open     high   leak.inuse-growth at leakycache/leakycache.go:38, +4.4 MiB/min, 3 captures 2026-03-01 12:00Z–12:20Z: the live heap …
@@ -21,7 +20,7 @@ func (p Problem) Line(width int) string {
 		n = "capture"
 	}
 	h := p
-	h.Where, h.Title = ShortWhere(p.Where), ""
+	h.Title = ""
 	line := fmt.Sprintf("%-8s %-6s %s, %d %s %s", p.State, p.Severity, h.Headline(), p.Captures, n, Span(p.FirstSeen, p.LastSeen))
 	if title := strings.Join(strings.Fields(p.Title), " "); title != "" {
 		line += ": " + title

@@ -1,6 +1,7 @@
 package problem
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,11 @@ func TestProblem_Headline(t *testing.T) {
 	want := "leak.inuse-growth at cache.go:42, +2.0 MiB/min, limit in 3.0 hours: inuse_space grows"
 	if got != want {
 		t.Errorf("Headline = %q, want %q", got, want)
+	}
+	// A site in the toolchain's or the module cache's files is named by
+	// its package directory and file, as in a stack trace read by people.
+	p.Where = "/usr/local/go/src/bufio/bufio.go:57"
+	if got, want := p.Headline(), "leak.inuse-growth at bufio/bufio.go:57,"; !strings.HasPrefix(got, want) {
+		t.Errorf("Headline = %q, want it to begin %q", got, want)
 	}
 }

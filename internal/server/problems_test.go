@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,40 @@ func TestTargets_aLeakingServiceIsNotOK(t *testing.T) {
 	code, page := pageOf(t, s, "/")
 	if code != 200 || !strings.Contains(page, `class="health problem"`) || !strings.Contains(page, "high: leak.inuse-growth at ") || strings.Contains(page, `class="health ok"`) {
 		t.Errorf("targets page lacks the problem's health and headline:\n%s", page)
+	}
+}
+
+// TestUI_targetPageOpensOnItsData: three captures over the last half
+// hour: the target page, asked for no range, draws the half hour (and a
+// little before), not the day whose right end would hold every dot.
+func TestUI_targetPageOpensOnItsData(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	now := time.Now()
+	for _, ago := range []time.Duration{30, 20, 10} {
+		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: now.Add(-ago * time.Minute), Scheduled: true})
+	}
+	s := newServer(t, server.Options{Store: st})
+	code, page := pageOf(t, s, "/target?target="+url.QueryEscape(target))
+	if code != 200 {
+		t.Fatalf("target page: %d %s", code, page)
+	}
+	m := regexp.MustCompile(`name="from" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("target page has no from field:\n%s", page)
+	}
+	from, err := time.Parse(time.RFC3339, m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oldest := now.Add(-30 * time.Minute); from.After(oldest) || from.Before(oldest.Add(-5*time.Minute)) {
+		t.Errorf("the page opens from %s: want a little before the oldest capture, %s", from, oldest.UTC().Format(time.RFC3339))
+	}
+	if n := strings.Count(page, `data-metric="rss"`); n != 1 {
+		t.Errorf("%d RSS charts", n)
 	}
 }

@@ -226,6 +226,9 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
+	if q.Get("from") == "" && q.Get("to") == "" {
+		from = fitToData(from, to, slices.Concat(h.Runs, h.Bundles))
+	}
 	var labels map[string]string
 	if last, ok := newest(h.Runs, h.Bundles); ok {
 		labels = last.Labels
@@ -314,6 +317,33 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	}{key, key, fromText, toText, labelList(labels), problems,
 		"/api/v1/problems?target=" + url.QueryEscape(key) + "&from=" + url.QueryEscape(fromText) + "&to=" + url.QueryEscape(toText),
 		presets, charts, events, runs})
+}
+
+// fitToData narrows the default range from–to to the captures it holds:
+// eight minutes of data are drawn across the chart, not as a line of
+// dots at the right end of a day. The range begins a little before the
+// oldest capture (a twentieth of the span, at least a minute); with no
+// capture it stays as it is.
+func fitToData(from, to time.Time, entries []store.Entry) time.Time {
+	oldest := to
+	for _, e := range entries {
+		if e.Time.Before(oldest) {
+			oldest = e.Time
+		}
+	}
+	if len(entries) == 0 {
+		return from
+	}
+	pad := max(to.Sub(oldest)/20, time.Minute)
+	return latest(from, oldest.Add(-pad))
+}
+
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // problemRow is a problem as the target page lists it.
