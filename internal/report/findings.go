@@ -199,7 +199,7 @@ func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []str
 		if len(f.Evidence) > 0 {
 			b.WriteString("| evidence | value |\n|---|---:|\n")
 			for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-				fmt.Fprintf(b, "| %s | %s |\n", k, evidenceValue(k, f.Evidence[k]))
+				fmt.Fprintf(b, "| %s | %s |\n", k, EvidenceValue(k, f.Evidence[k]))
 			}
 			b.WriteString("\n")
 		}
@@ -233,18 +233,18 @@ func findingsMarkdown(b *strings.Builder, findings []result.Finding, notes []str
 func evidenceLine(ev map[string]float64) string {
 	parts := make([]string, 0, len(ev))
 	for _, k := range slices.Sorted(maps.Keys(ev)) {
-		parts = append(parts, k+" "+evidenceValue(k, ev[k]))
+		parts = append(parts, k+" "+EvidenceValue(k, ev[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// evidenceValue formats a number of a finding's evidence by the unit its
+// EvidenceValue formats a number of a finding's evidence by the unit its
 // key ends in, as internal/diagnose names them: _bytes, _seconds, _share,
 // a rate (_per_second, _per_minute, _per_request, also after bytes_ or
 // seconds_: bytes_per_second), hours_ for a span, r2 for a fit. Other
 // keys are counts (goroutines, samples, snapshots, contentions) or plain
 // figures.
-func evidenceValue(key string, v float64) string {
+func EvidenceValue(key string, v float64) string {
 	unit, per := key, ""
 	for _, p := range []struct{ suffix, per string }{
 		{"_per_second", "/s"}, {"_per_minute", "/min"}, {"_per_request", "/request"},

@@ -41,7 +41,7 @@ func TestEvidenceValue(t *testing.T) {
 		{"p_value", 0.0000123, "0.0000123"},
 	}
 	for _, tt := range tests {
-		if got := evidenceValue(tt.key, tt.v); got != tt.want {
+		if got := EvidenceValue(tt.key, tt.v); got != tt.want {
 			t.Errorf("evidenceValue(%q, %v) = %q, want %q", tt.key, tt.v, got, tt.want)
 		}
 	}

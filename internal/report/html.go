@@ -218,7 +218,7 @@ func writeFindings(b *strings.Builder, findings []result.Finding, notes []string
 		}
 		var ev []string
 		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-			ev = append(ev, k+" "+evidenceValue(k, f.Evidence[k]))
+			ev = append(ev, k+" "+EvidenceValue(k, f.Evidence[k]))
 		}
 		fix := e(f.Fix)
 		for _, esc := range f.Escape {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/problem"
+	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/storetest"
@@ -112,8 +114,12 @@ func TestUI_targetPageLeadsWithItsProblems(t *testing.T) {
 	body = html.UnescapeString(body)
 	last := strings.Index(body, `<table class="problems" id="problems">`)
 	for _, p := range got.Problems {
-		row := fmt.Sprintf(`<tr class="%s %s"><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%d</td>`,
-			p.State, p.Severity, p.State, p.Severity, p.Headline(), p.Where,
+		row := fmt.Sprintf(`<tr class="%s %s"><td>%s</td><td>%s</td><td><a href="/problem?target=%s&cause=%s&from=`,
+			p.State, p.Severity, p.State, p.Severity, url.QueryEscape(target), url.QueryEscape(p.Cause))
+		if !strings.Contains(body, row) {
+			t.Errorf("target page: no link of the problem %q to its page", p.Headline())
+		}
+		row = fmt.Sprintf(`">%s</a></td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%d</td>`, p.Headline(), p.Where,
 			p.FirstSeen.UTC().Format("2006-01-02 15:04Z"), p.LastSeen.UTC().Format("2006-01-02 15:04Z"), p.Captures)
 		i := strings.Index(body, row)
 		if i < 0 {
@@ -164,6 +170,14 @@ func TestTargets_aLeakingServiceIsNotOK(t *testing.T) {
 	if code != 200 || !strings.Contains(page, `class="health problem"`) || !strings.Contains(page, "high: leak.inuse-growth at ") || strings.Contains(page, `class="health ok"`) {
 		t.Errorf("targets page lacks the problem's health and headline:\n%s", page)
 	}
+	// The headline opens the problem's page.
+	m := regexp.MustCompile(`<div class="top high"><a href="([^"]+)">`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("targets page: the top problem links nowhere:\n%s", page)
+	}
+	if code, body := pageOf(t, s, html.UnescapeString(m[1])); code != 200 || !strings.Contains(html.UnescapeString(body), tg.Status.Top.Headline()) {
+		t.Errorf("GET %s: %d, want the problem's page:\n%s", m[1], code, body)
+	}
 }
 
 // TestUI_targetPageOpensOnItsData: three captures over the last half
@@ -198,5 +212,76 @@ func TestUI_targetPageOpensOnItsData(t *testing.T) {
 	}
 	if n := strings.Count(page, `data-metric="rss"`); n != 1 {
 		t.Errorf("%d RSS charts", n)
+	}
+}
+
+// TestUI_problemPage: a clear capture of the leaky example's service (its
+// findings dropped), then three that find the leak: the problem's page
+// names the service's line and the fix of the latest capture's finding,
+// lists the four captures with which of them show it, and compares the
+// latest run that shows it with the clear one.
+func TestUI_problemPage(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	clear := storetest.CommitEdited(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(-10), Scheduled: true},
+		func(r *result.Run) { r.Findings = nil })
+	for _, min := range []int{0, 10, 20} {
+		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(min), Scheduled: true})
+	}
+	s := newServer(t, server.Options{Store: st})
+	rng := "&from=" + url.QueryEscape(storetest.At(-60).Format(time.RFC3339)) + "&to=" + url.QueryEscape(storetest.At(60).Format(time.RFC3339))
+	var got struct{ Problems []problem.Problem }
+	decode(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng, 200, &got)
+	if len(got.Problems) == 0 {
+		t.Fatal("no problem: the fixture's leak should be one")
+	}
+	p := got.Problems[0]
+	var leak result.Finding
+	for _, f := range storetest.Fixture(t, storetest.Leaky).Findings {
+		if problem.CauseOf(f) == p.Cause {
+			leak = f
+		}
+	}
+	if leak.Fix == "" {
+		t.Fatalf("the fixture has no finding of cause %q with a fix", p.Cause)
+	}
+
+	code, page := pageOf(t, s, "/problem?target="+url.QueryEscape(target)+"&cause="+url.QueryEscape(p.Cause)+rng)
+	if code != 200 {
+		t.Fatalf("problem page: %d %s", code, page)
+	}
+	page = html.UnescapeString(page)
+	for _, want := range []string{
+		p.Headline(),
+		"<code>" + humanize.Location(leak.File, leak.Line) + "</code>",
+		leak.Fix,
+		"in 3 captures",
+		`<a href="/run/` + clear.Path + `/">`,
+		`id="diff-link" href="/compare?target=`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("problem page: no %q in\n%s", want, page)
+		}
+	}
+	if n, clearRows := strings.Count(page, "<td>shows it</td>"), strings.Count(page, "<td>clear</td>"); n != 3 || clearRows != 1 {
+		t.Errorf("problem page: %d captures show it, %d are clear: want 3 and 1", n, clearRows)
+	}
+	// The comparison it links to compares the clear run with the latest.
+	m := regexp.MustCompile(`id="diff-link" href="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no diff link")
+	}
+	code, cmp := pageOf(t, s, m[1])
+	if code != 200 || !strings.Contains(cmp, "One run per side") {
+		t.Errorf("GET %s: %d, want the comparison of one run per side:\n%s", m[1], code, cmp)
+	}
+
+	// A cause the target does not have is a 404 that says so.
+	if code, body := pageOf(t, s, "/problem?target="+url.QueryEscape(target)+"&cause=nope"+rng); code != 404 || !strings.Contains(body, `no problem "nope"`) {
+		t.Errorf("unknown cause: %d %s", code, body)
 	}
 }

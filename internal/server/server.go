@@ -182,6 +182,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /compare", withNonce(http.HandlerFunc(s.comparePage)))
 	mux.HandleFunc("GET /{$}", s.targetsPage)
 	mux.HandleFunc("GET /target", s.targetPage)
+	mux.HandleFunc("GET /problem", s.problemPage)
 	mux.HandleFunc("GET /findings", s.findingsPage)
 	mux.HandleFunc("/run/", s.runPage)
 	mux.Handle("GET /static/", staticFiles())

@@ -86,6 +86,7 @@ type targetRow struct {
 	// the worst open problem.
 	Reasons           []string
 	Top               *problem.Problem
+	TopLink           string
 	Labels            []string
 	RSS, Heap         template.HTML
 	LastRSS, LastHeap string
@@ -126,6 +127,9 @@ func (s *Server) targetsPage(w http.ResponseWriter, r *http.Request) {
 			Labels: labelList(t.Labels)}
 		if t.LastCapture != nil {
 			row.Last = rowOf(*t.LastCapture)
+		}
+		if t.Status.Top != nil {
+			row.TopLink = problemLink(t.Target, t.Status.Top.Cause, now.Add(-healthSpan), now)
 		}
 		for _, m := range []struct {
 			metric string
@@ -348,20 +352,21 @@ func latest(a, b time.Time) time.Time {
 
 // problemRow is a problem as the target page lists it.
 type problemRow struct {
-	State, Severity, Headline, Where, FirstSeen, LastSeen, Latest, LatestLink string
-	Captures                                                                  int
+	State, Severity, Headline, Link, Where, FirstSeen, LastSeen, Latest, LatestLink string
+	Captures                                                                        int
 }
 
 // problemRows are the problems GET /api/v1/problems answers for q, as a
 // page lists them: active ones first, then the worst, then the newest.
 func (s *Server) problemRows(q store.Query) ([]problemRow, error) {
+	from, to := q.Since, q.Until
 	ps, err := store.Problems(s.opts.Store, q)
 	if err != nil {
 		return nil, err
 	}
 	rows := make([]problemRow, 0, len(ps))
 	for _, p := range ps {
-		row := problemRow{State: string(p.State), Severity: p.Severity, Headline: p.Headline(), Where: p.Where,
+		row := problemRow{State: string(p.State), Severity: p.Severity, Headline: p.Headline(), Link: problemLink(p.Target, p.Cause, from, to), Where: p.Where,
 			FirstSeen: when(p.FirstSeen), LastSeen: when(p.LastSeen), Captures: p.Captures, Latest: p.Latest}
 		if p.Latest != "" {
 			row.LatestLink = runLink(p.Latest)

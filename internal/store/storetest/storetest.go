@@ -102,17 +102,7 @@ func fixtureDir(t testing.TB, name string) string {
 // Commit captures a fixture as kind for target, through Begin and Commit.
 func Commit(t testing.TB, s store.Store, kind store.Kind, target, fixture string, e store.Entry) store.Entry {
 	t.Helper()
-	p, err := s.Begin(kind, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Abandon()
-	WriteFixture(t, fixture, p.Dir())
-	out, err := p.Commit(p.Dir(), e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return CommitEdited(t, s, kind, target, fixture, e, nil)
 }
 
 // At is a fixed time, minutes after a fixed origin.
