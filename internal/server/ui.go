@@ -288,6 +288,14 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 			series.Name += " (no data)"
 		}
 		c.Series = []chart.Series{series}
+		if m.metric == store.MetricRSS {
+			limits, err := s.memoryLines(key, from, to, h.Bundles)
+			if err != nil {
+				s.failPage(w, r, err)
+				return
+			}
+			c.Series = append(c.Series, limits...)
+		}
 		var svg bytes.Buffer
 		if err := c.WriteSVG(&svg); err != nil {
 			s.failPage(w, r, err)
@@ -321,6 +329,58 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	}{key, key, fromText, toText, labelList(labels), problems,
 		"/api/v1/problems?target=" + url.QueryEscape(key) + "&from=" + url.QueryEscape(fromText) + "&to=" + url.QueryEscape(toText),
 		presets, charts, events, runs})
+}
+
+// memoryLines are the lines drawn on a target's RSS chart over from–to:
+// its cgroup's memory limit, as its captures measured it, and the
+// threshold of each memory or RSS trigger that fired in the range (a
+// share of the limit drawn at that share of it).
+func (s *Server) memoryLines(key string, from, to time.Time, bundles []store.Entry) ([]chart.Series, error) {
+	points, err := s.opts.Store.Series(key, store.MetricLimit, from, to)
+	if err != nil || len(points) == 0 && len(bundles) == 0 {
+		return nil, err
+	}
+	var out []chart.Series
+	var limit float64
+	if len(points) > 0 {
+		line := chart.Series{Color: "#e15759", Style: chart.Step}
+		for i, p := range points {
+			x := unixSeconds(p.Time)
+			if i == 0 {
+				x = unixSeconds(from)
+			}
+			line.Points = append(line.Points, chart.Point{X: x, Y: p.Value, Tip: "memory limit " + humanize.Bytes(p.Value)})
+		}
+		limit = points[len(points)-1].Value
+		line.Name = "memory limit " + humanize.Bytes(limit)
+		line.Points = append(line.Points, chart.Point{X: unixSeconds(to), Y: limit, Tip: "memory limit " + humanize.Bytes(limit)})
+		out = append(out, line)
+	}
+	seen := map[string]bool{}
+	for _, b := range bundles {
+		t := b.Trigger
+		if t == nil || seen[t.Expr] {
+			continue
+		}
+		e, err := trigger.Parse(t.Expr)
+		if err != nil {
+			continue // an expression of an older or newer watch
+		}
+		var y float64
+		switch {
+		case (e.Metric == trigger.RSS || e.Metric == trigger.Memory) && e.Unit == trigger.Bytes:
+			y = e.Threshold
+		case e.Metric == trigger.Memory && e.Unit == trigger.Percent && limit > 0:
+			y = e.Threshold / 100 * limit
+		default:
+			continue
+		}
+		seen[t.Expr] = true
+		tip := "trigger " + t.Expr + ": " + humanize.Bytes(y)
+		out = append(out, chart.Series{Name: tip, Color: "#f28e2b", Style: chart.Line, Dashed: true,
+			Points: []chart.Point{{X: unixSeconds(from), Y: y, Tip: tip}, {X: unixSeconds(to), Y: y, Tip: tip}}})
+	}
+	return out, nil
 }
 
 // fitToData narrows the default range from–to to the captures it holds:

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"net/url"
 	"regexp"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/server"
+	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/storetest"
 )
 
 func TestUI_pages(t *testing.T) {
@@ -137,5 +141,46 @@ func TestUI_inlineScriptsOnlyWithTheAnswersNonce(t *testing.T) {
 	resp := get(t, s, "/run/"+f.runs[0].Path+"/run/result.json.gz")
 	if resp.StatusCode != 200 || strings.Contains(resp.Header.Get("Content-Security-Policy"), "nonce") {
 		t.Errorf("a run's file: %d, policy %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+}
+
+// TestUI_targetPageDrawsTheLimit: captures of a service whose cgroup
+// limits it to 256 MiB, and a bundle its memory>=80% trigger fired: the
+// RSS chart draws the limit and the trigger's threshold, 80 % of it, and
+// the other charts draw neither.
+func TestUI_targetPageDrawsTheLimit(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	limit := storetest.Fixture(t, storetest.Leaky).RSS.Cgroup.LimitBytes
+	if limit == 0 {
+		t.Fatal("the fixture has no memory limit")
+	}
+	for _, min := range []int{0, 10} {
+		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(min), Scheduled: true})
+	}
+	storetest.Commit(t, st, store.KindBundle, target, storetest.Leaky, store.Entry{Time: storetest.At(15),
+		Trigger: &store.Trigger{Expr: "memory>=80%", Value: 83.5, Threshold: 80, Unit: "percent"}})
+	s := newServer(t, server.Options{Store: st})
+	code, page := pageOf(t, s, "/target?target="+url.QueryEscape(target)+"&from="+url.QueryEscape(storetest.At(-5).Format(time.RFC3339))+
+		"&to="+url.QueryEscape(storetest.At(25).Format(time.RFC3339)))
+	if code != 200 {
+		t.Fatalf("target page: %d %s", code, page)
+	}
+	page = html.UnescapeString(page)
+	rss, rest, ok := strings.Cut(page, `data-metric="heap_after_gc"`)
+	if !ok {
+		t.Fatal("no heap chart")
+	}
+	for _, want := range []string{"memory limit " + humanize.Bytes(float64(limit)), "trigger memory>=80%: " + humanize.Bytes(0.8*float64(limit))} {
+		if !strings.Contains(rss, want) {
+			t.Errorf("the RSS chart does not draw %q", want)
+		}
+		if strings.Contains(rest, want) {
+			t.Errorf("a chart other than RSS draws %q", want)
+		}
 	}
 }

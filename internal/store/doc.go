@@ -52,6 +52,8 @@
 //	                         window (a lifetime share is left out)
 //	pause_p99      seconds   memstats.gc_pause_p99_seconds, when the window's
 //	                         pauses were covered (gc_pauses_covered > 0)
+//	memory_limit   bytes     rss.cgroup.limit_bytes, when the target's cgroup
+//	                         has a memory limit
 //
 // # Concurrency
 //

@@ -19,6 +19,7 @@ const (
 	MetricAllocRate   = "alloc_rate"    // bytes/s over the window
 	MetricGCCPU       = "gc_cpu"        // fraction of CPU, over the window
 	MetricPauseP99    = "pause_p99"     // seconds
+	MetricLimit       = "memory_limit"  // bytes: the cgroup's limit
 )
 
 // metric is one series: its name, its id in the index's metrics table,
@@ -40,6 +41,7 @@ var metrics = []metric{
 	{MetricAllocRate, 5, "bytes/s", allocRateOf},
 	{MetricGCCPU, 6, "fraction", gcCPUOf},
 	{MetricPauseP99, 7, "seconds", pauseP99Of},
+	{MetricLimit, 8, "bytes", limitOf},
 }
 
 // Metrics returns the names of the series, in a fixed order.
@@ -108,6 +110,14 @@ func lastSnapshot(r *result.Run) *result.HeapSnapshot {
 		return nil
 	}
 	return &r.HeapGrowth.Snapshots[len(r.HeapGrowth.Snapshots)-1]
+}
+
+func limitOf(r *result.Run) (float64, bool) {
+	c := r.RSS.Cgroup
+	if c == nil || c.Unlimited || c.LimitBytes == 0 {
+		return 0, false
+	}
+	return float64(c.LimitBytes), true
 }
 
 func rssOf(r *result.Run) (float64, bool) {

@@ -27,6 +27,7 @@ func TestSeriesOf(t *testing.T) {
 				MetricAllocRate:   leaky.MemStats.AllocatedBytesPerSecond,
 				MetricGCCPU:       leaky.MemStats.GCCPUFraction,
 				MetricPauseP99:    leaky.MemStats.GCPauseP99Seconds,
+				MetricLimit:       float64(leaky.RSS.Cgroup.LimitBytes),
 			},
 		},
 		{
@@ -52,6 +53,7 @@ func TestSeriesOf(t *testing.T) {
 				MetricAllocRate:   leaky.MemStats.AllocatedBytesPerSecond,
 				MetricGCCPU:       leaky.MemStats.GCCPUFraction,
 				MetricPauseP99:    leaky.MemStats.GCPauseP99Seconds,
+				MetricLimit:       float64(leaky.RSS.Cgroup.LimitBytes),
 			},
 		},
 		{
@@ -68,6 +70,23 @@ func TestSeriesOf(t *testing.T) {
 				MetricHeapObjects: float64(last.LiveObjects),
 				MetricGoroutines:  float64(last.Goroutines),
 				MetricAllocRate:   leaky.MemStats.AllocatedBytesPerSecond,
+			},
+		},
+		{
+			name: "a cgroup without a memory limit: no limit series",
+			result: func() *result.Run {
+				r := readFixture(t, fixtureLeaky)
+				r.RSS.Cgroup = &result.Cgroup{Version: 2, Path: "/", Unlimited: true}
+				return r
+			},
+			want: map[string]float64{
+				MetricRSS:         float64(leaky.RSS.RSSBytes),
+				MetricHeapAfterGC: float64(last.LiveBytes),
+				MetricHeapObjects: float64(last.LiveObjects),
+				MetricGoroutines:  float64(last.Goroutines),
+				MetricAllocRate:   leaky.MemStats.AllocatedBytesPerSecond,
+				MetricGCCPU:       leaky.MemStats.GCCPUFraction,
+				MetricPauseP99:    leaky.MemStats.GCPauseP99Seconds,
 			},
 		},
 	}
