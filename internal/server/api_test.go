@@ -5,12 +5,14 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -399,9 +401,24 @@ func TestAPI_mergeIsProfileMerge(t *testing.T) {
 		t.Errorf("merge by label: %d, %d bytes; want the target's merge, %d bytes", byLabel.StatusCode, len(byLabelBody), len(body))
 	}
 
-	// The flame graph page of the range draws the merge.
-	if status, page := pageOf(t, s, strings.Replace(q, "/api/v1/merge", "/flame", 1)); status != 200 || !strings.Contains(page, `class="hsflame"`) || !strings.Contains(page, "2 runs merged") {
-		t.Errorf("flame page: %d %.200s", status, page)
+	// The flame graph page of the range draws the merge, and says it is
+	// the sum of two heap snapshots; its link shows their mean, which
+	// links back.
+	flameURL := strings.Replace(q, "/api/v1/merge", "/flame", 1)
+	status, page := pageOf(t, s, flameURL)
+	if status != 200 || !strings.Contains(page, `class="hsflame"`) || !strings.Contains(page, "the sum of 2 heap snapshots, one per run") {
+		t.Errorf("flame page: %d %.400s", status, page)
+	}
+	m := regexp.MustCompile(`<a href="([^"]+)">Show their mean</a>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("flame page offers no mean: %.600s", page)
+	}
+	status, page = pageOf(t, s, html.UnescapeString(m[1]))
+	if status != 200 || !strings.Contains(page, "the mean of 2 heap snapshots, one per run") || !strings.Contains(page, "Show their sum</a>") {
+		t.Errorf("mean flame page: %d %.600s", status, page)
+	}
+	if status, page := pageOf(t, s, flameURL+"&mean=half"); status != 400 || !strings.Contains(page, `mean="half"`) {
+		t.Errorf("mean=half: %d %s", status, page)
 	}
 
 	// pprof's own UI of the merge.

@@ -191,9 +191,16 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 }
 
 // mergedProfile merges a page's range and decodes the merge, for the
-// renderers that take a profile.
+// renderers that take a profile; with mean=1, every value is divided by
+// the number of profiles merged: the mean of a range's heap snapshots,
+// where their merge is their sum.
 func (s *Server) mergedProfile(r *http.Request) (*merged, *profile.Profile, error) {
-	m, err := s.mergeRange(r.Context(), r.URL.Query())
+	q := r.URL.Query()
+	mean, err := meanParam(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := s.mergeRange(r.Context(), q)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,7 +212,51 @@ func (s *Server) mergedProfile(r *http.Request) (*merged, *profile.Profile, erro
 	if err != nil {
 		return nil, nil, err
 	}
+	if mean {
+		prof.Scale(1 / float64(m.profiles))
+	}
 	return m, prof, nil
+}
+
+// meanParam reads mean: 1 (or true) for the mean of a merge, 0 or
+// absent for its sum.
+func meanParam(q url.Values) (bool, error) {
+	switch v := q.Get("mean"); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, badRequest("mean=%q: want 1 for the mean of the merged profiles, 0 for their sum", v)
+	}
+}
+
+// snapshotTypes are the merge types whose profiles are snapshots of a
+// moment, not counts over a window: a merge adds them up.
+var snapshotTypes = map[string]string{"heap": "heap snapshots", "goroutine": "goroutine dumps"}
+
+// mergeTitle names a merge for its flame page, and says what its
+// figures are: for snapshots, a sum of as many snapshots as runs, or
+// their mean, with a link to the other.
+func mergeTitle(m *merged, q url.Values, mean bool) (string, view.FlameNote) {
+	span := m.from.UTC().Format(time.RFC3339) + " – " + m.to.UTC().Format(time.RFC3339)
+	what, snapshots := snapshotTypes[m.typ]
+	if !snapshots || m.profiles < 2 {
+		return fmt.Sprintf("%s of %s, %s, %d runs merged", m.typ, m.sel, span, m.profiles), view.FlameNote{}
+	}
+	other := url.Values{}
+	for k, v := range q {
+		other[k] = v
+	}
+	if mean {
+		other.Del("mean")
+		return fmt.Sprintf("%s of %s, %s: the mean of %d %s, one per run", m.typ, m.sel, span, m.profiles, what),
+			view.FlameNote{Text: "Each figure is the average over the runs.", LinkText: "Show their sum", Href: "/flame?" + other.Encode()}
+	}
+	other.Set("mean", "1")
+	return fmt.Sprintf("%s of %s, %s: the sum of %d %s, one per run", m.typ, m.sel, span, m.profiles, what),
+		view.FlameNote{Text: fmt.Sprintf("Each figure adds up %d moments: the total is not the heap at any one of them.", m.profiles),
+			LinkText: "Show their mean", Href: "/flame?" + other.Encode()}
 }
 
 // flamePage draws the interactive flame graph of a range's merged
@@ -216,9 +267,9 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
-	title := fmt.Sprintf("%s of %s, %s – %s, %d runs merged", m.typ, m.sel,
-		m.from.UTC().Format(time.RFC3339), m.to.UTC().Format(time.RFC3339), m.profiles)
-	page, err := view.FlamePage(title, m.typ, prof)
+	mean, _ := meanParam(r.URL.Query()) // read by mergedProfile
+	title, note := mergeTitle(m, r.URL.Query(), mean)
+	page, err := view.FlamePage(title, note, m.typ, prof)
 	if err != nil {
 		s.failPage(w, r, &requestError{http.StatusUnprocessableEntity, err})
 		return
@@ -230,7 +281,7 @@ func (s *Server) flamePage(w http.ResponseWriter, r *http.Request) {
 
 // mergedKey names a merge by what selects it.
 func mergedKey(q url.Values) string {
-	sum := sha256.Sum256([]byte(strings.Join(append([]string{q.Get("target"), q.Get("type"), q.Get("from"), q.Get("to")}, q["label"]...), "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(append([]string{q.Get("target"), q.Get("type"), q.Get("from"), q.Get("to"), q.Get("mean")}, q["label"]...), "\x00")))
 	return hex.EncodeToString(sum[:8])
 }
 

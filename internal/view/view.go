@@ -326,7 +326,7 @@ func (s *Server) flamegraph(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	page, err := FlamePage("Flame graph of "+filepath.Base(p.Path), p.Name, prof)
+	page, err := FlamePage("Flame graph of "+filepath.Base(p.Path), FlameNote{}, p.Name, prof)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 		return
@@ -335,11 +335,18 @@ func (s *Server) flamegraph(w http.ResponseWriter, r *http.Request) {
 	w.Write(page)
 }
 
+// FlameNote is a line under a flame page's title: a sentence, then a
+// link when Href is set.
+type FlameNote struct {
+	Text, LinkText, Href string
+}
+
 // FlamePage draws heapscope's interactive flame graph of a profile as a
 // page of its own, every sample type, pruned as heapscope flame prunes
 // HTML: what view serves at /flamegraph/NAME, and the history server for
-// a merged range. name labels the view in the page.
-func FlamePage(title, name string, prof *profile.Profile) ([]byte, error) {
+// a merged range. name labels the view in the page; note, when it has
+// text, is shown under the title.
+func FlamePage(title string, note FlameNote, name string, prof *profile.Profile) ([]byte, error) {
 	st, err := pprofx.StacksOf(prof)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", title, err)
@@ -352,11 +359,29 @@ func FlamePage(title, name string, prof *profile.Profile) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", title, err)
 	}
 	var buf bytes.Buffer
-	if err := flame.WriteHTML(&buf, title, flame.HTMLWidget{ID: "flame", Views: []flame.HTMLView{{Name: name, Tree: t}}}); err != nil {
+	if err := flame.WriteHTMLHead(&buf, title, flamePageStyle, true); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(&buf, "<h1>%s</h1>\n", template.HTMLEscapeString(title))
+	if note.Text != "" {
+		fmt.Fprintf(&buf, "<p class=\"note\">%s", template.HTMLEscapeString(note.Text))
+		if note.Href != "" {
+			fmt.Fprintf(&buf, " <a href=\"%s\">%s</a>", template.HTMLEscapeString(note.Href), template.HTMLEscapeString(note.LinkText))
+		}
+		buf.WriteString("</p>\n")
+	}
+	if err := flame.WriteHTMLWidget(&buf, flame.HTMLWidget{ID: "flame", Views: []flame.HTMLView{{Name: name, Tree: t}}}); err != nil {
+		return nil, err
+	}
+	buf.WriteString("</body>\n</html>\n")
 	return buf.Bytes(), nil
 }
+
+// flamePageStyle is the style of FlamePage's page.
+const flamePageStyle = `body { margin: 16px 20px; font: 14px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #fff; }
+h1 { font-size: 20px; margin: 0 0 8px; }
+p.note { margin: 0 0 12px; color: #555; }
+`
 
 // indexData is what the index template shows.
 type indexData struct {
