@@ -66,6 +66,9 @@ func (s *Embedded) Retain(r Retention) (int, error) {
 			if _, err := tx.Exec("DELETE FROM findings WHERE entry_id IS NULL AND time_ns < ?", cutoff); err != nil {
 				return err
 			}
+			if _, err := tx.Exec("DELETE FROM events WHERE time_ns < ?", cutoff); err != nil {
+				return err
+			}
 		}
 		if r.MaxBytes > 0 {
 			var total sql.NullInt64

@@ -41,6 +41,12 @@ type Store interface {
 	MarkBeforeOOM(target string, killedAt time.Time) (Entry, bool, error)
 	// AddFindings stores findings of the diagnosis over a target's series.
 	AddFindings(fs []Finding) error
+	// AddEvent stores what watch saw of a target's availability: down,
+	// up, a restart, an OOM kill.
+	AddEvent(e TargetEvent) error
+	// Events returns the availability events a query selects (its
+	// Target, Since, Until and Limit), newest first.
+	Events(q Query) ([]TargetEvent, error)
 
 	// RunDir returns a local directory holding the entry's run, to read
 	// with rundir, view or compare: the directory itself in the embedded

@@ -82,6 +82,9 @@ func (s *Store) retain(ctx context.Context, conn *pgxpool.Conn, r store.Retentio
 		if _, err := conn.Exec(ctx, "DELETE FROM findings WHERE entry_id IS NULL AND time_ns < $1", cutoff); err != nil {
 			return removed, fmt.Errorf("retain: %w", err)
 		}
+		if _, err := conn.Exec(ctx, "DELETE FROM events WHERE time_ns < $1", cutoff); err != nil {
+			return removed, fmt.Errorf("retain: %w", err)
+		}
 	}
 	if r.MaxBytes > 0 {
 		for {

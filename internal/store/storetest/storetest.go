@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"Retain", testRetain},
 		{"RunDir", testRunDir},
 		{"Problems", testProblems},
+		{"Events", testEvents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open) })
