@@ -31,6 +31,11 @@ type Signals struct {
 	// one's error.
 	Failures  int
 	LastError string
+	// DownSince is when the target went down, as its stored events say,
+	// when it has not come back since; DownDetail is what was seen then.
+	// A server without the watcher's own figures reads it.
+	DownSince  time.Time
+	DownDetail string
 	// Unarmed are the triggers that can never fire on the target, each
 	// with why.
 	Unarmed []string
@@ -62,8 +67,11 @@ func HealthOf(s Signals) Status {
 	if !s.Captured {
 		worse(HealthUnknown, "nothing captured yet")
 	}
-	if s.Failures > 0 {
+	switch {
+	case s.Failures > 0:
 		worse(HealthDown, fmt.Sprintf("%d capture%s failed in a row: %s", s.Failures, plural(s.Failures), s.LastError))
+	case !s.DownSince.IsZero():
+		worse(HealthDown, "down since "+s.DownSince.UTC().Format(time.RFC3339)+": "+s.DownDetail)
 	}
 	for i, p := range s.Problems {
 		if p.State == Resolved || Rank(p.Severity) < Rank("medium") {

@@ -24,6 +24,8 @@ func TestHealthOf(t *testing.T) {
 		{"a leak is not ok", Signals{Captured: true, Problems: []Problem{gc, leak}}, HealthProblem, []string{"high problem: leak.inuse-growth at cache.go:38"}, leak.Cause},
 		{"down beats a problem", Signals{Captured: true, Problems: []Problem{leak}, Failures: 3, LastError: "connection refused"},
 			HealthDown, []string{"3 captures failed in a row: connection refused", "high problem"}, leak.Cause},
+		{"down, as stored events say", Signals{Captured: true, Problems: []Problem{leak}, DownSince: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC), DownDetail: "connection refused"},
+			HealthDown, []string{"down since 2026-12-01T03:00:00Z: connection refused", "high problem"}, leak.Cause},
 		{"OOM-killed", Signals{Captured: true, BeforeOOM: true, Last: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}, HealthDown, []string{"OOM-killed after its last capture (2026-12-01T03:00:00Z)"}, ""},
 		{"a trigger that cannot fire", Signals{Captured: true, Unarmed: []string{"memory>=80%: no memory limit"}}, HealthDegraded, []string{"trigger memory>=80%: no memory limit"}, ""},
 		{"partial, and a problem", Signals{Captured: true, Partial: true, Problems: []Problem{gc}}, HealthProblem, []string{"medium problem: gc.pressure", "its last capture is partial"}, gc.Cause},

@@ -109,6 +109,10 @@ type Target struct {
 // healthSpan is how far back a target's problems count for its health.
 const healthSpan = 24 * time.Hour
 
+// availabilityEvents is how many of a target's newest events its health
+// reads to know whether it is down: restarts may come between.
+const availabilityEvents = 50
+
 // targetFindings is how many of a target's newest findings the list
 // carries.
 const targetFindings = 3
@@ -159,6 +163,13 @@ func (s *Server) targetList() ([]Target, error) {
 		if wh, ok := health[key]; ok {
 			t.Watcher = &wh
 			sig.Failures, sig.LastError, sig.Unarmed = wh.Failures, wh.LastError, wh.Unarmed
+		}
+		evs, err := s.opts.Store.Events(store.Query{Target: key, Limit: availabilityEvents})
+		if err != nil {
+			return nil, err
+		}
+		if e, down := store.Down(evs); down {
+			sig.DownSince, sig.DownDetail = e.Time, e.Detail
 		}
 		if sig.Problems, err = store.Problems(s.opts.Store, store.Query{Target: key, Since: s.opts.now().Add(-healthSpan)}); err != nil {
 			return nil, err
@@ -297,10 +308,10 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-// Event is a trigger's bundle, or a capture marked as the last before an
-// OOM kill.
+// Event is something that happened to a target: a trigger's bundle, or
+// what watch saw of its availability (down, up, restart, oom_kill).
 type Event struct {
-	// Kind is trigger or oom_kill.
+	// Kind is trigger, oom_kill, restart, down or up.
 	Kind   string            `json:"kind"`
 	Time   time.Time         `json:"time"`
 	Target string            `json:"target"`
@@ -309,8 +320,11 @@ type Event struct {
 	Trigger *store.Trigger `json:"trigger,omitempty"`
 	// CaptureSeconds is the time from the crossing to the complete bundle.
 	CaptureSeconds float64 `json:"capture_seconds,omitempty"`
-	// Path is the bundle, or the capture before the kill.
-	Path string `json:"path"`
+	// Detail is what watch saw: a down target's error, a restart's reason.
+	Detail string `json:"detail,omitempty"`
+	// Path is the bundle, or the capture before an OOM kill, when one is
+	// stored.
+	Path string `json:"path,omitempty"`
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
@@ -324,20 +338,69 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	events, err := s.eventList(sel, h)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, struct {
+		Events []Event `json:"events"`
+	}{events})
+}
+
+// eventList gathers a query's events, newest first: the bundles of its
+// history, and the availability events watch stored (with labels, only
+// those of targets whose entries carry them). An OOM kill names the
+// capture its entries mark as the last before it; a capture marked so
+// with no stored kill (a store older than its events) is one too.
+func (s *Server) eventList(q store.Query, h store.History) ([]Event, error) {
 	events := []Event{}
+	labels := map[string]map[string]string{}
+	var marked []store.Entry
 	for _, e := range slices.Concat(h.Bundles, h.Runs) {
+		labels[e.Target] = e.Labels
 		if e.Kind == store.KindBundle {
 			events = append(events, Event{Kind: "trigger", Time: e.Time, Target: e.Target, Labels: e.Labels,
 				Trigger: e.Trigger, CaptureSeconds: e.CaptureSeconds, Path: e.Path})
 		}
 		if e.BeforeOOM {
-			events = append(events, Event{Kind: "oom_kill", Time: e.Time, Target: e.Target, Labels: e.Labels, Path: e.Path})
+			marked = append(marked, e)
+		}
+	}
+	stored, err := s.opts.Store.Events(store.Query{Target: q.Target, Since: q.Since, Until: q.Until, Limit: q.Limit})
+	if err != nil {
+		return nil, err
+	}
+	for _, se := range stored {
+		l, seen := labels[se.Target]
+		if len(q.Labels) > 0 && !seen {
+			continue
+		}
+		events = append(events, Event{Kind: se.Kind, Time: se.Time, Target: se.Target, Labels: l, Detail: se.Detail})
+	}
+	slices.SortStableFunc(events, func(a, b Event) int { return b.Time.Compare(a.Time) })
+	for _, e := range marked {
+		if !nameKill(events, e) {
+			events = append(events, Event{Kind: store.EventOOMKill, Time: e.Time, Target: e.Target, Labels: e.Labels, Path: e.Path})
 		}
 	}
 	slices.SortStableFunc(events, func(a, b Event) int { return b.Time.Compare(a.Time) })
-	writeJSON(w, struct {
-		Events []Event `json:"events"`
-	}{events})
+	return events, nil
+}
+
+// nameKill gives the capture e, marked as the last before an OOM kill,
+// to the kill it preceded among events (newest first): the oldest of
+// its target's kills at or after it that names no capture yet. False
+// when there is none.
+func nameKill(events []Event, e store.Entry) bool {
+	for i := len(events) - 1; i >= 0; i-- {
+		ev := &events[i]
+		if ev.Kind == store.EventOOMKill && ev.Target == e.Target && ev.Path == "" && !ev.Time.Before(e.Time) {
+			ev.Path = e.Path
+			return true
+		}
+	}
+	return false
 }
 
 // severities are the severities of findings, least first.

@@ -285,3 +285,79 @@ func TestUI_problemPage(t *testing.T) {
 		t.Errorf("unknown cause: %d %s", code, body)
 	}
 }
+
+// TestUI_outagesAndRestarts: captures of a service, and what watch
+// stored between them — an outage that ended, a restart, an OOM kill, an
+// outage that goes on: the events route lists them as the document
+// says; the target page shades each outage on its charts, marks the
+// restart and the kill, and lists them; the target is down since the
+// last outage, for a server without the watcher as for one with it.
+func TestUI_outagesAndRestarts(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const target = "http://127.0.0.1:6060/debug/pprof/"
+	now := time.Now().UTC().Truncate(time.Second)
+	ago := func(min int) time.Time { return now.Add(-time.Duration(min) * time.Minute) }
+	for _, min := range []int{30, 20} {
+		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: ago(min), Scheduled: true})
+	}
+	for _, e := range []store.TargetEvent{
+		{Target: target, Time: ago(28), Kind: store.EventDown, Detail: "connection refused"},
+		{Target: target, Time: ago(25), Kind: store.EventUp, Detail: "captured again"},
+		{Target: target, Time: ago(15), Kind: store.EventRestart, Detail: "pid 10 → 11"},
+		{Target: target, Time: ago(12), Kind: store.EventOOMKill, Detail: "oom_kill 0 → 1"},
+		{Target: target, Time: ago(10), Kind: store.EventDown, Detail: "503 Service Unavailable"},
+	} {
+		if err := st.AddEvent(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newServer(t, server.Options{Store: st})
+	rng := "target=" + url.QueryEscape(target) + "&from=" + url.QueryEscape(ago(40).Format(time.RFC3339)) + "&to=" + url.QueryEscape(now.Format(time.RFC3339))
+
+	var got struct{ Events []server.Event }
+	decode(t, s, "/api/v1/events?"+rng, 200, &got)
+	var kinds []string
+	for _, e := range got.Events {
+		kinds = append(kinds, e.Kind)
+	}
+	if strings.Join(kinds, ",") != "down,oom_kill,restart,up,down" || got.Events[0].Detail != "503 Service Unavailable" {
+		t.Errorf("events %+v: want the five stored, newest first, with their details", got.Events)
+	}
+	_, schema := openAPISchemas(t)
+	resp := get(t, s, "/api/v1/events?"+rng)
+	body, _ := io.ReadAll(resp.Body)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema("/paths/~1api~1v1~1events/get/responses/200/content/application~1json/schema").Validate(v); err != nil {
+		t.Errorf("the events are not what the document says: %v\n%s", err, body)
+	}
+
+	code, page := pageOf(t, s, "/target?"+rng)
+	if code != 200 {
+		t.Fatalf("target page: %d %s", code, page)
+	}
+	page = html.UnescapeString(page)
+	rss, _, _ := strings.Cut(page, `data-metric="heap_after_gc"`)
+	if n := strings.Count(rss, `<rect class="band"`); n != 2 {
+		t.Errorf("the RSS chart shades %d outages, want 2", n)
+	}
+	for _, want := range []string{"down since " + ago(10).Format("2006-01-02 15:04Z"), "down from " + ago(28).Format("2006-01-02 15:04Z") + " to " + ago(25).Format("2006-01-02 15:04Z"),
+		"restarted (pid 10 → 11)", "OOM kill (oom_kill 0 → 1)", "down: 503 Service Unavailable", "up again: captured again"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("target page: no %q", want)
+		}
+	}
+
+	var targets struct{ Targets []server.Target }
+	decode(t, s, "/api/v1/targets", 200, &targets)
+	if len(targets.Targets) != 1 || targets.Targets[0].Health != problem.HealthDown ||
+		!strings.HasPrefix(targets.Targets[0].Status.Reasons[0], "down since "+ago(10).Format(time.RFC3339)+": 503 Service Unavailable") {
+		t.Errorf("targets %+v: want it down since its last outage", targets.Targets)
+	}
+}

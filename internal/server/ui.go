@@ -237,34 +237,24 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 	if last, ok := newest(h.Runs, h.Bundles); ok {
 		labels = last.Labels
 	}
-	var marks []chart.Mark
-	type eventRow struct{ When, What, Path, Link string }
-	var events []eventRow
-	for _, b := range h.Bundles {
-		what := "bundle"
-		if b.Trigger != nil {
-			what = triggerLine(b.Trigger)
-		}
-		if b.BeforeOOM {
-			what += "; the last capture before an OOM kill"
-		}
-		events = append(events, eventRow{when(b.Time), what, b.Path, runLink(b.Path)})
-		marks = append(marks, chart.Mark{X: unixSeconds(b.Time), Color: "#e15759", Tip: when(b.Time) + " " + what})
-	}
-	var runs []*entryRow
-	for _, e := range slices.Concat(h.Runs, h.Bundles) {
-		runs = append(runs, rowOf(e))
-		if e.BeforeOOM && e.Kind == store.KindRun {
-			marks = append(marks, chart.Mark{X: unixSeconds(e.Time), Color: "#b07aa1", Tip: when(e.Time) + " the last capture before an OOM kill"})
-		}
-	}
-	slices.SortFunc(runs, func(a, b *entryRow) int { return strings.Compare(b.When+b.Path, a.When+a.Path) })
-
-	problems, err := s.problemRows(store.Query{Target: key, Since: from, Until: to})
+	evs, err := s.eventList(store.Query{Target: key, Since: from, Until: to, Limit: s.opts.Limits.MaxEntries}, h)
 	if err != nil {
 		s.failPage(w, r, err)
 		return
 	}
+	ps, err := store.Problems(s.opts.Store, store.Query{Target: key, Since: from, Until: to})
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	problems := problemRowsOf(ps, from, to)
+	tl := timelineOf(evs, ps, to)
+	var runs []*entryRow
+	for _, e := range slices.Concat(h.Runs, h.Bundles) {
+		runs = append(runs, rowOf(e))
+	}
+	slices.SortFunc(runs, func(a, b *entryRow) int { return strings.Compare(b.When+b.Path, a.When+a.Path) })
+
 	var charts []timeline
 	for _, m := range timelineMetrics {
 		points, err := s.opts.Store.Series(key, m.metric, from, to)
@@ -276,7 +266,7 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 		c := chart.Chart{ID: "chart-" + m.metric, Title: m.title, Width: 960, Height: 260,
 			X: chart.Axis{Format: func(v float64) string { return time.Unix(int64(v), 0).UTC().Format("01-02 15:04") },
 				Tight: true, Min: unixSeconds(from), Max: unixSeconds(to)},
-			Y: chart.Axis{Bytes: unit == "bytes", Format: valueFormat(unit)}, Marks: marks, MarksLabel: "events"}
+			Y: chart.Axis{Bytes: unit == "bytes", Format: valueFormat(unit)}, Marks: tl.marks, Bands: tl.bands, Keys: tl.keys, MarksLabel: "events"}
 		series := chart.Series{Name: m.title, Color: "#4e79a7", Style: chart.Dots}
 		for _, p := range points {
 			series.Points = append(series.Points, chart.Point{X: unixSeconds(p.Time), Y: p.Value,
@@ -328,7 +318,7 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 		Runs                 []*entryRow
 	}{key, key, fromText, toText, labelList(labels), problems,
 		"/api/v1/problems?target=" + url.QueryEscape(key) + "&from=" + url.QueryEscape(fromText) + "&to=" + url.QueryEscape(toText),
-		presets, charts, events, runs})
+		presets, charts, tl.rows, runs})
 }
 
 // memoryLines are the lines drawn on a target's RSS chart over from–to:
@@ -416,14 +406,9 @@ type problemRow struct {
 	Captures                                                                        int
 }
 
-// problemRows are the problems GET /api/v1/problems answers for q, as a
-// page lists them: active ones first, then the worst, then the newest.
-func (s *Server) problemRows(q store.Query) ([]problemRow, error) {
-	from, to := q.Since, q.Until
-	ps, err := store.Problems(s.opts.Store, q)
-	if err != nil {
-		return nil, err
-	}
+// problemRowsOf lists problems as a page does, each linking to its page
+// over from–to.
+func problemRowsOf(ps []problem.Problem, from, to time.Time) []problemRow {
 	rows := make([]problemRow, 0, len(ps))
 	for _, p := range ps {
 		row := problemRow{State: string(p.State), Severity: p.Severity, Headline: p.Headline(), Link: problemLink(p.Target, p.Cause, from, to), Where: p.Where,
@@ -433,7 +418,98 @@ func (s *Server) problemRows(q store.Query) ([]problemRow, error) {
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows
+}
+
+// eventRow is one event in a target page's list.
+type eventRow struct{ When, What, Path, Link string }
+
+// timeline is what a target page draws of its events on every chart:
+// a mark per trigger, restart, OOM kill and problem start, a band over
+// each outage, and the list of them.
+type eventTimeline struct {
+	marks []chart.Mark
+	bands []chart.Band
+	keys  []chart.Key
+	rows  []eventRow
+}
+
+// The colours of a timeline's events.
+const (
+	colorTrigger = "#e15759"
+	colorOOMKill = "#b07aa1"
+	colorRestart = "#9c755f"
+	colorProblem = "#f28e2b"
+	colorOutage  = "#e15759"
+)
+
+// timelineOf lays out a target's events (newest first) and the starts of
+// its problems over a range that ends at to: an outage lasts from its
+// down event to the next up event, or to the range's end.
+func timelineOf(evs []Event, ps []problem.Problem, to time.Time) eventTimeline {
+	var tl eventTimeline
+	seen := map[string]bool{}
+	key := func(name, color string, faint bool) {
+		if !seen[name] {
+			seen[name] = true
+			tl.keys = append(tl.keys, chart.Key{Name: name, Color: color, Faint: faint})
+		}
+	}
+	upAt := to
+	for _, ev := range evs {
+		row := eventRow{When: when(ev.Time), Path: ev.Path}
+		if ev.Path != "" {
+			row.Link = runLink(ev.Path)
+		}
+		mark := func(color, name string) {
+			tl.marks = append(tl.marks, chart.Mark{X: unixSeconds(ev.Time), Color: color, Tip: row.When + " " + row.What})
+			key(name, color, false)
+		}
+		switch ev.Kind {
+		case "trigger":
+			row.What = "bundle"
+			if ev.Trigger != nil {
+				row.What = triggerLine(ev.Trigger)
+			}
+			mark(colorTrigger, "trigger")
+		case store.EventOOMKill:
+			row.What = "OOM kill"
+			if ev.Detail != "" {
+				row.What += " (" + ev.Detail + ")"
+			}
+			if ev.Path != "" {
+				row.What += "; the last capture before it:"
+			}
+			mark(colorOOMKill, "OOM kill")
+		case store.EventRestart:
+			row.What = "restarted (" + ev.Detail + ")"
+			mark(colorRestart, "restart")
+		case store.EventUp:
+			row.What = "up again: " + ev.Detail
+			upAt = ev.Time
+		case store.EventDown:
+			row.What = "down: " + ev.Detail
+			tip := "down from " + row.When + " to " + when(upAt)
+			if upAt.Equal(to) {
+				tip = "down since " + row.When
+			}
+			tl.bands = append(tl.bands, chart.Band{From: unixSeconds(ev.Time), To: unixSeconds(upAt), Color: colorOutage, Tip: tip})
+			key("down", colorOutage, true)
+			upAt = to
+		default:
+			continue
+		}
+		tl.rows = append(tl.rows, row)
+	}
+	for _, p := range ps {
+		if p.State == problem.Resolved || problem.Rank(p.Severity) < problem.Rank("medium") {
+			continue
+		}
+		tl.marks = append(tl.marks, chart.Mark{X: unixSeconds(p.FirstSeen), Color: colorProblem,
+			Tip: when(p.FirstSeen) + " first seen: " + p.Severity + " " + p.Headline()})
+		key("problem start", colorProblem, false)
+	}
+	return tl
 }
 
 // unixSeconds is a time as a chart's x.

@@ -34,7 +34,7 @@ func TestUI_pages(t *testing.T) {
 		{"targets", "/", []string{`<a href="/target?target=` + target + `">`, `class="health down"`, `OOM-killed after its last capture`, `aria-label="` + points + `"`}},
 		{"target", "/target?target=" + target + "&from=" + url.QueryEscape(f.runs[1].Time.Add(-60e9).Format("2006-01-02T15:04:05Z07:00")),
 			[]string{`<figure class="timeline" data-metric="rss"`, `data-metric="heap_after_gc"`, dataPoints, "memory&gt;=80% fired at 83.5",
-				"the last capture before an OOM kill", `href="/run/` + f.bundle.Path + `/"`}},
+				"OOM kill; the last capture before it:", `href="/run/` + f.bundle.Path + `/"`}},
 		{"findings", "/findings?min=info", []string{`<table class="findings-feed"`, `href="/target?target=` + target + `"`}},
 		{"a run", "/run/" + f.runs[0].Path + "/", []string{`href="pprof/heap-000/"`, `href="flamegraph/heap-000"`}},
 		{"a bundle", "/run/" + f.bundle.Path + "/", []string{"<h1>Bundle of " + f.target + ": memory&gt;=80% fired at 83.5</h1>",

@@ -47,19 +47,19 @@ func CheckEvent(e TargetEvent) error {
 	return nil
 }
 
-// DownSince reads a target's events, newest first: the time it went
+// Down reads a target's events, newest first: the event of its going
 // down when it has not come back up since (its newest down event has no
 // up event after it), else false.
-func DownSince(events []TargetEvent) (time.Time, bool) {
+func Down(events []TargetEvent) (TargetEvent, bool) {
 	for _, e := range events {
 		switch e.Kind {
 		case EventUp:
-			return time.Time{}, false
+			return TargetEvent{}, false
 		case EventDown:
-			return e.Time, true
+			return e, true
 		}
 	}
-	return time.Time{}, false
+	return TargetEvent{}, false
 }
 
 // AddEvent stores one of a target's availability events.

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func TestDownSince(t *testing.T) {
+func TestDown(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
 	tests := []struct {
@@ -21,9 +21,9 @@ func TestDownSince(t *testing.T) {
 		{"restarts only", []TargetEvent{{Kind: EventOOMKill, Time: at(5)}, {Kind: EventRestart, Time: at(3)}}, false, time.Time{}},
 	}
 	for _, tt := range tests {
-		since, down := DownSince(tt.events)
-		if down != tt.down || !since.Equal(tt.downSince) {
-			t.Errorf("%s: DownSince = %v, %v; want %v, %v", tt.name, since, down, tt.downSince, tt.down)
+		e, down := Down(tt.events)
+		if down != tt.down || !e.Time.Equal(tt.downSince) {
+			t.Errorf("%s: Down = %v, %v; want down at %v, %v", tt.name, e, down, tt.downSince, tt.down)
 		}
 	}
 }

@@ -169,8 +169,8 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 			}
 			w.log.Error("capture failed", attrs...)
 			if failures == downAfter {
-				w.notify(Event{Kind: "down", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
-					Text: fmt.Sprintf("heapscope: %s is down: %d captures failed in a row; the last: %v", t.Key, failures, err)})
+				w.record(Event{Kind: "down", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
+					Text: fmt.Sprintf("heapscope: %s is down: %d captures failed in a row; the last: %v", t.Key, failures, err)}, err.Error())
 			}
 		}
 		return entry, nil, err
@@ -184,8 +184,8 @@ func (w *Watcher) capture(ctx context.Context, wt *watched, o occasion) (store.E
 		h.ConsecutiveFailures = 0
 	})
 	if wasDown {
-		w.notify(Event{Kind: "up", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
-			Text: fmt.Sprintf("heapscope: %s is back: captured again", t.Key)})
+		w.record(Event{Kind: "up", Target: t.Key, Labels: t.Labels, Time: w.opts.now(), Link: w.targetLink(t.Key),
+			Text: fmt.Sprintf("heapscope: %s is back: captured again", t.Key)}, "captured again")
 	}
 	w.followProblems(wt, res)
 	attrs := []any{"target", t.Key, "kind", kind, "path", entry.Path, "status", entry.Status,

@@ -153,6 +153,11 @@ func TestRun_recordsAPodsOOMKilledRestart(t *testing.T) {
 	if again.OOMKill || again.Path != "" {
 		t.Errorf("event %+v: want a restart without an OOM kill", again)
 	}
+	// Both are stored, for the pages and the health of the target.
+	stored, err := st.Events(store.Query{Target: key})
+	if err != nil || len(stored) != 2 || stored[0].Kind != store.EventRestart || stored[1].Kind != store.EventOOMKill {
+		t.Errorf("stored events %+v, %v: want the OOM kill, then the restart", stored, err)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)

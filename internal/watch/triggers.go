@@ -238,6 +238,21 @@ func (w *Watcher) recordRestart(ctx context.Context, wt *watched, at time.Time, 
 	} else {
 		w.log.Warn("OOM kill in the target's cgroup", "target", wt.target.Key, "reason", reason)
 	}
+	w.record(ev, reason)
+}
+
+// record stores an availability event (down, up, restart; a restart
+// after an OOM kill as one) in the store, then announces it: pages and
+// health read what happened between captures from the store, not from
+// the log. A store that refuses it is logged; the webhook still hears.
+func (w *Watcher) record(ev Event, detail string) {
+	kind := ev.Kind
+	if kind == "restart" && ev.OOMKill {
+		kind = store.EventOOMKill
+	}
+	if err := w.opts.Store.AddEvent(store.TargetEvent{Target: ev.Target, Time: ev.Time, Kind: kind, Detail: detail}); err != nil {
+		w.log.Error("store the target's event", "target", ev.Target, "kind", kind, "err", err)
+	}
 	w.notify(ev)
 }
 

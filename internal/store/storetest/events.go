@@ -55,8 +55,8 @@ func testEvents(t *testing.T, open Opener) {
 	if len(all) != 1 || all[0].Detail != "connection refused" || !all[0].Time.Equal(At(6)) {
 		t.Errorf("the newest event of a: %+v, want its detail and time as added", all)
 	}
-	if since, down := store.DownSince(all); !down || !since.Equal(At(6)) {
-		t.Errorf("DownSince: %v %v, want down since 12:06", since, down)
+	if e, down := store.Down(all); !down || !e.Time.Equal(At(6)) {
+		t.Errorf("Down: %+v %v, want down since 12:06", e, down)
 	}
 
 	for _, bad := range []store.TargetEvent{
