@@ -98,11 +98,12 @@ func (w *Watcher) followProblems(wt *watched, res *result.Run) {
 	for _, c := range changes {
 		p := c.p
 		ev := Event{Kind: "problem", Change: c.what, Problem: &p, Target: key, Labels: wt.target.Labels, Time: now,
-			Link: w.targetLink(key)}
-		ev.Text = fmt.Sprintf("heapscope: problem %s on %s: %s %s", c.what, key, p.Severity, p.Title)
-		if p.Where != "" {
-			ev.Text += " (" + p.Where + ")"
-		}
+			Link: w.problemLink(p)}
+		// One line a chat shows: the headline without the title, which
+		// the event carries whole.
+		short := p
+		short.Title = ""
+		ev.Text = fmt.Sprintf("heapscope: problem %s on %s: %s %s", c.what, key, p.Severity, short.Headline())
 		if ev.Link != "" {
 			ev.Text += " " + ev.Link
 		}
@@ -126,6 +127,17 @@ func (w *Watcher) anyOpen(wt *watched) bool {
 		}
 	}
 	return false
+}
+
+// problemLink is the problem's page under the webhook's external URL,
+// over the time since it was first seen; "" without an external URL.
+func (w *Watcher) problemLink(p problem.Problem) string {
+	h := w.opts.Config.Webhook
+	if h == nil || h.ExternalURL == "" {
+		return ""
+	}
+	return h.ExternalURL + "/problem?target=" + url.QueryEscape(p.Target) + "&cause=" + url.QueryEscape(p.Cause) +
+		"&from=" + url.QueryEscape(p.FirstSeen.Add(-time.Minute).UTC().Format(time.RFC3339))
 }
 
 // targetLink is the target's page under the webhook's external URL, ""

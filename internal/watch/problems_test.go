@@ -131,7 +131,7 @@ func TestRun_problemsReachAlertmanager(t *testing.T) {
 	a := got[0]
 	if a.Labels["alertname"] != "HeapscopeProblem" || a.Labels["target"] != key || a.Labels["severity"] != "high" ||
 		a.Labels["group"] == "" || !strings.HasSuffix(a.Annotations["where"], "leakycache.go:38") ||
-		a.GeneratorURL != "https://heapscope.example/target?target=http%3A%2F%2F10.0.0.7%3A6060%2Fdebug%2Fpprof%2F" ||
+		!strings.HasPrefix(a.GeneratorURL, "https://heapscope.example/problem?target=http%3A%2F%2F10.0.0.7%3A6060%2Fdebug%2Fpprof%2F&cause=leak+at+") ||
 		!a.EndsAt.After(now) || !strings.Contains(a.Annotations["summary"], "problem opened") {
 		t.Errorf("alert %+v: want HeapscopeProblem of the target, high, at leakycache.go:38, linked, firing, said opened", a)
 	}
