@@ -9,9 +9,10 @@
 //     diagnose.CauseKey when the capture predates keys);
 //  2. a capture showing a cause opens its problem, or reopens it when it
 //     was resolved; it becomes the problem's latest capture;
-//  3. a complete capture under load comparable to the problem's latest
-//     capture (see Comparable) that does not show the cause resolves it;
-//     a partial capture, or one under other load, says nothing;
+//  3. ClearToResolve complete scheduled captures in a row, under load
+//     comparable to the problem's latest capture (see Comparable), that
+//     do not show the cause resolve it, dated at the first of them; a
+//     partial capture, a bundle, or one under other load says nothing;
 //  4. each problem takes its severity, title, site and evidence from the
 //     latest capture that showed it, and its trend from that evidence.
 //
@@ -96,6 +97,10 @@ type Capture struct {
 	// Complete is true for a capture that collected everything; a partial
 	// capture's missing finding says nothing.
 	Complete bool
+	// Bundle marks a trigger's bundle: a short window at a moment of
+	// stress, which shows problems but whose missing finding resolves
+	// none.
+	Bundle bool
 	// Load is the rate of requests driven during the capture, when
 	// HasLoad; a capture of a service under its own traffic has none.
 	Load    float64
@@ -103,6 +108,11 @@ type Capture struct {
 	// Findings are the capture's findings; info findings are ignored.
 	Findings []Finding
 }
+
+// ClearToResolve is how many comparable captures in a row must not show
+// a problem for it to be resolved: one capture's short window can miss
+// a leak that the next one finds again.
+const ClearToResolve = 2
 
 // LoadTolerance is how far apart two loads may be and still be
 // comparable: a fraction of the larger.
@@ -172,10 +182,14 @@ func Rank(severity string) int {
 	return int(s)
 }
 
-// tracked is a problem being built, with the latest capture that showed it.
+// tracked is a problem being built, with the latest capture that showed
+// it and the comparable captures since that did not (clear, the first
+// one's time).
 type tracked struct {
 	Problem
-	latest Capture
+	latest     Capture
+	clear      int
+	clearSince time.Time
 }
 
 // Find returns the problems of a target's captures (in any order: Find
@@ -205,10 +219,10 @@ func Find(target string, captures []Capture) []Problem {
 				p.State, p.ResolvedAt = Reopened, time.Time{}
 			}
 			p.Captures++
-			p.LastSeen, p.latest = c.Time, c
+			p.LastSeen, p.latest, p.clear = c.Time, c, 0
 			p.describe(fs, c.Path)
 		}
-		if !c.Complete {
+		if !c.Complete || c.Bundle {
 			continue
 		}
 		for _, key := range order {
@@ -216,7 +230,12 @@ func Find(target string, captures []Capture) []Problem {
 			if _, ok := shown[key]; ok || !p.State.Active() || !Comparable(p.latest, c) {
 				continue
 			}
-			p.State, p.ResolvedAt = Resolved, c.Time
+			if p.clear++; p.clear == 1 {
+				p.clearSince = c.Time
+			}
+			if p.clear >= ClearToResolve {
+				p.State, p.ResolvedAt = Resolved, p.clearSince
+			}
 		}
 	}
 	out := make([]Problem, 0, len(order))

@@ -29,6 +29,11 @@ func loaded(c Capture, rate float64) Capture {
 	return c
 }
 
+func bundle(c Capture) Capture {
+	c.Bundle = true
+	return c
+}
+
 func partial(c Capture) Capture {
 	c.Complete = false
 	return c
@@ -68,13 +73,28 @@ func TestFind(t *testing.T) {
 			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(20), captures: 3, hasTrend: true, latest: capture(20).Path}},
 		},
 		{
-			name:     "gone under comparable load is resolved",
-			captures: []Capture{capture(0, leak), capture(10, leak), capture(20)},
+			name:     "gone from two comparable captures in a row is resolved, from the first",
+			captures: []Capture{capture(0, leak), capture(10, leak), capture(20), capture(30)},
 			want:     []want{{cause: leak.Cause, state: Resolved, severity: "high", first: at(0), last: at(10), resolved: at(20), captures: 2, hasTrend: true, latest: capture(10).Path}},
 		},
 		{
+			name:     "gone from one capture only is still open",
+			captures: []Capture{capture(0, leak), capture(10, leak), capture(20)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(10), captures: 2, hasTrend: true, latest: capture(10).Path}},
+		},
+		{
+			name:     "missed once between two that show it is still open",
+			captures: []Capture{capture(0, leak), capture(10), capture(20, leak), capture(30)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(20), captures: 2, hasTrend: true, latest: capture(20).Path}},
+		},
+		{
+			name:     "a trigger's bundle without it resolves nothing",
+			captures: []Capture{capture(0, leak), bundle(capture(10)), bundle(capture(20))},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path}},
+		},
+		{
 			name:     "back after resolved is reopened",
-			captures: []Capture{capture(0, leak), capture(10), capture(20, leak)},
+			captures: []Capture{capture(0, leak), capture(10), capture(15), capture(20, leak)},
 			want:     []want{{cause: leak.Cause, state: Reopened, severity: "high", first: at(0), last: at(20), captures: 2, hasTrend: true, latest: capture(20).Path}},
 		},
 		{
@@ -84,7 +104,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name:     "gone under load within a quarter is resolved",
-			captures: []Capture{loaded(capture(0, leak), 100), loaded(capture(10), 80)},
+			captures: []Capture{loaded(capture(0, leak), 100), loaded(capture(10), 80), loaded(capture(20), 110)},
 			want:     []want{{cause: leak.Cause, state: Resolved, severity: "high", first: at(0), last: at(0), resolved: at(10), captures: 1, hasTrend: true, latest: capture(0).Path}},
 		},
 		{
@@ -114,9 +134,9 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name:     "two causes are two problems, open before resolved, worst first",
-			captures: []Capture{capture(0, hot, leak), capture(10, leak)},
+			captures: []Capture{capture(0, hot, leak), capture(10, leak), capture(20, leak)},
 			want: []want{
-				{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(10), captures: 2, hasTrend: true, latest: capture(10).Path},
+				{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(20), captures: 3, hasTrend: true, latest: capture(20).Path},
 				{cause: hot.Cause, state: Resolved, severity: "medium", first: at(0), last: at(0), resolved: at(10), captures: 1, latest: capture(0).Path},
 			},
 		},

@@ -45,7 +45,7 @@ func Captures(h History) map[string][]problem.Capture {
 	}
 	for _, list := range [][]Entry{h.Runs, h.Bundles} {
 		for _, e := range list {
-			add(e.Target, problem.Capture{Time: e.Time, Path: e.Path, Complete: e.Status == "complete",
+			add(e.Target, problem.Capture{Time: e.Time, Path: e.Path, Complete: e.Status == "complete", Bundle: e.Kind == KindBundle,
 				Load: e.LoadRate, HasLoad: e.LoadRate != 0})
 		}
 	}

@@ -155,7 +155,9 @@ func TestRun_hungWebhookHoldsNoBundle(t *testing.T) {
 	failed := testutil.ToFloat64(w.metrics.webhook.WithLabelValues("failed"))
 	dropped := testutil.ToFloat64(w.metrics.webhook.WithLabelValues("dropped"))
 	delivered := testutil.ToFloat64(w.metrics.webhook.WithLabelValues("delivered"))
-	if failed != 1 || dropped != 2 || delivered != 0 {
-		t.Errorf("webhook events: %v failed, %v dropped, %v delivered; want the hung one failed at the drain deadline and the two queued dropped", failed, dropped, delivered)
+	// The two other bundles' events were queued behind the hung one; a
+	// problem the captures found may have queued one more.
+	if failed != 1 || dropped < 2 || delivered != 0 {
+		t.Errorf("webhook events: %v failed, %v dropped, %v delivered; want the hung one failed at the drain deadline and the queued ones (two bundles' at least) dropped", failed, dropped, delivered)
 	}
 }
