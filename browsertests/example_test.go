@@ -21,36 +21,29 @@ import (
 const exampleEnv = "HEAPSCOPE_BROWSERTESTS_EXAMPLE"
 
 // TestMain serves an example when the binary is re-executed for one, and
-// otherwise runs the tests, with the heap sampled finely.
+// otherwise runs the tests. Either way the heap is sampled finely, as demo
+// does for the example it starts: at the default rate (one sample per
+// 512 KiB) a short window of small allocations may leave no sample at
+// their sites.
 func TestMain(m *testing.M) {
+	runtime.MemProfileRate = 4096
 	if name := os.Getenv(exampleEnv); name != "" {
-		// The example's own rate: startExample gives it GODEBUG's finer
-		// one, examples.Start the runtime's default, as a user runs it.
 		os.Exit(serveExample(name))
 	}
-	runtime.MemProfileRate = 4096
 	os.Exit(m.Run())
 }
 
-// serveExample serves the named example until SIGTERM. Started by
-// startExample (no arguments), it also stops when its stdin closes, which
-// it does when the test that started it ends or dies; started by
-// examples.Start (with its -addr), the kernel stops it should the test
-// die first.
+// serveExample serves the named example until SIGTERM or until its stdin
+// closes, which it does when the test that started it ends or dies.
 func serveExample(name string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	args := os.Args[1:]
-	if len(args) == 0 {
-		args = []string{"--addr", "127.0.0.1:0"}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		go func() {
-			_, _ = io.Copy(io.Discard, os.Stdin)
-			cancel()
-		}()
-	}
-	return examples.Main(ctx, name, args, os.Getenv, os.Stderr)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	return examples.Main(ctx, name, []string{"--addr", "127.0.0.1:0"}, os.Getenv, os.Stderr)
 }
 
 // startExample starts the named example service as a child process, the

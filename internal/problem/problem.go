@@ -21,6 +21,7 @@ package problem
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -209,8 +210,18 @@ func Find(target string, captures []Capture) []Problem {
 			key := f.Key()
 			shown[key] = append(shown[key], f)
 		}
-		for key, fs := range shown {
+		shown = place(shown, byCause)
+		for _, key := range slices.Sorted(maps.Keys(shown)) {
+			fs := shown[key]
 			p, ok := byCause[key]
+			if unplaced, found := byCause[Family(key)]; !ok && found && Family(key) != key && unplaced.State.Active() {
+				// The site of a problem seen so far without one: the
+				// same cause, now placed.
+				delete(byCause, unplaced.Cause)
+				order[slices.Index(order, unplaced.Cause)] = key
+				unplaced.Cause, p, ok = key, unplaced, true
+				byCause[key] = p
+			}
 			if !ok {
 				p = &tracked{Problem: Problem{Target: target, Cause: key, State: Open, FirstSeen: c.Time}}
 				byCause[key] = p
@@ -220,6 +231,9 @@ func Find(target string, captures []Capture) []Problem {
 			}
 			p.Captures++
 			p.LastSeen, p.latest, p.clear = c.Time, c, 0
+			if p.Where != "" && !slices.ContainsFunc(fs, func(f Finding) bool { return Family(f.Key()) != f.Key() }) {
+				continue // unplaced signs of a placed problem keep its site
+			}
 			p.describe(fs, c.Path)
 		}
 		if !c.Complete || c.Bundle {
@@ -244,6 +258,49 @@ func Find(target string, captures []Capture) []Problem {
 	}
 	Sort(out)
 	return out
+}
+
+// Family is a cause key's kind and catalogue entry, without its site:
+// "leak" of "leak at main.Process (cache.go:42)". A key without a site is
+// its own family: a problem seen so far without a site, which Find gives
+// the site of the first placed problem of its family.
+func Family(key string) string {
+	f, _, _ := strings.Cut(key, " at ")
+	return f
+}
+
+// place gives the findings of a capture that name no site (a leak the
+// sampled profiles of one short window could not place) to the problem
+// of their family that has one: the one the capture also shows, else the
+// active one seen last. Findings with a site, or of a family with no
+// placed problem, stay under their own key.
+func place(shown map[string][]Finding, byCause map[string]*tracked) map[string][]Finding {
+	for key, fs := range shown {
+		if Family(key) != key {
+			continue
+		}
+		var to string
+		for k := range shown {
+			if k != key && Family(k) == key && (to == "" || k < to) {
+				to = k
+			}
+		}
+		if to == "" {
+			var last time.Time
+			for k, p := range byCause {
+				if k != key && Family(k) == key && p.State.Active() && p.LastSeen.After(last) {
+					to, last = k, p.LastSeen
+				}
+			}
+		}
+		if to != "" {
+			delete(shown, key)
+			if _, both := shown[to]; !both {
+				shown[to] = fs
+			}
+		}
+	}
+	return shown
 }
 
 // Sort orders problems: active ones first, then by severity (worst

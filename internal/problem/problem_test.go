@@ -244,3 +244,34 @@ func TestProblem_Headline(t *testing.T) {
 		t.Errorf("Headline = %q, want it to begin %q", got, want)
 	}
 }
+
+// TestFind_unplacedLeakIsThePlacedOne: a leak a short window could not
+// place (cause "leak", no site) and the same leak placed at its line by
+// a longer one are one problem, at the line, from the first capture that
+// showed either; the unplaced sign of it later neither opens another
+// problem nor takes its site away.
+func TestFind_unplacedLeakIsThePlacedOne(t *testing.T) {
+	unplaced := Finding{Cause: "leak", Kind: "leak.live-growth", Severity: "high", Title: "the live heap grows; the sampled profiles cannot place it yet",
+		Evidence: map[string]float64{"live_slope_bytes_per_minute": 1 << 20}}
+	got := Find("a", []Capture{bundle(capture(0, unplaced)), capture(5, leak), capture(10, leak), bundle(capture(12, unplaced)), capture(15, leak)})
+	if len(got) != 1 {
+		t.Fatalf("%d problems %+v, want the leak once", len(got), got)
+	}
+	p := got[0]
+	if p.Cause != leak.Cause || p.Where != leak.Where || p.State != Open || !p.FirstSeen.Equal(at(0)) || !p.LastSeen.Equal(at(15)) || p.Captures != 5 {
+		t.Errorf("problem %+v: want the leak at %s, open, first seen at the unplaced sign, in 5 captures", p, leak.Where)
+	}
+	// Without a placed one, the unplaced leak is a problem of its own.
+	if got := Find("a", []Capture{capture(0, unplaced), capture(5, unplaced)}); len(got) != 1 || got[0].Cause != "leak" || got[0].Captures != 2 {
+		t.Errorf("unplaced alone: %+v, want one problem of cause leak", got)
+	}
+	// Between two placed ones, an unplaced sign goes to the one seen last.
+	other := leak
+	other.Cause, other.Where = "leak at main.Store (store.go:9)", "store.go:9"
+	got = Find("a", []Capture{capture(0, leak), capture(5, other), capture(10, unplaced)})
+	for _, p := range got {
+		if want := map[string]int{leak.Cause: 1, other.Cause: 2}[p.Cause]; p.Captures != want {
+			t.Errorf("%s in %d captures, want %d", p.Cause, p.Captures, want)
+		}
+	}
+}

@@ -75,12 +75,18 @@ func (s *Server) problemPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	captures := store.Captures(h)[key]
-	i := slices.IndexFunc(problem.Find(key, captures), func(p problem.Problem) bool { return p.Cause == cause })
+	ps := problem.Find(key, captures)
+	i := slices.IndexFunc(ps, func(p problem.Problem) bool { return p.Cause == cause })
+	if i < 0 {
+		// A link to a problem told before its site was known: the
+		// problem its family was placed into since.
+		i = slices.IndexFunc(ps, func(p problem.Problem) bool { return problem.Family(p.Cause) == cause })
+	}
 	if i < 0 {
 		s.failPage(w, r, notFound("target %s has no problem %q from %s to %s", key, cause, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339)))
 		return
 	}
-	p := problem.Find(key, captures)[i]
+	p := ps[i]
 	v := problemView{Title: "Problem of " + key, Key: key, TargetLink: targetLink(key), Headline: p.Headline(), Problem: p,
 		FirstSeen: when(p.FirstSeen), LastSeen: when(p.LastSeen), Line: p.Where}
 	if !p.ResolvedAt.IsZero() {

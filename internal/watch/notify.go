@@ -40,7 +40,9 @@ type Event struct {
 	Findings []string `json:"findings,omitempty"`
 	OOMKill  bool     `json:"oom_kill,omitempty"`
 	// Change and Problem, for a problem event: what happened to it
-	// (opened, reopened, escalated, resolved, still open) and the problem.
+	// (opened, placed — given the service's line after it was opened
+	// without one —, reopened, escalated, resolved, still open) and the
+	// problem.
 	Change  string           `json:"change,omitempty"`
 	Problem *problem.Problem `json:"problem,omitempty"`
 	// Link is the target's page, when the webhook has an external URL.

@@ -43,6 +43,17 @@ func problemChanges(prev map[string]told, ps []problem.Problem, now, since time.
 		}
 		open := p.State != problem.Resolved
 		t, seen := prev[p.Cause]
+		if fam := problem.Family(p.Cause); !seen && fam != p.Cause {
+			// A problem told before its site was known, now placed at
+			// the service's line: the same problem, said once more with
+			// the line.
+			if u, ok := next[fam]; ok && u.state != problem.Resolved && open {
+				delete(next, fam)
+				next[p.Cause] = told{state: p.State, severity: p.Severity, at: now}
+				out = append(out, change{"placed", p})
+				continue
+			}
+		}
 		what := ""
 		switch {
 		case !seen && first && p.FirstSeen.Before(since):

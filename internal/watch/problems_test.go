@@ -44,6 +44,8 @@ func TestProblemChanges(t *testing.T) {
 		{"resolved, told", was(problem.Resolved, "high", now.Add(-5*time.Hour)), p(problem.Resolved, "high", t0), false, ""},
 		{"reopened", was(problem.Resolved, "high", now.Add(-time.Minute)), p(problem.Reopened, "high", t0), false, "reopened"},
 		{"still open after the repeat interval", was(problem.Open, "high", now.Add(-4*time.Hour)), p(problem.Open, "high", t0), false, "still open"},
+		{"told unplaced, now at its line", map[string]told{"leak": {problem.Open, "high", now.Add(-time.Minute)}}, p(problem.Open, "high", t0), false, "placed"},
+		{"told unplaced and resolved, now at a line", map[string]told{"leak": {problem.Resolved, "high", now.Add(-time.Minute)}}, p(problem.Open, "high", since.Add(time.Minute)), false, "opened"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
