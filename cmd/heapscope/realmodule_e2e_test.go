@@ -251,6 +251,75 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 	}
 }
 
+// TestProfile_ModuleMisusesOnRealRuns proves the entries of the misuse
+// catalogue that are misuses of public modules, on a real service built
+// on them at real versions from the module proxy, with the fixed twin of
+// each as a control that must stay quiet.
+func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "realmodule", "modmisuses", "main.go.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildModule(t.Context(), t.TempDir(), "example.com/modmisusesvc", src,
+		[]string{"github.com/prometheus/client_golang v1.25.0", "google.golang.org/grpc v1.82.1"})
+	if err != nil {
+		t.Fatalf("build the service: %v", err)
+	}
+	upstream, err := startService(t, bin, "-mode", "grpc-upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcTarget := strings.TrimPrefix(upstream, "http://")
+	cases := []struct {
+		name string
+		args []string
+		rate string
+		// fixed: the twin that fixes the misuse, which must stay quiet.
+		fixed bool
+		wants []want
+	}{
+		// A series per user id: the registry keeps each for ever.
+		{"prometheus-label-per-request", []string{"-mode", "metric-label-per-request"}, "400", false, []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, `requests.WithLabelValues("/", r.URL.Query()`), min: diagnose.Medium, says: "label with bounded values only"},
+		}},
+		{"prometheus-label-bounded", []string{"-mode", "metric-label-bounded"}, "400", true, nil},
+		// A ClientConn per request: its goroutines (callbacks, the
+		// transport's reader and writer) and buffers grow inside grpc,
+		// one finding at the handler's grpc.NewClient.
+		{"grpc-client-per-request", []string{"-mode", "grpc-client-per-request", "-upstream", grpcTarget}, "100", false, []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "grpc.NewClient(*upstream"), min: diagnose.Medium, says: "make one grpc.ClientConn per target"},
+		}},
+		{"grpc-client-shared", []string{"-mode", "grpc-client-shared", "-upstream", grpcTarget}, "100", true, nil},
+	}
+	runs := make([]*result.Run, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 2)
+	for i, c := range cases {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			var url string
+			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
+				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /?user=u{seq}", "--rate", c.rate)
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			name := "misuse: " + c.name
+			if c.fixed {
+				name = "fixed twin: " + c.name
+			}
+			judge(t, name+", 10 s at "+c.rate+"/s", runs[i].Findings, runs[i].DiagnosisNotes, c.wants...)
+		})
+	}
+}
+
 // lineOf returns the number of the first line of src that holds text.
 func lineOf(t *testing.T, src []byte, text string) int64 {
 	t.Helper()
