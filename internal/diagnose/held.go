@@ -102,12 +102,18 @@ func (d *diagnosis) allocatedOn(heap *profile.Profile, at site, starts map[strin
 
 // startsOne reports whether a heap sample's frames ran on a goroutine
 // that starts in one of the functions (its outermost frame), or are a
-// goroutine's own struct (runtime.malg, whose stack the profile cuts at
-// the switch to the system stack, before the go statement).
+// goroutine's own struct: runtime.malg, whose stack the profile cuts at
+// the switch to the system stack, or the go statement of time.goFunc,
+// whose only allocation is the goroutine it starts for a time.AfterFunc
+// (a context's deadline). The runtime never frees a goroutine's struct
+// and reuses those of goroutines that ended: while goroutines pile up,
+// every go statement of the process, in the service or not, allocates
+// new ones.
 func startsOne(fs []frame, starts map[string]bool) bool {
 	outer := fs[len(fs)-1]
 	if outer.function == "runtime.goexit" && len(fs) > 1 {
 		outer = fs[len(fs)-2]
 	}
-	return starts[outer.function] || slices.ContainsFunc(fs, func(f frame) bool { return f.function == "runtime.malg" })
+	return starts[outer.function] || fs[0].function == "time.goFunc" ||
+		slices.ContainsFunc(fs, func(f frame) bool { return f.function == "runtime.malg" })
 }

@@ -13,8 +13,9 @@ import (
 // handler leaves a goroutine blocked sending its lookup's result on an
 // unbuffered channel: the goroutines grow when blocked is true (else
 // they stay few), and the live heap grows with the bytes they hold —
-// their structs, whose stacks the profile cuts at the system stack, and
-// the lookup's result read with io.ReadAll. A few lookups are in flight
+// their structs (whose stacks the profile cuts at the system stack, or
+// ends at the go statement of a time.AfterFunc), and the lookup's result
+// read with io.ReadAll. A few lookups are in flight
 // at each snapshot, inside net/http.
 func blockedSenders(blocked bool) Input {
 	send := fn{"main.lookupOrFallback.func1", "/src/svc/main.go", 263}
@@ -30,6 +31,11 @@ func blockedSenders(blocked bool) Input {
 			fn{"runtime.newproc.func1", "/go/src/runtime/proc.go", 5070}, fn{"runtime.systemstack", "/go/src/runtime/asm_amd64.s", 513})
 		h.sample([4]int64{results / 512, results, results / 512, results},
 			fn{"io.ReadAll", "/go/src/io/io.go", 734}, lookup, send)
+		// Goroutine structs of the context deadlines' time.AfterFunc: the
+		// blocked goroutines keep those that ended from being reused.
+		h.sample([4]int64{structs / 480, structs, structs / 480, structs},
+			fn{"time.goFunc", "/go/src/time/sleep.go", 215}, fn{"runtime.(*timer).unlockAndRun", "/go/src/runtime/time.go", 1234},
+			fn{"runtime.(*timers).run", "/go/src/runtime/time.go", 1012}, fn{"runtime.findRunnable", "/go/src/runtime/proc.go", 3300})
 		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
 		live := 20*mib + float64(i)*1.5*mib
 		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
