@@ -26,11 +26,7 @@ import (
 // all find the leak: the problems route lists it once, in three captures,
 // as heapscope history does, and its answer is what the document says.
 func TestProblems_sameLeakIsOneProblem(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	var last store.Entry
 	for _, min := range []int{0, 10, 20} {
@@ -67,16 +63,7 @@ func TestProblems_sameLeakIsOneProblem(t *testing.T) {
 		t.Errorf("label=group=nope: %+v, want none", got.Problems)
 	}
 
-	_, schema := openAPISchemas(t)
-	resp := get(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng)
-	body, _ := io.ReadAll(resp.Body)
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema("/paths/~1api~1v1~1problems/get/responses/200/content/application~1json/schema").Validate(v); err != nil {
-		t.Errorf("the problems are not what the document says: %v\n%s", err, body)
-	}
+	answersAsDocumented(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng, "/paths/~1api~1v1~1problems/get/responses/200/content/application~1json/schema")
 }
 
 // TestUI_targetPageLeadsWithItsProblems serves three captures of the
@@ -84,11 +71,7 @@ func TestProblems_sameLeakIsOneProblem(t *testing.T) {
 // problems the problems route answers, each with its state, severity,
 // headline, site, first and last seen and captures, before the charts.
 func TestUI_targetPageLeadsWithItsProblems(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	for _, min := range []int{0, 10, 20} {
 		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(min), Scheduled: true})
@@ -145,11 +128,7 @@ func TestUI_targetPageLeadsWithItsProblems(t *testing.T) {
 // the API and on the targets page — not the green "ok" of a capture that
 // succeeded.
 func TestTargets_aLeakingServiceIsNotOK(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	now := time.Now()
 	for _, ago := range []time.Duration{30, 20, 10} {
@@ -184,11 +163,7 @@ func TestTargets_aLeakingServiceIsNotOK(t *testing.T) {
 // hour: the target page, asked for no range, draws the half hour (and a
 // little before), not the day whose right end would hold every dot.
 func TestUI_targetPageOpensOnItsData(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	now := time.Now()
 	for _, ago := range []time.Duration{30, 20, 10} {
@@ -221,11 +196,7 @@ func TestUI_targetPageOpensOnItsData(t *testing.T) {
 // lists the four captures with which of them show it, and compares the
 // latest run that shows it with the clear one.
 func TestUI_problemPage(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	clear := storetest.CommitEdited(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(-10), Scheduled: true},
 		func(r *result.Run) { r.Findings = nil })
@@ -293,11 +264,7 @@ func TestUI_problemPage(t *testing.T) {
 // restart and the kill, and lists them; the target is down since the
 // last outage, for a server without the watcher as for one with it.
 func TestUI_outagesAndRestarts(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	now := time.Now().UTC().Truncate(time.Second)
 	ago := func(min int) time.Time { return now.Add(-time.Duration(min) * time.Minute) }
@@ -327,16 +294,7 @@ func TestUI_outagesAndRestarts(t *testing.T) {
 	if strings.Join(kinds, ",") != "down,oom_kill,restart,up,down" || got.Events[0].Detail != "503 Service Unavailable" {
 		t.Errorf("events %+v: want the five stored, newest first, with their details", got.Events)
 	}
-	_, schema := openAPISchemas(t)
-	resp := get(t, s, "/api/v1/events?"+rng)
-	body, _ := io.ReadAll(resp.Body)
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema("/paths/~1api~1v1~1events/get/responses/200/content/application~1json/schema").Validate(v); err != nil {
-		t.Errorf("the events are not what the document says: %v\n%s", err, body)
-	}
+	answersAsDocumented(t, s, "/api/v1/events?"+rng, "/paths/~1api~1v1~1events/get/responses/200/content/application~1json/schema")
 
 	code, page := pageOf(t, s, "/target?"+rng)
 	if code != 200 {
@@ -359,5 +317,32 @@ func TestUI_outagesAndRestarts(t *testing.T) {
 	if len(targets.Targets) != 1 || targets.Targets[0].Health != problem.HealthDown ||
 		!strings.HasPrefix(targets.Targets[0].Status.Reasons[0], "down since "+ago(10).Format(time.RFC3339)+": 503 Service Unavailable") {
 		t.Errorf("targets %+v: want it down since its last outage", targets.Targets)
+	}
+}
+
+// freshStore is an empty embedded store, closed when the test ends.
+func freshStore(t *testing.T) *store.Embedded {
+	t.Helper()
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// answersAsDocumented fails the test when GET path's answer is not what
+// the OpenAPI document's schema at pointer says.
+func answersAsDocumented(t *testing.T, s *server.Server, path, pointer string) {
+	t.Helper()
+	_, schema := openAPISchemas(t)
+	resp := get(t, s, path)
+	body, _ := io.ReadAll(resp.Body)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema(pointer).Validate(v); err != nil {
+		t.Errorf("GET %s is not what the document says: %v\n%s", path, err, body)
 	}
 }

@@ -149,11 +149,7 @@ func TestUI_inlineScriptsOnlyWithTheAnswersNonce(t *testing.T) {
 // RSS chart draws the limit and the trigger's threshold, 80 % of it, and
 // the other charts draw neither.
 func TestUI_targetPageDrawsTheLimit(t *testing.T) {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
 	limit := storetest.Fixture(t, storetest.Leaky).RSS.Cgroup.LimitBytes
 	if limit == 0 {
