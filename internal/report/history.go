@@ -123,7 +123,17 @@ func (n numbered) refs(fs []store.Finding) map[string]string {
 			continue
 		}
 		key := problem.Finding{Cause: f.Cause, Kind: f.Kind, Where: f.Where}.Key()
-		if i, ok := n.of[[2]string{f.Target, key}]; ok {
+		i, ok := n.of[[2]string{f.Target, key}]
+		if !ok && problem.Family(key) == key {
+			// A sign without a site of a problem placed since.
+			for j, p := range n.order {
+				if p.Target == f.Target && problem.Family(p.Cause) == key {
+					i, ok = j+1, true
+					break
+				}
+			}
+		}
+		if ok {
 			if !slices.Contains(nums[f.Path], i) {
 				nums[f.Path] = append(nums[f.Path], i)
 			}
