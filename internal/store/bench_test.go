@@ -1,11 +1,15 @@
 package store
 
 import (
+	"database/sql"
 	"flag"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,9 +95,16 @@ func BenchmarkSeries(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%d targets × %d days every %s: %d entries, %d points, %d findings, %d labels; index %.0f MiB, %s; the run directories (not written) would hold %.0f GiB",
+	b.Logf("%d targets × %d days every %s: %d entries, %d points, %d sightings of %d problems, %d series findings, %d labels; index %.0f MiB, %s; the run directories (not written) would hold %.0f GiB",
 		f.targets, *seriesDays, f.every, count(b, s.reader, "entries"), count(b, s.reader, "points"),
-		count(b, s.reader, "findings"), count(b, s.reader, "labels"), float64(size)/(1<<20), how, float64(runs)/(1<<30))
+		count(b, s.reader, "sightings"), count(b, s.reader, "problems"), count(b, s.reader, "findings"), count(b, s.reader, "labels"), float64(size)/(1<<20), how, float64(runs)/(1<<30))
+	entries := count(b, s.reader, "entries")
+	perTable := tableBytes(b, s.reader)
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(perTable)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", t, float64(perTable[t])/float64(entries)))
+	}
+	b.Logf("index bytes a capture, by table with its indexes: %s", strings.Join(parts, ", "))
 	slices.Sort(lat)
 	ms := func(q float64) float64 {
 		return float64(lat[min(int(q*float64(len(lat))), len(lat)-1)]) / float64(time.Millisecond)
@@ -102,6 +113,7 @@ func BenchmarkSeries(b *testing.B) {
 	b.ReportMetric(ms(0.99), "p99-ms")
 	b.ReportMetric(ms(1), "max-ms")
 	b.ReportMetric(float64(size)/(1<<20), "index-MiB")
+	b.ReportMetric(float64(size)/float64(entries), "index-B/capture")
 	if !reuse {
 		b.ReportMetric(filled.Seconds(), "fill-s")
 	}
@@ -124,6 +136,31 @@ func indexBytes(b *testing.B, dir string) int64 {
 		n += fi.Size()
 	}
 	return n
+}
+
+// tableBytes returns the bytes of the pages each table of the index takes
+// with its indexes (SQLite's dbstat), by table name.
+func tableBytes(b *testing.B, db *sql.DB) map[string]int64 {
+	b.Helper()
+	rows, err := db.Query(`SELECT m.tbl_name, SUM(d.pgsize) FROM dbstat d JOIN sqlite_master m ON m.name = d.name
+		GROUP BY m.tbl_name`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			b.Fatal(err)
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // BenchmarkCommit stores a capture: the run written under .tmp (a copy of
