@@ -199,12 +199,8 @@ func (s *Embedded) index(ctx context.Context, pr *Prepared) error {
 				return err
 			}
 		}
-		for _, f := range pr.Findings {
-			if _, err := tx.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, tid, unixNano(f.Time), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where, f.Cause, EvidenceText(f.Evidence)); err != nil {
-				return err
-			}
+		if err := addSightings(tx, e.ID, tid, pr.Findings); err != nil {
+			return err
 		}
 		for _, v := range pr.Points {
 			if _, err := tx.Exec("INSERT INTO points (target_id, metric_id, time_ns, entry_id, value) VALUES (?, ?, ?, ?, ?)",
@@ -214,6 +210,49 @@ func (s *Embedded) index(ctx context.Context, pr *Prepared) error {
 		}
 		return nil
 	})
+}
+
+// ProblemKey is what makes findings of a target one row of the index's
+// problems: the cause key, the kind and the site. The cause key names the
+// kind and the user's line, so a problem is nearly always one row.
+type ProblemKey struct {
+	Cause, Kind, Where string
+}
+
+// KeyOf returns a finding's ProblemKey.
+func KeyOf(f Finding) ProblemKey { return ProblemKey{Cause: f.Cause, Kind: f.Kind, Where: f.Where} }
+
+// addSightings indexes an entry's findings: each one's problem (added,
+// or its latest title and evidence, its span and its count of captures
+// brought up to date), then one sighting per finding, in order.
+func addSightings(tx *sql.Tx, entryID, tid int64, fs []Finding) error {
+	ids := map[ProblemKey]int64{}
+	for i, f := range fs {
+		k := KeyOf(f)
+		id, ok := ids[k]
+		if !ok {
+			ns := unixNano(f.Time)
+			err := tx.QueryRow(`INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
+				ON CONFLICT (target_id, cause, kind, location) DO UPDATE SET
+					title = CASE WHEN excluded.last_ns >= problems.last_ns THEN excluded.title ELSE problems.title END,
+					evidence = CASE WHEN excluded.last_ns >= problems.last_ns THEN excluded.evidence ELSE problems.evidence END,
+					first_ns = MIN(problems.first_ns, excluded.first_ns),
+					last_ns = MAX(problems.last_ns, excluded.last_ns),
+					captures = problems.captures + 1
+				RETURNING id`,
+				tid, k.Cause, k.Kind, k.Where, f.Title, EvidenceText(f.Evidence), ns, ns).Scan(&id)
+			if err != nil {
+				return err
+			}
+			ids[k] = id
+		}
+		if _, err := tx.Exec("INSERT INTO sightings (entry_id, ord, problem_id, severity) VALUES (?, ?, ?, ?)",
+			entryID, i, id, f.Severity); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // targetID returns the id of a target's row, adding it when new.

@@ -15,7 +15,7 @@ import (
 // watchFill is a store as a watch of many targets leaves it: every target
 // captured once a slot, each capture a copy of one fixture's run. fill
 // writes the index rows that Commit writes for those captures (entries,
-// labels, findings, points, in the order a watch commits them: slot by
+// labels, problems and their sightings, points, in the order a watch commits them: slot by
 // slot, target by target) with a few INSERT … SELECT statements instead
 // of one transaction and a run directory per capture, so that a month of
 // 500 targets is filled in a minute; the run directories themselves are
@@ -110,6 +110,12 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 		exec("INSERT INTO fill_values (metric_id, value, integral) VALUES (?, ?, ?)",
 			v.ID, v.Value, unit == "bytes" || unit == "objects" || unit == "goroutines")
 	}
+	// Each target's problems, once, as the last capture leaves them: the
+	// fixture's findings are each a problem of their own.
+	last := unixNano(f.start.Add(time.Duration(f.slots-1) * f.every))
+	exec(`INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
+		SELECT t.id, d.cause, d.kind, d.location, d.title, d.evidence, ?, ?, ?
+		FROM fill_targets t, fill_findings d ORDER BY t.id, d.ord`, unixNano(f.start), last, f.slots)
 	value := "v.value"
 	if f.vary {
 		value = `CASE WHEN v.integral THEN round(v.value * (0.75 + ((e.id * 2654435761) % 1000) / 2000.0))
@@ -146,9 +152,11 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 			{`INSERT INTO labels (entry_id, name, value)
 				SELECT e.id, l.name, l.value FROM entries e JOIN fill_labels l ON l.target_id = e.target_id
 				WHERE e.id > ? ORDER BY e.id, l.name`, []any{after}},
-			{`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
-				SELECT e.id, e.target_id, e.time_ns, e.path, 'run', d.severity, d.kind, d.title, d.location, d.cause, d.evidence
-				FROM entries e, fill_findings d WHERE e.id > ? ORDER BY e.id, d.ord`, []any{after}},
+			{`INSERT INTO sightings (entry_id, ord, problem_id, severity)
+				SELECT e.id, d.ord, p.id, d.severity
+				FROM entries e, fill_findings d JOIN problems p
+					ON p.target_id = e.target_id AND p.cause = d.cause AND p.kind = d.kind AND p.location = d.location
+				WHERE e.id > ? ORDER BY e.id, d.ord`, []any{after}},
 			{`INSERT INTO points (target_id, metric_id, time_ns, entry_id, value)
 				SELECT e.target_id, v.metric_id, e.end_ns, e.id, ` + value + `
 				FROM entries e, fill_values v WHERE e.id > ? ORDER BY e.id, v.metric_id`, []any{after}},
@@ -184,7 +192,8 @@ func TestWatchFill_WritesWhatCommitWrites(t *testing.T) {
 		"SELECT * FROM targets ORDER BY id",
 		"SELECT * FROM entries ORDER BY id",
 		"SELECT * FROM labels ORDER BY entry_id, name",
-		"SELECT * FROM findings ORDER BY id",
+		"SELECT * FROM problems ORDER BY id",
+		"SELECT * FROM sightings ORDER BY entry_id, ord",
 		"SELECT * FROM points ORDER BY target_id, metric_id, time_ns, entry_id",
 	} {
 		want, got := dump(t, ingested.reader, q), dump(t, filled.reader, q)

@@ -166,18 +166,20 @@ func (s *Embedded) fillLabels(es []Entry) error {
 }
 
 // findings returns the findings a query selects: those of the entries it
-// selects, and the series findings of its target and times (with labels,
-// of the targets that have entries carrying them).
+// selects (their sightings, with their problems' text), and the series
+// findings of its target and times (with labels, of the targets that
+// have entries carrying them).
 func (s *Embedded) findings(q Query) ([]Finding, error) {
-	f := &filter{}
+	seen := entryFilter(q)
+	series := &filter{}
 	if q.Target != "" {
-		f.add("t.key = ?", q.Target)
+		series.add("t.key = ?", q.Target)
 	}
 	if !q.Since.IsZero() {
-		f.add("f.time_ns >= ?", unixNano(q.Since))
+		series.add("f.time_ns >= ?", unixNano(q.Since))
 	}
 	if !q.Until.IsZero() {
-		f.add("f.time_ns < ?", unixNano(q.Until))
+		series.add("f.time_ns < ?", unixNano(q.Until))
 	}
 	if len(q.Severities) > 0 {
 		marks := strings.TrimSuffix(strings.Repeat("?,", len(q.Severities)), ",")
@@ -185,17 +187,23 @@ func (s *Embedded) findings(q Query) ([]Finding, error) {
 		for i, sev := range q.Severities {
 			args[i] = sev
 		}
-		f.add("f.severity IN ("+marks+")", args...)
+		seen.add("s.severity IN ("+marks+")", args...)
+		series.add("f.severity IN ("+marks+")", args...)
 	}
 	if len(q.Labels) > 0 {
 		lf := entryFilter(Query{Labels: q.Labels})
-		cond := strings.TrimPrefix(lf.sql(), " WHERE ")
-		f.add("(f.entry_id IN (SELECT e.id FROM entries e WHERE "+cond+") OR "+
-			"(f.entry_id IS NULL AND f.target_id IN (SELECT e.target_id FROM entries e WHERE "+cond+")))",
-			append(lf.args, lf.args...)...)
+		series.add("f.target_id IN (SELECT e.target_id FROM entries e WHERE "+strings.TrimPrefix(lf.sql(), " WHERE ")+")", lf.args...)
 	}
-	rows, err := s.reader.Query(`SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence
-		FROM findings f JOIN targets t ON t.id = f.target_id`+f.sql()+" ORDER BY f.time_ns DESC, f.id"+limitSQL(q.Limit), f.args...)
+	// Newest first; at one time, entries' findings before the series'
+	// and in the order they were indexed.
+	rows, err := s.reader.Query(`SELECT t.key AS target, e.time_ns AS time_ns, e.path, s.severity, p.kind, p.title, p.location,
+			e.kind, p.cause, p.evidence, 0 AS series, e.id AS id, s.ord AS ord
+		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id
+			JOIN targets t ON t.id = e.target_id`+seen.sql()+`
+		UNION ALL
+		SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence, 1, f.id, 0
+		FROM findings f JOIN targets t ON t.id = f.target_id`+series.sql()+`
+		ORDER BY time_ns DESC, series, id, ord`+limitSQL(q.Limit), append(seen.args, series.args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("history of findings: %w", err)
 	}
@@ -203,9 +211,11 @@ func (s *Embedded) findings(q Query) ([]Finding, error) {
 	out := []Finding{}
 	for rows.Next() {
 		var fd Finding
-		var ns int64
+		var ns, id, ord int64
 		var ev string
-		if err := rows.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source, &fd.Cause, &ev); err != nil {
+		var fromSeries bool
+		if err := rows.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source, &fd.Cause, &ev,
+			&fromSeries, &id, &ord); err != nil {
 			return nil, fmt.Errorf("history of findings: %w", err)
 		}
 		fd.Time, fd.Evidence = fromNano(ns), ParseEvidence(ev)

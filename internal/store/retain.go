@@ -119,7 +119,8 @@ func victims(tx *sql.Tx, query string, excess int64, args ...any) ([]int64, []st
 	return ids, paths, rows.Err()
 }
 
-// deleteEntry removes an entry's row with its labels, findings and points.
+// deleteEntry removes an entry's row with its labels, sightings (and the
+// problems only it showed) and points.
 func deleteEntry(tx *sql.Tx, id int64) error {
 	var tid, end int64
 	if err := tx.QueryRow("SELECT target_id, end_ns FROM entries WHERE id = ?", id).Scan(&tid, &end); err != nil {
@@ -141,8 +142,42 @@ func deleteEntry(tx *sql.Tx, id int64) error {
 	if _, err := tx.Exec("DELETE FROM findings WHERE entry_id = ?", id); err != nil {
 		return err
 	}
+	if err := deleteSightings(tx, id); err != nil {
+		return err
+	}
 	_, err := tx.Exec("DELETE FROM entries WHERE id = ?", id)
 	return err
+}
+
+// deleteSightings removes an entry's sightings, and the problems no
+// other capture still shows.
+func deleteSightings(tx *sql.Tx, id int64) error {
+	rows, err := tx.Query("SELECT DISTINCT problem_id FROM sightings WHERE entry_id = ?", id)
+	if err != nil {
+		return err
+	}
+	var problems []int64
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return err
+		}
+		problems = append(problems, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("DELETE FROM sightings WHERE entry_id = ?", id); err != nil {
+		return err
+	}
+	for _, p := range problems {
+		if _, err := tx.Exec("DELETE FROM problems WHERE id = ? AND NOT EXISTS (SELECT 1 FROM sightings WHERE problem_id = ?)", p, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeDir moves a run directory (relative to the data directory) under
