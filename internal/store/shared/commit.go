@@ -264,10 +264,8 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) erro
 			return err
 		}
 		var batch pgx.Batch
-		for _, f := range pr.Findings {
-			batch.Queue(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-				e.ID, tid, f.Time.UnixNano(), e.Path, f.Source, f.Severity, f.Kind, f.Title, f.Where, f.Cause, store.EvidenceText(f.Evidence))
+		if err := addSightings(ctx, tx, &batch, e.ID, tid, pr.Findings); err != nil {
+			return err
 		}
 		for _, v := range pr.Points {
 			batch.Queue("INSERT INTO points (target_id, metric_id, time_ns, entry_id, value) VALUES ($1, $2, $3, $4, $5)",
@@ -283,6 +281,38 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) erro
 		}
 		return nil
 	})
+}
+
+// addSightings indexes an entry's findings: each one's problem (added,
+// or its latest title and evidence, its span and its count of captures
+// brought up to date), then, queued in batch, one sighting per finding,
+// in order.
+func addSightings(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, entryID, tid int64, fs []store.Finding) error {
+	ids := map[store.ProblemKey]int64{}
+	for i, f := range fs {
+		k := store.KeyOf(f)
+		id, ok := ids[k]
+		if !ok {
+			ns := f.Time.UnixNano()
+			err := tx.QueryRow(ctx, `INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $7, 1)
+				ON CONFLICT (target_id, cause, kind, location) DO UPDATE SET
+					title = CASE WHEN EXCLUDED.last_ns >= problems.last_ns THEN EXCLUDED.title ELSE problems.title END,
+					evidence = CASE WHEN EXCLUDED.last_ns >= problems.last_ns THEN EXCLUDED.evidence ELSE problems.evidence END,
+					first_ns = LEAST(problems.first_ns, EXCLUDED.first_ns),
+					last_ns = GREATEST(problems.last_ns, EXCLUDED.last_ns),
+					captures = problems.captures + 1
+				RETURNING id`,
+				tid, k.Cause, k.Kind, k.Where, f.Title, store.EvidenceText(f.Evidence), ns).Scan(&id)
+			if err != nil {
+				return err
+			}
+			ids[k] = id
+		}
+		batch.Queue("INSERT INTO sightings (entry_id, problem_id, ord, severity) VALUES ($1, $2, $3, $4)",
+			entryID, id, i, f.Severity)
+	}
+	return nil
 }
 
 func orEmpty(m map[string]string) map[string]string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,37 +153,63 @@ func (s *Store) entries(ctx context.Context, q store.Query, kind store.Kind) ([]
 }
 
 // findings returns the findings a query selects: those of the entries it
-// selects, and the series findings of its target and times (with labels,
-// of the targets that have entries carrying them).
+// selects (their sightings, with their problems' text), and the series
+// findings of its target and times (with labels, of the targets that
+// have entries carrying them).
 func (s *Store) findings(ctx context.Context, q store.Query) ([]store.Finding, error) {
-	f := &filter{}
+	seen := &filter{}
 	if q.Target != "" {
-		f.add("t.key = ?", q.Target)
+		seen.add("t.key = ?", q.Target)
 	}
 	if !q.Since.IsZero() {
-		f.add("f.time_ns >= ?", q.Since.UnixNano())
+		seen.add("e.time_ns >= ?", q.Since.UnixNano())
 	}
 	if !q.Until.IsZero() {
-		f.add("f.time_ns < ?", q.Until.UnixNano())
+		seen.add("e.time_ns < ?", q.Until.UnixNano())
 	}
 	if len(q.Severities) > 0 {
-		f.add("f.severity = ANY(?)", q.Severities)
+		seen.add("s.severity = ANY(?)", q.Severities)
 	}
 	if len(q.Labels) > 0 {
-		l := labelsJSON(q.Labels)
-		f.add(`(f.entry_id IN (SELECT e.id FROM entries e WHERE e.labels @> ?::jsonb) OR
-			(f.entry_id IS NULL AND f.target_id IN (SELECT e.target_id FROM entries e WHERE e.labels @> ?::jsonb)))`, l, l)
+		seen.add("e.labels @> ?::jsonb", labelsJSON(q.Labels))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence
-		FROM findings f JOIN targets t ON t.id = f.target_id`+f.sql()+" ORDER BY f.time_ns DESC, f.id"+limitSQL(q.Limit), f.args...)
+	// The series' conditions number their arguments after the entries'.
+	series := &filter{args: slices.Clone(seen.args)}
+	if q.Target != "" {
+		series.add("t.key = ?", q.Target)
+	}
+	if !q.Since.IsZero() {
+		series.add("f.time_ns >= ?", q.Since.UnixNano())
+	}
+	if !q.Until.IsZero() {
+		series.add("f.time_ns < ?", q.Until.UnixNano())
+	}
+	if len(q.Severities) > 0 {
+		series.add("f.severity = ANY(?)", q.Severities)
+	}
+	if len(q.Labels) > 0 {
+		series.add("f.target_id IN (SELECT e.target_id FROM entries e WHERE e.labels @> ?::jsonb)", labelsJSON(q.Labels))
+	}
+	// Newest first; at one time, entries' findings before the series'
+	// and in the order they were indexed.
+	rows, err := s.pool.Query(ctx, `SELECT t.key, e.time_ns AS time_ns, e.path, s.severity, p.kind, p.title, p.location,
+			e.kind, p.cause, p.evidence, 0 AS series, e.id AS id, s.ord::BIGINT AS ord
+		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id
+			JOIN targets t ON t.id = e.target_id`+seen.sql()+`
+		UNION ALL
+		SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence, 1, f.id, 0
+		FROM findings f JOIN targets t ON t.id = f.target_id`+series.sql()+`
+		ORDER BY time_ns DESC, series, id, ord`+limitSQL(q.Limit), series.args...)
 	if err != nil {
 		return nil, fmt.Errorf("history of findings: %w", oneLine{err})
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Finding, error) {
 		var fd store.Finding
-		var ns int64
+		var ns, id, ord int64
+		var fromSeries int32
 		var ev string
-		err := r.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source, &fd.Cause, &ev)
+		err := r.Scan(&fd.Target, &ns, &fd.Path, &fd.Severity, &fd.Kind, &fd.Title, &fd.Where, &fd.Source, &fd.Cause, &ev,
+			&fromSeries, &id, &ord)
 		fd.Time, fd.Evidence = fromNano(ns), store.ParseEvidence(ev)
 		return fd, err
 	})

@@ -137,7 +137,20 @@ func (s *Store) removeBatch(ctx context.Context, conn *pgxpool.Conn, query strin
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "DELETE FROM entries WHERE id = ANY($1)", ids)
+		// The problems only these entries showed go with them.
+		rows, err = tx.Query(ctx, "SELECT DISTINCT problem_id FROM sightings WHERE entry_id = ANY($1)", ids)
+		if err != nil {
+			return err
+		}
+		problems, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if _, err = tx.Exec(ctx, "DELETE FROM entries WHERE id = ANY($1)", ids); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM problems p WHERE p.id = ANY($1)
+			AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.problem_id = p.id)`, problems)
 		return err
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/store"
@@ -85,4 +86,39 @@ func testProblems(t *testing.T, open Opener) {
 			t.Errorf("the series problem's trend %+v, want 100 B/min and 2 hours to the limit from its stored evidence", p.Trend)
 		}
 	}
+}
+
+// testProblemsOutliveRetention checks that a problem's text stays while a
+// capture still shows it, goes with the last one, and comes back with
+// the next capture that shows it.
+func testProblemsOutliveRetention(t *testing.T, open Opener) {
+	s := open(t)
+	now := At(60)
+	high := func(want int) {
+		t.Helper()
+		h, err := s.History(store.Query{Target: "a", Severities: []string{"high"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Findings) != want {
+			t.Fatalf("%d high findings of a, want %d", len(h.Findings), want)
+		}
+		for _, f := range h.Findings {
+			if f.Title == "" || f.Kind != "leak.inuse-growth" || !strings.HasSuffix(f.Where, "leakycache.go:38") {
+				t.Errorf("finding %+v, want the fixture's leak with its title and site", f)
+			}
+		}
+	}
+	Commit(t, s, store.KindRun, "a", Leaky, store.Entry{Time: At(0), Scheduled: true})
+	Commit(t, s, store.KindRun, "a", Leaky, store.Entry{Time: At(30), Scheduled: true})
+	if _, err := s.Retain(store.Retention{MaxAge: 45 * time.Minute, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	high(1)
+	if _, err := s.Retain(store.Retention{MaxAge: time.Minute, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	high(0)
+	Commit(t, s, store.KindRun, "a", Leaky, store.Entry{Time: At(61), Scheduled: true})
+	high(1)
 }

@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunDir", testRunDir},
 		{"Problems", testProblems},
 		{"Events", testEvents},
+		{"ProblemsOutliveRetention", testProblemsOutliveRetention},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open) })
