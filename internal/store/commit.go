@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,33 +224,53 @@ type ProblemKey struct {
 // KeyOf returns a finding's ProblemKey.
 func KeyOf(f Finding) ProblemKey { return ProblemKey{Cause: f.Cause, Kind: f.Kind, Where: f.Where} }
 
+// ProblemOrder returns the index in fs of the first finding of each
+// problem, sorted by its key: the order a commit updates the problems'
+// rows in, the same in every commit.
+func ProblemOrder(fs []Finding) []int {
+	var first []int
+	seen := map[ProblemKey]bool{}
+	for i, f := range fs {
+		if k := KeyOf(f); !seen[k] {
+			seen[k] = true
+			first = append(first, i)
+		}
+	}
+	slices.SortFunc(first, func(a, b int) int {
+		ka, kb := KeyOf(fs[a]), KeyOf(fs[b])
+		return cmp.Or(strings.Compare(ka.Cause, kb.Cause), strings.Compare(ka.Kind, kb.Kind), strings.Compare(ka.Where, kb.Where))
+	})
+	return first
+}
+
 // addSightings indexes an entry's findings: each one's problem (added,
 // or its latest title and evidence, its span and its count of captures
 // brought up to date), then one sighting per finding, in order.
 func addSightings(tx *sql.Tx, entryID, tid int64, fs []Finding) error {
 	ids := map[ProblemKey]int64{}
-	for i, f := range fs {
+	for _, i := range ProblemOrder(fs) {
+		f := fs[i]
 		k := KeyOf(f)
-		id, ok := ids[k]
-		if !ok {
-			ns := unixNano(f.Time)
-			err := tx.QueryRow(`INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
-				ON CONFLICT (target_id, cause, kind, location) DO UPDATE SET
-					title = CASE WHEN excluded.last_ns >= problems.last_ns THEN excluded.title ELSE problems.title END,
-					evidence = CASE WHEN excluded.last_ns >= problems.last_ns THEN excluded.evidence ELSE problems.evidence END,
-					first_ns = MIN(problems.first_ns, excluded.first_ns),
-					last_ns = MAX(problems.last_ns, excluded.last_ns),
-					captures = problems.captures + 1
-				RETURNING id`,
-				tid, k.Cause, k.Kind, k.Where, f.Title, EvidenceText(f.Evidence), ns, ns).Scan(&id)
-			if err != nil {
-				return err
-			}
-			ids[k] = id
+		ns := unixNano(f.Time)
+		var id int64
+		err := tx.QueryRow(`INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
+			ON CONFLICT (target_id, cause, kind, location) DO UPDATE SET
+				title = CASE WHEN excluded.last_ns >= problems.last_ns THEN excluded.title ELSE problems.title END,
+				evidence = CASE WHEN excluded.last_ns >= problems.last_ns THEN excluded.evidence ELSE problems.evidence END,
+				first_ns = MIN(problems.first_ns, excluded.first_ns),
+				last_ns = MAX(problems.last_ns, excluded.last_ns),
+				captures = problems.captures + 1
+			RETURNING id`,
+			tid, k.Cause, k.Kind, k.Where, f.Title, EvidenceText(f.Evidence), ns, ns).Scan(&id)
+		if err != nil {
+			return err
 		}
+		ids[k] = id
+	}
+	for i, f := range fs {
 		if _, err := tx.Exec("INSERT INTO sightings (entry_id, ord, problem_id, severity) VALUES (?, ?, ?, ?)",
-			entryID, i, id, f.Severity); err != nil {
+			entryID, i, ids[KeyOf(f)], f.Severity); err != nil {
 			return err
 		}
 	}

@@ -110,12 +110,13 @@ func (f watchFill) fill(tb testing.TB, s *Embedded) {
 		exec("INSERT INTO fill_values (metric_id, value, integral) VALUES (?, ?, ?)",
 			v.ID, v.Value, unit == "bytes" || unit == "objects" || unit == "goroutines")
 	}
-	// Each target's problems, once, as the last capture leaves them: the
-	// fixture's findings are each a problem of their own.
+	// Each target's problems, once, as the last capture leaves them (the
+	// fixture's findings are each a problem of their own), in the order
+	// of their keys, as a commit adds them.
 	last := unixNano(f.start.Add(time.Duration(f.slots-1) * f.every))
 	exec(`INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
 		SELECT t.id, d.cause, d.kind, d.location, d.title, d.evidence, ?, ?, ?
-		FROM fill_targets t, fill_findings d ORDER BY t.id, d.ord`, unixNano(f.start), last, f.slots)
+		FROM fill_targets t, fill_findings d ORDER BY t.id, d.cause, d.kind, d.location`, unixNano(f.start), last, f.slots)
 	value := "v.value"
 	if f.vary {
 		value = `CASE WHEN v.integral THEN round(v.value * (0.75 + ((e.id * 2654435761) % 1000) / 2000.0))

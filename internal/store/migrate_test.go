@@ -36,7 +36,8 @@ func TestOpen_MovesFindingsToProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantProblems := dump(t, s.reader, "SELECT * FROM problems ORDER BY id")
+	const problemsQ = "SELECT target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures FROM problems ORDER BY target_id, cause, kind, location"
+	wantProblems := dump(t, s.reader, problemsQ)
 	wantSightings := dump(t, s.reader, "SELECT entry_id, ord, severity FROM sightings ORDER BY entry_id, ord")
 
 	// Version 3: the findings of entries in findings, as its commits wrote them.
@@ -60,7 +61,7 @@ func TestOpen_MovesFindingsToProblems(t *testing.T) {
 	if fmt.Sprint(got.Findings) != fmt.Sprint(want.Findings) {
 		t.Errorf("findings after the migration:\n%v\nwant\n%v", got.Findings, want.Findings)
 	}
-	if g, w := fmt.Sprint(dump(t, s.reader, "SELECT * FROM problems ORDER BY id")), fmt.Sprint(wantProblems); g != w {
+	if g, w := fmt.Sprint(dump(t, s.reader, problemsQ)), fmt.Sprint(wantProblems); g != w {
 		t.Errorf("problems after the migration:\n%s\nwant (as commits write them)\n%s", g, w)
 	}
 	if g, w := fmt.Sprint(dump(t, s.reader, "SELECT entry_id, ord, severity FROM sightings ORDER BY entry_id, ord")), fmt.Sprint(wantSightings); g != w {

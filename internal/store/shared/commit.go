@@ -285,32 +285,34 @@ func (s *Store) index(ctx context.Context, pr *store.Prepared, guard Guard) erro
 
 // addSightings indexes an entry's findings: each one's problem (added,
 // or its latest title and evidence, its span and its count of captures
-// brought up to date), then, queued in batch, one sighting per finding,
-// in order.
+// brought up to date; in the order of their keys, so that two commits
+// never wait on each other's rows), then, queued in batch, one sighting
+// per finding, in order.
 func addSightings(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, entryID, tid int64, fs []store.Finding) error {
 	ids := map[store.ProblemKey]int64{}
-	for i, f := range fs {
+	for _, i := range store.ProblemOrder(fs) {
+		f := fs[i]
 		k := store.KeyOf(f)
-		id, ok := ids[k]
-		if !ok {
-			ns := f.Time.UnixNano()
-			err := tx.QueryRow(ctx, `INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $7, 1)
-				ON CONFLICT (target_id, cause, kind, location) DO UPDATE SET
-					title = CASE WHEN EXCLUDED.last_ns >= problems.last_ns THEN EXCLUDED.title ELSE problems.title END,
-					evidence = CASE WHEN EXCLUDED.last_ns >= problems.last_ns THEN EXCLUDED.evidence ELSE problems.evidence END,
-					first_ns = LEAST(problems.first_ns, EXCLUDED.first_ns),
-					last_ns = GREATEST(problems.last_ns, EXCLUDED.last_ns),
-					captures = problems.captures + 1
-				RETURNING id`,
-				tid, k.Cause, k.Kind, k.Where, f.Title, store.EvidenceText(f.Evidence), ns).Scan(&id)
-			if err != nil {
-				return err
-			}
-			ids[k] = id
+		ns := f.Time.UnixNano()
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO problems (target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7, 1)
+			ON CONFLICT (target_id, cause, kind, location) DO UPDATE SET
+				title = CASE WHEN EXCLUDED.last_ns >= problems.last_ns THEN EXCLUDED.title ELSE problems.title END,
+				evidence = CASE WHEN EXCLUDED.last_ns >= problems.last_ns THEN EXCLUDED.evidence ELSE problems.evidence END,
+				first_ns = LEAST(problems.first_ns, EXCLUDED.first_ns),
+				last_ns = GREATEST(problems.last_ns, EXCLUDED.last_ns),
+				captures = problems.captures + 1
+			RETURNING id`,
+			tid, k.Cause, k.Kind, k.Where, f.Title, store.EvidenceText(f.Evidence), ns).Scan(&id)
+		if err != nil {
+			return err
 		}
+		ids[k] = id
+	}
+	for i, f := range fs {
 		batch.Queue("INSERT INTO sightings (entry_id, problem_id, ord, severity) VALUES ($1, $2, $3, $4)",
-			entryID, id, i, f.Severity)
+			entryID, ids[store.KeyOf(f)], i, f.Severity)
 	}
 	return nil
 }

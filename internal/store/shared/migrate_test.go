@@ -66,7 +66,7 @@ func TestOpen_movesFindingsToProblems(t *testing.T) {
 		}
 		return fmt.Sprint(vals)
 	}
-	const problemsQ = "SELECT target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures FROM problems ORDER BY id"
+	const problemsQ = "SELECT target_id, cause, kind, location, title, evidence, first_ns, last_ns, captures FROM problems ORDER BY target_id, cause, kind, location"
 	const sightingsQ = "SELECT entry_id, ord, severity FROM sightings ORDER BY entry_id, ord"
 	wantProblems, wantSightings := rows(problemsQ), rows(sightingsQ)
 
