@@ -390,12 +390,13 @@ type usage struct {
 }
 
 // captureTables returns the tables a capture adds rows to (targets
-// grows with new targets alone).
+// grows with new targets alone; problems with new problems, and findings
+// with the series' findings alone, but their bytes count).
 func (r *rig) captureTables() []string {
 	if r.pool != nil {
-		return []string{"entries", "findings", "points", "names"}
+		return []string{"entries", "problems", "sightings", "findings", "points", "names"}
 	}
-	return []string{"entries", "labels", "findings", "points"}
+	return []string{"entries", "labels", "problems", "sightings", "findings", "points"}
 }
 
 // usageBefore and usageAfter read what the rig has used before and after
