@@ -194,11 +194,14 @@ func (s *Embedded) findings(q Query) ([]Finding, error) {
 		lf := entryFilter(Query{Labels: q.Labels})
 		series.add("f.target_id IN (SELECT e.target_id FROM entries e WHERE "+strings.TrimPrefix(lf.sql(), " WHERE ")+")", lf.args...)
 	}
+	seen.add("s.entry_id = e.id")
 	// Newest first; at one time, entries' findings before the series'
-	// and in the order they were indexed.
+	// and in the order they were indexed. The entries lead (CROSS JOIN
+	// keeps them the outer loop): without statistics SQLite would read
+	// every sighting of every capture to find the week a page asks for.
 	rows, err := s.reader.Query(`SELECT t.key AS target, e.time_ns AS time_ns, e.path, s.severity, p.kind, p.title, p.location,
 			e.kind, p.cause, p.evidence, 0 AS series, e.id AS id, s.ord AS ord
-		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id
+		FROM entries e CROSS JOIN sightings s JOIN problems p ON p.id = s.problem_id
 			JOIN targets t ON t.id = e.target_id`+seen.sql()+`
 		UNION ALL
 		SELECT t.key, f.time_ns, f.path, f.severity, f.kind, f.title, f.location, f.source, f.cause, f.evidence, 1, f.id, 0

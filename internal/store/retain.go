@@ -173,12 +173,19 @@ func deleteSightings(tx *sql.Tx, id int64) error {
 		return err
 	}
 	for _, p := range problems {
-		if _, err := tx.Exec("DELETE FROM problems WHERE id = ? AND NOT EXISTS (SELECT 1 FROM sightings WHERE problem_id = ?)", p, p); err != nil {
+		if _, err := tx.Exec("DELETE FROM problems WHERE id = ? AND "+noSighting, p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// noSighting is true of a problem (problems, unaliased) that no capture
+// shows any more: its captures are its target's entries between its first
+// and last sighting, walked through entries_by_target_time.
+const noSighting = `NOT EXISTS (SELECT 1 FROM entries e CROSS JOIN sightings s
+	WHERE e.target_id = problems.target_id AND e.time_ns BETWEEN problems.first_ns AND problems.last_ns
+		AND s.entry_id = e.id AND s.problem_id = problems.id)`
 
 // removeDir moves a run directory (relative to the data directory) under
 // .tmp, then removes it: what a crash interrupts is never in view.

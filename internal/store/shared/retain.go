@@ -149,8 +149,21 @@ func (s *Store) removeBatch(ctx context.Context, conn *pgxpool.Conn, query strin
 		if _, err = tx.Exec(ctx, "DELETE FROM entries WHERE id = ANY($1)", ids); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM problems p WHERE p.id = ANY($1)
-			AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.problem_id = p.id)`, problems)
+		// Locked first, and checked in a statement of its own (which sees
+		// every commit done by then): a commit that shows one of them
+		// meanwhile holds its row, and it is skipped. A problem's captures
+		// are its target's entries between its first and last sighting.
+		rows, err = tx.Query(ctx, "SELECT id FROM problems WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED", problems)
+		if err != nil {
+			return err
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM problems p WHERE p.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM entries e
+			JOIN sightings s ON s.entry_id = e.id AND s.problem_id = p.id
+			WHERE e.target_id = p.target_id AND e.time_ns BETWEEN p.first_ns AND p.last_ns)`, locked)
 		return err
 	})
 	if err != nil {

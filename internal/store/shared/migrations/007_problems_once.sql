@@ -10,6 +10,11 @@
 -- capture (rows go with their entry). A finding of an older capture reads
 -- with its problem's latest title and evidence. findings keeps the
 -- findings of the diagnosis over the series (no entry), and nothing else.
+-- A sighting names its problem without a foreign key, and no index
+-- leads with problem_id: either would cost every sighting bytes (or a
+-- scan of them all for each problem removed). A problem's captures are
+-- found through its target's entries between its first_ns and last_ns,
+-- which is how retention tells that no capture shows it any more.
 CREATE TABLE problems (
 	id        BIGSERIAL PRIMARY KEY,
 	target_id BIGINT NOT NULL REFERENCES targets (id),
@@ -26,12 +31,11 @@ CREATE TABLE problems (
 
 CREATE TABLE sightings (
 	entry_id   BIGINT   NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
-	problem_id BIGINT   NOT NULL REFERENCES problems (id),
+	problem_id BIGINT   NOT NULL,
 	ord        SMALLINT NOT NULL,
 	severity   TEXT     NOT NULL,
 	PRIMARY KEY (entry_id, ord)
 );
-CREATE INDEX sightings_by_problem ON sightings (problem_id);
 
 -- The findings of entries move over: one problem per target, cause, kind
 -- and site, with the newest finding's title and evidence.
