@@ -7,7 +7,7 @@ import (
 )
 
 // TestOpen_MovesFindingsToProblems takes an index back to schema version
-// 3, where every capture held a copy of its findings, and wants Open to
+// 5, where every capture held a copy of its findings, and wants Open to
 // migrate it to one row per problem and a sighting per finding, History
 // answering as before.
 func TestOpen_MovesFindingsToProblems(t *testing.T) {
@@ -40,18 +40,18 @@ func TestOpen_MovesFindingsToProblems(t *testing.T) {
 	wantProblems := dump(t, s.reader, problemsQ)
 	wantSightings := dump(t, s.reader, "SELECT entry_id, ord, severity FROM sightings ORDER BY entry_id, ord")
 
-	// Version 3: the findings of entries in findings, as its commits wrote them.
+	// Version 5: the findings of entries in findings, as its commits wrote them.
 	if _, err := s.writer.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
 		SELECT e.id, e.target_id, e.time_ns, e.path, e.kind, s.severity, p.kind, p.title, p.location, p.cause, p.evidence
 		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id ORDER BY e.id, s.ord;
-		DROP TABLE sightings; DROP TABLE problems; PRAGMA user_version = 3`); err != nil {
+		DROP TABLE sightings; DROP TABLE problems; PRAGMA user_version = 5`); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if s, err = Open(dir); err != nil {
-		t.Fatalf("open the version 3 index: %v", err)
+		t.Fatalf("open the version 5 index: %v", err)
 	}
 	defer s.Close()
 	got, err := s.History(Query{})

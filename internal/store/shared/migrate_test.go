@@ -15,7 +15,7 @@ import (
 )
 
 // TestOpen_movesFindingsToProblems takes a database back to schema
-// version 5, where every capture held a copy of its findings, and wants
+// version 6, where every capture held a copy of its findings, and wants
 // Open to migrate it to one row per problem and a sighting per finding,
 // History answering as before.
 func TestOpen_movesFindingsToProblems(t *testing.T) {
@@ -70,11 +70,11 @@ func TestOpen_movesFindingsToProblems(t *testing.T) {
 	const sightingsQ = "SELECT entry_id, ord, severity FROM sightings ORDER BY entry_id, ord"
 	wantProblems, wantSightings := rows(problemsQ), rows(sightingsQ)
 
-	// Version 5: the findings of entries in findings, as its commits wrote them.
+	// Version 6: the findings of entries in findings, as its commits wrote them.
 	if _, err := conn.Exec(t.Context(), `INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
 		SELECT e.id, e.target_id, e.time_ns, e.path, e.kind, s.severity, p.kind, p.title, p.location, p.cause, p.evidence
 		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id ORDER BY e.id, s.ord;
-		DROP TABLE sightings; DROP TABLE problems; DELETE FROM heapscope_schema WHERE version > 5`); err != nil {
+		DROP TABLE sightings; DROP TABLE problems; DELETE FROM heapscope_schema WHERE version > 6`); err != nil {
 		t.Fatal(err)
 	}
 	s = openStore()

@@ -1,5 +1,5 @@
--- Version 6: a problem's text kept once, each capture only what is its
--- own, as the embedded store's version 4. Before, every capture copied
+-- Version 7: a problem's text kept once, each capture only what is its
+-- own, as the embedded store's version 6. Before, every capture copied
 -- the title, location, cause and evidence of each of its findings into
 -- findings: 630 B a finding with its indexes, half the database.
 --

@@ -1,4 +1,4 @@
--- Version 4: a problem's text kept once, each capture only what is its
+-- Version 6: a problem's text kept once, each capture only what is its
 -- own. Before, every capture copied the title, location, cause and
 -- evidence of each of its findings into findings: most of the index (a
 -- month of 500 targets every 15 minutes, 1.5 of its 2.2 GiB).
