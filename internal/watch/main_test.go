@@ -149,19 +149,3 @@ func endlessTarget(t *testing.T) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
-
-// waitFor polls f every 100 ms until it reports a value, or fails the test
-// after d.
-func waitFor[T any](t *testing.T, d time.Duration, f func() (T, bool)) T {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if v, ok := f(); ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing after %s", d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
