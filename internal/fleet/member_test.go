@@ -184,8 +184,16 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 		t.Fatalf("a claims the slot: %v, %v", mine, err)
 	}
 	pa := begin(t, s, key)
+	taken := func(want bool, why string) {
+		t.Helper()
+		if got, err := b.Taken(ctx, key, slot); err != nil || got != want {
+			t.Errorf("%s: b says the slot is taken: %v, %v; want %v", why, got, err, want)
+		}
+	}
+	taken(true, "claimed by a, alive")
 
 	waitMembers(t, b, "[b]")
+	taken(false, "claimed by a, its lease run out")
 	if mine, err := b.Claim(ctx, key, slot); err != nil || !mine {
 		t.Fatalf("b takes the claim of a, whose lease ran out: %v, %v", mine, err)
 	}
@@ -215,6 +223,7 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	if len(h.Runs) != 1 || h.Runs[0].Path != stored.Path {
 		t.Errorf("stored runs of the slot: %+v, want b's alone (%s)", h.Runs, stored.Path)
 	}
+	taken(true, "captured")
 	// Done once: the slot is no one's to capture again.
 	if mine, _ := b.Claim(ctx, key, slot); mine {
 		t.Error("the slot is claimed again after its capture was stored")
