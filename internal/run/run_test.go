@@ -2,7 +2,6 @@ package run
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -252,13 +251,7 @@ func hasSite(tab *result.TopTable, fn string) bool {
 }
 
 func TestProfile_BadTargets(t *testing.T) {
-	gzipOf := func(data []byte) []byte {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(data)
-		zw.Close()
-		return buf.Bytes()
-	}
+	gzipOf := func(data []byte) []byte { return gzipped(t, data) }
 	realHeap := func() []byte {
 		var buf bytes.Buffer
 		if err := rpprof.Lookup("heap").WriteTo(&buf, 0); err != nil {
