@@ -15,6 +15,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 func TestWatch_usageErrors(t *testing.T) {
@@ -117,7 +118,7 @@ func TestWatch_killedAtRandomLeavesNoHalfRun(t *testing.T) {
 	}
 	defer svc.Stop()
 	data := t.TempDir()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	rng := rand.New(rand.NewPCG(testserver.Seed(t), 1))
 	start := func() (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(bin, "watch", svc.URL, "--data", data, "--every", "1s", "--window", "300ms")
 		var stderr bytes.Buffer

@@ -347,6 +347,20 @@ func (m *Member) Claim(ctx context.Context, key string, slot time.Time) (bool, e
 	return member == m.id, nil
 }
 
+// Taken says whether a target's slot is in hand without this member:
+// captured, or claimed by a live member, which is capturing it. What a
+// member too late to claim a slot asks before counting it missed.
+func (m *Member) Taken(ctx context.Context, key string, slot time.Time) (bool, error) {
+	var taken bool
+	err := m.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM slots s WHERE s.target = $1 AND s.slot_ns = $2
+		AND (s.done OR EXISTS (SELECT 1 FROM members m WHERE m.id = s.member AND m.expires > clock_timestamp())))`,
+		key, slot.UnixNano()).Scan(&taken)
+	if err != nil {
+		return false, fmt.Errorf("look up the slot %s of %s: %w", slot.UTC().Format(time.RFC3339), key, shared.OneLine(err))
+	}
+	return taken, nil
+}
+
 // Done marks a claimed slot captured, in tx: the transaction that
 // indexes its capture, so that the capture is stored if and only if the
 // claim is still this member's, and its name still this process's

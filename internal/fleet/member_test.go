@@ -1,10 +1,13 @@
 package fleet_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +44,9 @@ func fleetStore(t *testing.T) *shared.Store {
 // is called.
 func join(t *testing.T, s *shared.Store, id string) (m *fleet.Member, stop func()) {
 	t.Helper()
-	m, err := fleet.Join(t.Context(), s.Pool(), fleet.Options{ID: id, Lease: time.Second})
+	// Three seconds: a heartbeat every second keeps it through a
+	// starved machine's pauses.
+	m, err := fleet.Join(t.Context(), s.Pool(), fleet.Options{ID: id, Lease: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +58,41 @@ func join(t *testing.T, s *shared.Store, id string) (m *fleet.Member, stop func(
 	return m, stop
 }
 
+// lockedBuffer is a log's output, written and read from two goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // waitMembers waits until m sees the members want.
 func waitMembers(t *testing.T, m *fleet.Member, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); fmt.Sprint(m.Members()) != want; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s sees members %v, want %s", m.ID(), m.Members(), want)
+	testserver.Until(t, time.Minute, m.ID()+" to see the members "+want, func() bool { return fmt.Sprint(m.Members()) == want })
+}
+
+// waitExpired waits until the lease of the member id has run out by the
+// database's clock.
+func waitExpired(t *testing.T, s *shared.Store, id string) {
+	t.Helper()
+	testserver.Until(t, time.Minute, id+"'s lease to run out", func() bool {
+		var live bool
+		if err := s.Pool().QueryRow(t.Context(), "SELECT EXISTS (SELECT 1 FROM members WHERE id = $1 AND expires > now())", id).Scan(&live); err != nil {
+			t.Fatal(err)
 		}
-	}
+		return !live
+	})
 }
 
 func TestMember_claimsAndLeases(t *testing.T) {
@@ -117,13 +149,13 @@ func TestMember_claimsAndLeases(t *testing.T) {
 
 	// c dies without leaving (it never heartbeats again): its lease runs
 	// out by the database's clock, and its claims with it.
-	c, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "c", Lease: time.Second})
+	c, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "c", Lease: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	claim(c, "k", slot.Add(3*time.Minute), true)
 	claim(b, "k", slot.Add(3*time.Minute), false)
-	time.Sleep(1200 * time.Millisecond)
+	waitExpired(t, s, "c")
 	claim(b, "k", slot.Add(3*time.Minute), true)
 	waitMembers(t, b, "[b]")
 	if c.Owns("anything") {
@@ -141,7 +173,7 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	ctx := t.Context()
 	// a never heartbeats after joining: its lease runs out as if the
 	// database had been out of its reach since.
-	a, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "a", Lease: time.Second})
+	a, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "a", Lease: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +184,16 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 		t.Fatalf("a claims the slot: %v, %v", mine, err)
 	}
 	pa := begin(t, s, key)
+	taken := func(want bool, why string) {
+		t.Helper()
+		if got, err := b.Taken(ctx, key, slot); err != nil || got != want {
+			t.Errorf("%s: b says the slot is taken: %v, %v; want %v", why, got, err, want)
+		}
+	}
+	taken(true, "claimed by a, alive")
 
 	waitMembers(t, b, "[b]")
+	taken(false, "claimed by a, its lease run out")
 	if mine, err := b.Claim(ctx, key, slot); err != nil || !mine {
 		t.Fatalf("b takes the claim of a, whose lease ran out: %v, %v", mine, err)
 	}
@@ -183,6 +223,7 @@ func TestMember_captureCutOffIsNotStored(t *testing.T) {
 	if len(h.Runs) != 1 || h.Runs[0].Path != stored.Path {
 		t.Errorf("stored runs of the slot: %+v, want b's alone (%s)", h.Runs, stored.Path)
 	}
+	taken(true, "captured")
 	// Done once: the slot is no one's to capture again.
 	if mine, _ := b.Claim(ctx, key, slot); mine {
 		t.Error("the slot is claimed again after its capture was stored")
@@ -268,7 +309,8 @@ func TestMember_ownsNothingOnceItsLeaseRunsOut(t *testing.T) {
 func TestMember_oneNameTwoProcesses(t *testing.T) {
 	s := fleetStore(t)
 	ctx := t.Context()
-	old, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "w", Lease: time.Second})
+	var oldLog lockedBuffer
+	old, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "w", Lease: 2 * time.Second, Log: slog.New(slog.NewTextHandler(&oldLog, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +323,7 @@ func TestMember_oneNameTwoProcesses(t *testing.T) {
 		!strings.Contains(err.Error(), "a live member has that name") {
 		t.Errorf("a second process joined under a live name: %v", err)
 	}
-	time.Sleep(1100 * time.Millisecond) // the old one's lease runs out
+	waitExpired(t, s, "w")
 	restarted, stop := join(t, s, "w")
 	defer stop()
 	waitMembers(t, restarted, "[w]")
@@ -291,7 +333,9 @@ func TestMember_oneNameTwoProcesses(t *testing.T) {
 	oldCtx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { old.Run(oldCtx); close(ran) }()
-	time.Sleep(700 * time.Millisecond)
+	testserver.Until(t, time.Minute, "the old process's heartbeat refused", func() bool {
+		return strings.Contains(oldLog.String(), "fleet heartbeat failed")
+	})
 	if old.Owns(key) {
 		t.Error("the old process owns the target though another holds its name")
 	}

@@ -70,10 +70,16 @@ func gunzipBytes(t testing.TB, data []byte) []byte {
 	return raw
 }
 
+// gzipBytes compresses data at the fastest level: the tests' bombs are
+// megabytes of zeros, which the default level takes seconds over under
+// the race detector.
 func gzipBytes(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := zw.Write(data); err != nil {
 		t.Fatal(err)
 	}

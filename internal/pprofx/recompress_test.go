@@ -2,7 +2,6 @@ package pprofx
 
 import (
 	"bytes"
-	"compress/gzip"
 	"runtime/pprof"
 	"testing"
 )
@@ -13,9 +12,7 @@ func TestRecompress(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bomb bytes.Buffer
-	zw := gzip.NewWriter(&bomb)
-	zw.Write(make([]byte, 8<<20))
-	zw.Close()
+	bomb.Write(gzipBytes(t, make([]byte, 8<<20)))
 	truncated := real.Bytes()[:real.Len()/2]
 
 	tests := []struct {

@@ -518,16 +518,24 @@ func kindOf(endpoint string) string {
 	return endpoint
 }
 
+// reportProgress reports the window's progress every 200 ms, and once
+// more when done is closed: a window's progress ends at its end even when
+// the ticks were starved of CPU (the last report of one window is where
+// the next one's, under Repeat, begins).
 func (c *collector) reportProgress(done <-chan struct{}) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	report := func() {
+		elapsed := min(c.cfg.now().Sub(c.startTime), c.cfg.Duration)
+		c.cfg.Progress(Progress{Elapsed: elapsed, Total: c.cfg.Duration, Requests: c.sent.Load(), Errors: c.errored.Load()})
+	}
 	for {
 		select {
 		case <-done:
+			report()
 			return
 		case <-tick.C:
-			elapsed := min(c.cfg.now().Sub(c.startTime), c.cfg.Duration)
-			c.cfg.Progress(Progress{Elapsed: elapsed, Total: c.cfg.Duration, Requests: c.sent.Load(), Errors: c.errored.Load()})
+			report()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,13 @@ import (
 )
 
 func TestProfile_RepeatRecordsWindows(t *testing.T) {
+	// The hoard's 64 KiB a request, sampled: at the default rate of one
+	// sample per 512 KiB a window of 40 requests has about five samples,
+	// and one window in seven fewer than three, reading under 32 KiB a
+	// request. At one per 64 KiB it has about 25, and reading under half
+	// the truth is a four-sigma event.
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 64 << 10
 	h := &hoard{}
 	srv := serve(t, pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
 	var progressed atomic.Int64
@@ -69,8 +77,9 @@ func TestProfile_RepeatRecordsWindows(t *testing.T) {
 			t.Errorf("%s: no allocation profile read", s.Dir)
 		}
 	}
-	if got := time.Duration(progressed.Load()); got < 800*time.Millisecond {
-		t.Errorf("progress reached %s of the 1.2s of three windows", got)
+	// Each window reports its progress once more at its end.
+	if got := time.Duration(progressed.Load()); got != 1200*time.Millisecond {
+		t.Errorf("progress reached %s of the 1.2s of three windows, want all of it", got)
 	}
 	if md, err := os.ReadFile(filepath.Join(dir, "report.md")); err != nil || !strings.Contains(string(md), "windows") {
 		t.Errorf("report.md of the repeated run: %v\n%s", err, md)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/heapscope/heapscope/internal/exectrace"
@@ -145,7 +146,14 @@ func (f *traceFetcher) Profile(ctx context.Context, name string, query url.Value
 	return []byte(name), nil
 }
 
+// TestCaptureTrace runs in a synctest bubble: the fetch takes 500 ms of
+// the bubble's clock, so progress comes at 200 and 400 ms, exactly,
+// however busy the machine.
 func TestCaptureTrace(t *testing.T) {
+	synctest.Test(t, testCaptureTrace)
+}
+
+func testCaptureTrace(t *testing.T) {
 	f := &traceFetcher{wait: 500 * time.Millisecond}
 	var calls []Progress
 	data, err := CaptureTrace(t.Context(), f, 2*time.Second, func(p Progress) { calls = append(calls, p) })
@@ -155,13 +163,12 @@ func TestCaptureTrace(t *testing.T) {
 	if got := f.query.Get("seconds"); got != "2" {
 		t.Errorf("asked for seconds=%q, want 2", got)
 	}
-	// About two calls in 500 ms; none after the capture returned.
-	n := len(calls)
-	if n == 0 || calls[0].Total != 2*time.Second || calls[n-1].Elapsed <= 0 || calls[n-1].Elapsed > 2*time.Second {
-		t.Errorf("progress %+v, want a few calls with elapsed time of the 2s total", calls)
+	want := []Progress{{Elapsed: 200 * time.Millisecond, Total: 2 * time.Second}, {Elapsed: 400 * time.Millisecond, Total: 2 * time.Second}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("progress %+v, want %+v: a call every 200 ms of the 500 ms fetch", calls, want)
 	}
 	time.Sleep(2 * traceProgressEvery)
-	if len(calls) != n {
+	if len(calls) != len(want) {
 		t.Error("progress reported after CaptureTrace returned")
 	}
 	for _, d := range []time.Duration{0, 1500 * time.Millisecond} {

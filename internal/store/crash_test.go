@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/atomicfile"
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 // crashChildEnv, set to a data directory, makes the test binary a child
@@ -119,7 +120,7 @@ func TestStore_CrashSafety(t *testing.T) {
 	if testing.Short() {
 		minRounds, maxRounds, budget = 8, 8, 5*time.Second
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(testserver.Seed(t), 2))
 	start := time.Now()
 	var states struct{ temporary, unindexed, repaired, acked int }
 	round := 0

@@ -6,6 +6,10 @@
 //
 // A server started here is killed by the kernel should the test binary die
 // first (on Linux), so a crashed or timed-out test leaves no server behind.
+//
+// It also holds what every package's tests share to wait and to randomise:
+// WaitFor polls for something to happen within a deadline, Seed gives a
+// randomised test a logged seed that an environment variable gives back.
 package testserver
 
 import (

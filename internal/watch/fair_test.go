@@ -15,6 +15,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -144,10 +145,20 @@ func TestRun_liveTargetsOnTimeBesideHangingOnes(t *testing.T) {
 	s := config.Settings{Every: 6 * time.Second, Window: 200 * time.Millisecond, Timeout: 1500 * time.Millisecond,
 		Profiles: []string{"heap"}}
 	w, _, rec := fairWatcher(t, append(live, silent, stall), s, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	// It runs until each live target has three captures and each
+	// hanging one a failure: how long that takes is the machine's
+	// business; that no live slot is skipped or missed is the test's.
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	start := time.Now()
-	if err := w.Run(ctx); err != nil {
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	testserver.Until(t, 2*time.Minute, "three captures of each live target, a failure of each hanging one", func() bool {
+		return len(rec.of(live[0], "captured")) >= 3 && len(rec.of(live[1], "captured")) >= 3 &&
+			len(rec.of(silent, "capture failed")) > 0 && len(rec.of(stall, "capture failed")) > 0
+	})
+	cancel()
+	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	// A capture waits for the slot while the others ahead of it hold it
@@ -155,20 +166,24 @@ func TestRun_liveTargetsOnTimeBesideHangingOnes(t *testing.T) {
 	// by a window and a timeout, far less than a period: it begins before
 	// its next slot comes.
 	bound := s.Every
-	// Every slot that came early enough to be captured before Run ended
-	// was.
-	last := time.Now().Add(-bound - time.Second)
 	for _, u := range live {
 		captured := rec.of(u, "captured")
-		if len(captured) == 0 {
-			t.Fatalf("%s: no capture", u)
-		}
 		key := captured[0].attrs["target"].(string)
 		slots := map[string]bool{}
+		var latest time.Time
 		for _, c := range captured {
 			slots[c.attrs["slot"].(string)] = true
+			at, err := time.Parse(time.RFC3339Nano, c.attrs["slot"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at.After(latest) {
+				latest = at
+			}
 		}
-		for slot := NextSlot(start, s.Every, Offset(key, s.Every)); slot.Before(last); slot = slot.Add(s.Every) {
+		// Every slot up to the latest captured was captured: none
+		// skipped for the hanging ones.
+		for slot := NextSlot(start, s.Every, Offset(key, s.Every)); !slot.After(latest); slot = slot.Add(s.Every) {
 			if !slots[slot.UTC().Format(time.RFC3339Nano)] {
 				t.Errorf("%s: slot %s not captured (captured: %v)", u, slot, slots)
 			}
@@ -346,7 +361,7 @@ func TestRun_missedWhileWaitingForASlot(t *testing.T) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(ctx) }()
-	missed := waitFor(t, 5*time.Second, func() (record, bool) {
+	missed := testserver.WaitFor(t, time.Minute, "the live target's slot counted missed", func() (record, bool) {
 		m := rec.of(live, "slot missed")
 		if len(m) == 0 {
 			return record{}, false
@@ -377,10 +392,10 @@ func TestRun_missedWhileWaitingForASlot(t *testing.T) {
 	}
 }
 
-// firstRun waits up to 10 s for the store's first run, the oldest.
+// firstRun waits for the store's first run, the oldest.
 func firstRun(t *testing.T, st store.Store) store.Entry {
 	t.Helper()
-	return waitFor(t, 10*time.Second, func() (store.Entry, bool) {
+	return testserver.WaitFor(t, time.Minute, "the store's first run", func() (store.Entry, bool) {
 		h, err := st.History(store.Query{})
 		if err != nil || len(h.Runs) == 0 {
 			return store.Entry{}, false

@@ -36,6 +36,9 @@ type Fleet interface {
 	Holds(ctx context.Context, tx pgx.Tx, key string) error
 	// Release gives a claimed slot up after a failed capture.
 	Release(ctx context.Context, key string, slot time.Time) error
+	// Taken says whether a slot is captured, or claimed by a live
+	// watcher: not missed, though too late for this one to claim.
+	Taken(ctx context.Context, key string, slot time.Time) (bool, error)
 }
 
 // followFleet moves the targets' triggers to and from this watcher as
@@ -154,6 +157,25 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time, 
 	if !f.Owns(key) || slot.Before(wt.since) {
 		return
 	}
+	// Too late is judged before claiming: a claim taken over only to be
+	// given up would take the slot from a member whose lease ran out
+	// mid-capture (a process stopped, not dead) and whose capture, were
+	// it resumed, would still be stored under its claim. A slot captured
+	// or in a live watcher's hands is not missed.
+	if late := w.opts.now().Sub(slot); late > lateBound(f) {
+		taken, err := f.Taken(ctx, key, slot)
+		if err != nil {
+			w.log.Error("look up a slot", "target", key, "err", err)
+			return
+		}
+		if taken {
+			return
+		}
+		w.metrics.missed.Inc()
+		w.log.Warn("slot missed: later than two lease periods", "target", key,
+			"slot", slot.UTC().Format(time.RFC3339Nano), "late", late.Round(time.Millisecond))
+		return
+	}
 	mine, err := f.Claim(ctx, key, slot)
 	if err != nil {
 		w.log.Error("claim a slot", "target", key, "err", err)
@@ -163,16 +185,6 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time, 
 		return // captured, or being captured, by another watcher
 	}
 	bg := context.WithoutCancel(ctx)
-	if late := w.opts.now().Sub(slot); late > lateBound(f) {
-		// No one captured it: missed, and given up for the others.
-		w.metrics.missed.Inc()
-		w.log.Warn("slot missed: later than two lease periods", "target", key,
-			"slot", slot.UTC().Format(time.RFC3339), "late", late.Round(time.Millisecond))
-		if err := f.Release(bg, key, slot); err != nil {
-			w.log.Error("release a slot", "target", key, "err", err)
-		}
-		return
-	}
 	o := scheduled(slot)
 	o.admitted = admitted
 	o.guard = func(ctx context.Context, tx pgx.Tx) error { return f.Done(ctx, tx, key, slot) }

@@ -11,6 +11,7 @@ import (
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -57,7 +58,7 @@ func TestBundle_leadsWithTheCauseItsHistoryFound(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	bundle := waitFor(t, 60*time.Second, func() (store.Entry, bool) {
+	bundle := testserver.WaitFor(t, 60*time.Second, "a bundle", func() (store.Entry, bool) {
 		h, _ := st.History(store.Query{})
 		if len(h.Bundles) > 0 {
 			return h.Bundles[0], true

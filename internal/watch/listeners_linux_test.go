@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/trigger"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
@@ -65,7 +66,7 @@ func TestTriggers_localTargetsShareOneReadingOfTheSockets(t *testing.T) {
 	w, _ := newWatcher(t, urls, config.Settings{Poll: poll, Every: time.Hour})
 	start := time.Now()
 	wts := runTriggers(t, w)
-	waitFor(t, 10*time.Second, func() (bool, bool) {
+	testserver.WaitFor(t, time.Minute, "the listener seen", func() (bool, bool) {
 		for _, wt := range wts[:served] {
 			w.mu.Lock()
 			s := wt.sampler
@@ -111,11 +112,11 @@ func TestTriggers_restartOfATargetWithoutTriggers(t *testing.T) {
 		}
 		return 0
 	}
-	first := waitFor(t, 10*time.Second, func() (int, bool) { p := pidOf(); return p, p > 0 })
+	first := testserver.WaitFor(t, time.Minute, "the example's first process", func() (int, bool) { p := pidOf(); return p, p > 0 })
 	time.Sleep(3 * poll) // idle polls: the liveness check alone
 	restartExample(t, leaky, "leaky", leaky.URL)
-	second := waitFor(t, 10*time.Second, func() (int, bool) { p := pidOf(); return p, p > 0 && p != first })
-	waitFor(t, 10*time.Second, func() (float64, bool) {
+	second := testserver.WaitFor(t, time.Minute, "the example restarted as another process", func() (int, bool) { p := pidOf(); return p, p > 0 && p != first })
+	testserver.WaitFor(t, time.Minute, "the gauge to follow the restart", func() (float64, bool) {
 		n := testutil.ToFloat64(w.metrics.restarts.WithLabelValues("false"))
 		return n, n >= 1
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -129,11 +130,11 @@ func TestRun_hungWebhookHoldsNoBundle(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 
-	bundles := waitFor(t, 60*time.Second, func() ([]store.Entry, bool) {
+	bundles := testserver.WaitFor(t, 60*time.Second, "the bundles", func() ([]store.Entry, bool) {
 		h, _ := st.History(store.Query{})
 		return h.Bundles, len(h.Bundles) == 3
 	})
-	waitFor(t, 10*time.Second, func() (int32, bool) { return received.Load(), received.Load() > 0 })
+	testserver.WaitFor(t, time.Minute, "the webhook called", func() (int32, bool) { return received.Load(), received.Load() > 0 })
 	if n := received.Load(); n != 1 {
 		t.Errorf("the receiver saw %d requests by the third bundle; want 1, the first event's, still hanging", n)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -113,14 +114,14 @@ func TestRun_recordsAPodsOOMKilledRestart(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	feed.lists <- []config.Pod{pod}
 	key := captured.Target
-	waitFor(t, 10*time.Second, func() (bool, bool) { return true, len(w.watchedList()) == 1 })
+	testserver.WaitFor(t, time.Minute, "the pod watched", func() (bool, bool) { return true, len(w.watchedList()) == 1 })
 	first := w.watchedList()[0]
 
 	killed := pod
 	killed.Labels = maps.Clone(pod.Labels)
 	killed.Status = config.PodStatus{Restarts: 1, LastTermination: "OOMKilled", LastFinishedAt: time.Now().UTC()}
 	feed.lists <- []config.Pod{killed}
-	ev := waitFor(t, 10*time.Second, func() (Event, bool) {
+	ev := testserver.WaitFor(t, time.Minute, "the pod's event", func() (Event, bool) {
 		for _, ev := range hook.all() {
 			if ev.Kind == "restart" {
 				return ev, true
@@ -143,7 +144,7 @@ func TestRun_recordsAPodsOOMKilledRestart(t *testing.T) {
 	crashed := killed
 	crashed.Status = config.PodStatus{Restarts: 2, LastTermination: "Error", LastFinishedAt: time.Now().UTC()}
 	feed.lists <- []config.Pod{crashed}
-	again := waitFor(t, 10*time.Second, func() (Event, bool) {
+	again := testserver.WaitFor(t, time.Minute, "the pod's event again", func() (Event, bool) {
 		evs := hook.all()
 		if n := len(evs); n > 1 && evs[n-1].Kind == "restart" {
 			return evs[n-1], true

@@ -14,6 +14,7 @@ import (
 	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/storetest"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -125,7 +126,7 @@ func TestRun_problemsReachAlertmanager(t *testing.T) {
 		now = now.Add(15 * time.Minute)
 		w.followProblems(wt, nil)
 	}
-	got := waitFor(t, 10*time.Second, func() ([]alert, bool) { a := received(); return a, len(a) > 0 })
+	got := testserver.WaitFor(t, time.Minute, "an alert", func() ([]alert, bool) { a := received(); return a, len(a) > 0 })
 	time.Sleep(200 * time.Millisecond) // any alert sent twice would be here by now
 	if got = received(); len(got) != 1 {
 		t.Fatalf("%d alerts for three captures of one leak, want 1: %+v", len(got), got)
@@ -139,7 +140,7 @@ func TestRun_problemsReachAlertmanager(t *testing.T) {
 	}
 	now = now.Add(5 * time.Hour)
 	w.followProblems(wt, nil)
-	got = waitFor(t, 10*time.Second, func() ([]alert, bool) { a := received(); return a, len(a) > 1 })
+	got = testserver.WaitFor(t, time.Minute, "a second alert", func() ([]alert, bool) { a := received(); return a, len(a) > 1 })
 	if len(got) != 2 || !strings.Contains(got[1].Annotations["summary"], "problem still open") {
 		t.Errorf("after the repeat interval: %+v, want the alert said again, still open", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -59,7 +60,7 @@ func TestRun_saysWhatItWatchesAndWhatCannotFire(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	hs := waitFor(t, 30*time.Second, func() ([]Health, bool) {
+	hs := testserver.WaitFor(t, 30*time.Second, "the targets' health", func() ([]Health, bool) {
 		hs := w.Health()
 		return hs, len(hs) == 1 && len(hs[0].Unarmed) > 0
 	})

@@ -192,7 +192,7 @@ func TestStoreBytes_isTheStoresSize(t *testing.T) {
 		}
 	}()
 	type sizes struct{ served, files int64 }
-	got := waitFor(t, 20*time.Second, func() (sizes, bool) {
+	got := testserver.WaitFor(t, time.Minute, "the store's sizes", func() (sizes, bool) {
 		h, err := st.History(store.Query{})
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/heapscope/heapscope/internal/cgrouptest"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/sysmem"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
@@ -103,7 +104,7 @@ func testMemoryOfARealCgroup(t *testing.T, pod bool) {
 	}
 	crossed := time.Now()
 
-	bundle := waitFor(t, 30*time.Second, func() (store.Entry, bool) {
+	bundle := testserver.WaitFor(t, 30*time.Second, "the trigger's bundle", func() (store.Entry, bool) {
 		h, _ := st.History(store.Query{})
 		if len(h.Bundles) > 0 {
 			return h.Bundles[0], true
@@ -131,7 +132,7 @@ func testMemoryOfARealCgroup(t *testing.T, pod bool) {
 	if err := hog.Alloc(256); err == nil {
 		t.Fatal("allocating past the cgroup's limit succeeded")
 	}
-	marked := waitFor(t, 30*time.Second, func() (store.Entry, bool) {
+	marked := testserver.WaitFor(t, 30*time.Second, "the bundle marked", func() (store.Entry, bool) {
 		h, _ := st.History(store.Query{})
 		for _, b := range h.Bundles {
 			if b.BeforeOOM {
