@@ -103,12 +103,12 @@ func repeat(d time.Duration, n int) []time.Duration {
 
 func BenchmarkRecorder_record(b *testing.B) {
 	start := time.Now()
-	r := newRecorder(start, true)
+	s := newRecorder(start, true, true).shard()
 	due := start.Add(time.Millisecond)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		end := due.Add(time.Duration(i%5000) * time.Microsecond)
-		r.begin()
-		r.record(due, due, end, 200, false, kindNone)
+		s.begin(due)
+		s.record(due, due, end, 200, false, kindNone)
 	}
 }

@@ -84,7 +84,10 @@ func (g *Generator) Run(ctx context.Context) (Result, error) {
 	r := &runner{g: g, ctx: ctx, cl: cl, stop: make(chan struct{}), paceStop: make(chan struct{}), openedBefore: cl.opened()}
 	ready := r.warmWorkers()
 	start := time.Now()
-	r.start, r.rec = start, newRecorder(start, opts.Series)
+	r.start, r.rec = start, newRecorder(start, opts.Series, opts.Rate > 0)
+	for _, w := range ready {
+		w.rec = r.rec.shard()
+	}
 	finished := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { r.watch(finished) })
@@ -226,17 +229,22 @@ func (r *runner) stopped() bool {
 	}
 }
 
-// worker is one sender: a session and a buffer for URLs; in the open
-// model, the channel its requests come through.
+// worker is one sender: a session, a buffer for URLs and its shard of the
+// recorder; in the open model, the channel its requests come through.
 type worker struct {
 	r       *runner
 	sess    session
 	buf     []byte
+	rec     *shard // nil until the run starts
 	tickets chan ticket
 }
 
 func (r *runner) newWorker() *worker {
-	return &worker{r: r, sess: r.cl.session(), buf: make([]byte, 0, 256)}
+	w := &worker{r: r, sess: r.cl.session(), buf: make([]byte, 0, 256)}
+	if r.rec != nil {
+		w.rec = r.rec.shard()
+	}
+	return w
 }
 
 // warmWorkers makes the workers a run starts with, their connections open:
@@ -270,8 +278,8 @@ func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.T
 		w.buf = t.url.Expand(w.buf[:0], seq, uint64(r.g.opts.Seed))
 		url = w.buf
 	}
-	r.rec.begin()
 	sent := time.Now()
+	w.rec.begin(sent)
 	if closed {
 		due = sent
 	}
@@ -284,7 +292,7 @@ func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.T
 			kind = kindUnfinished
 		}
 	}
-	r.rec.record(due, sent, end, status, h2, kind)
+	w.rec.record(due, sent, end, status, h2, kind)
 	return kind, end
 }
 
