@@ -81,6 +81,10 @@ type httpClient struct {
 	// use, so that the check adds no connection of its own.
 	spareMu sync.Mutex
 	spare   map[string][]*countedConn
+
+	// aborts are called by abort: the event loops' ways to stop.
+	abortMu sync.Mutex
+	aborts  []func()
 }
 
 var _ client = (*httpClient)(nil)
@@ -196,7 +200,21 @@ func (c *httpClient) session() session {
 	return s
 }
 
-func (c *httpClient) abort() { c.conns.abort() }
+func (c *httpClient) abort() {
+	c.conns.abort()
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	for _, f := range c.aborts {
+		f()
+	}
+}
+
+// onAbort makes abort call f.
+func (c *httpClient) onAbort(f func()) {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	c.aborts = append(c.aborts, f)
+}
 
 func (c *httpClient) bytes() (in, out uint64) { return c.conns.bytes() }
 
@@ -217,11 +235,14 @@ type httpSession struct {
 	resp fasthttp.Response
 	// wire is req as written, when its URL is constant: every request to
 	// the target is then these bytes, copied rather than written anew.
-	wire  []byte
-	cur   *target     // the target req holds
-	conn  *workerConn // cur's connection
-	conns map[string]*workerConn
-	std   *stdSession
+	wire []byte
+	// buf and scratch render requests for an event loop.
+	buf     bytes.Buffer
+	scratch *bufio.Writer
+	cur     *target     // the target req holds
+	conn    *workerConn // cur's connection
+	conns   map[string]*workerConn
+	std     *stdSession
 }
 
 // workerConn is a worker's connection to one address.
@@ -233,6 +254,8 @@ type workerConn struct {
 	bw   *bufio.Writer
 	// deadline is conn's deadline, zero when it has none.
 	deadline time.Time
+	// attached says br and bw read and write conn.
+	attached bool
 }
 
 // deadlineSlack is how much later than its Timeout a request may time
@@ -277,6 +300,18 @@ func (s *httpSession) roundTrip(deadline time.Time) (fresh bool, err error) {
 			return true, err
 		}
 		fresh = !spare
+	}
+	if !wc.attached {
+		// The buffers come with the first request, not the dial: an event
+		// loop takes over the connections warm dialled, and has its own.
+		if wc.br == nil {
+			wc.br = bufio.NewReaderSize(wc.conn, readBufferSize)
+			wc.bw = bufio.NewWriterSize(wc.conn, writeBufferSize)
+		} else {
+			wc.br.Reset(wc.conn)
+			wc.bw.Reset(wc.conn)
+		}
+		wc.attached = true
 	}
 	if wc.deadline.Before(deadline) {
 		wc.deadline = deadline.Add(s.c.opts.Timeout / deadlineSlack)
@@ -327,13 +362,7 @@ func (s *httpSession) dial(wc *workerConn, deadline time.Time) (spare bool, err 
 		conn = tc
 	}
 	wc.conn = conn
-	if wc.br == nil {
-		wc.br = bufio.NewReaderSize(conn, readBufferSize)
-		wc.bw = bufio.NewWriterSize(conn, writeBufferSize)
-	} else {
-		wc.br.Reset(conn)
-		wc.bw.Reset(conn)
-	}
+	wc.attached = false
 	return spare, nil
 }
 
@@ -484,6 +513,14 @@ func (s *connSet) bytes() (in, out uint64) {
 		out += c.out.Load()
 	}
 	return in, out
+}
+
+// add counts bytes of connections the set no longer tracks.
+func (s *connSet) add(in, out uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.in += in
+	s.out += out
 }
 
 // drop removes c from the set and adds its bytes to the set's; s.mu is

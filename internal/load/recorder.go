@@ -219,11 +219,33 @@ type shard struct {
 	latency, lag     *durations
 	http1, http2     bool
 	lagSinceProgress time.Duration
-	busy             bool      // a request is outstanding
+	flight           int       // requests outstanding
 	first, last      time.Time // first send and last end, for the closed model's peak in flight
-	seconds          []Second
-	secLatency       *durations // of the completions in second cur
-	cur              int
+	// spans are the first sends and last ends of the connections of a
+	// shard that records for several (an event loop's), which sets them;
+	// first and last are then unused.
+	spans      [][2]time.Time
+	multi      bool
+	seconds    []Second
+	secLatency *durations // of the completions in second cur
+	cur        int
+}
+
+// loopShard returns a new shard for the connections of one event loop.
+func (r *recorder) loopShard() *shard {
+	s := r.shard()
+	s.multi = true
+	return s
+}
+
+// span adds the first send and last end of one of a loop's connections.
+func (s *shard) span(first, last time.Time) {
+	if first.IsZero() {
+		return
+	}
+	s.mu.Lock()
+	s.spans = append(s.spans, [2]time.Time{first, last})
+	s.mu.Unlock()
 }
 
 // shard returns a new shard for one worker.
@@ -244,8 +266,8 @@ func (r *recorder) shard() *shard {
 // begin counts a request sent at sent.
 func (s *shard) begin(sent time.Time) {
 	s.mu.Lock()
-	s.busy = true
-	if s.first.IsZero() {
+	s.flight++
+	if s.first.IsZero() && !s.multi {
 		s.first = sent
 	}
 	s.mu.Unlock()
@@ -274,8 +296,10 @@ func (s *shard) record(due, sent, end time.Time, status int, h2 bool, kind error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.busy = false
-	s.last = end
+	s.flight--
+	if !s.multi {
+		s.last = end
+	}
 	s.done++
 	if s.lag != nil {
 		s.lag.record(lag)
@@ -369,8 +393,8 @@ func (r *recorder) progress(elapsed time.Duration) Progress {
 		s.mu.Lock()
 		p.Requests += s.done
 		p.Errors += s.errs
-		if s.busy && !r.open {
-			p.InFlight++
+		if !r.open {
+			p.InFlight += s.flight
 		}
 		p.Lag = max(p.Lag, s.lagSinceProgress)
 		s.lagSinceProgress = 0
@@ -476,6 +500,9 @@ func (r *recorder) peakInFlight(shards []*shard) int {
 	for _, s := range shards {
 		if !s.first.IsZero() {
 			events = append(events, event{s.first, 1}, event{s.last, -1})
+		}
+		for _, sp := range s.spans {
+			events = append(events, event{sp[0], 1}, event{sp[1], -1})
 		}
 	}
 	// Ends before starts at the same instant: spans that only touch do not

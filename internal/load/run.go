@@ -303,6 +303,9 @@ const refusedPause = 10 * time.Millisecond
 // closed runs the closed model: Connections workers, each sending its next
 // request as soon as the last one has completed.
 func (r *runner) closed(workers *sync.WaitGroup, ready []*worker) {
+	if r.closedLoops(workers, ready) {
+		return
+	}
 	var next atomic.Uint64
 	limit := r.g.opts.MaxRequests
 	var end time.Time
