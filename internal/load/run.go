@@ -85,9 +85,6 @@ func (g *Generator) Run(ctx context.Context) (Result, error) {
 	ready := r.warmWorkers()
 	start := time.Now()
 	r.start, r.rec = start, newRecorder(start, opts.Series, opts.Rate > 0)
-	for _, w := range ready {
-		w.rec = r.rec.shard()
-	}
 	finished := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { r.watch(finished) })
@@ -235,16 +232,12 @@ type worker struct {
 	r       *runner
 	sess    session
 	buf     []byte
-	rec     *shard // nil until the run starts
+	rec     *shard // nil until its first request
 	tickets chan ticket
 }
 
 func (r *runner) newWorker() *worker {
-	w := &worker{r: r, sess: r.cl.session(), buf: make([]byte, 0, 256)}
-	if r.rec != nil {
-		w.rec = r.rec.shard()
-	}
-	return w
+	return &worker{r: r, sess: r.cl.session(), buf: make([]byte, 0, 256)}
 }
 
 // warmWorkers makes the workers a run starts with, their connections open:
@@ -277,6 +270,11 @@ func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.T
 	if url == nil {
 		w.buf = t.url.Expand(w.buf[:0], seq, uint64(r.g.opts.Seed))
 		url = w.buf
+	}
+	if w.rec == nil {
+		// Made here rather than with the worker: the closed model's event
+		// loops record into shards of their own.
+		w.rec = r.rec.shard()
 	}
 	sent := time.Now()
 	w.rec.begin(sent)
