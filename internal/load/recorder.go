@@ -38,22 +38,29 @@ const (
 // bucketCount is the number of buckets histogramMax needs.
 var bucketCount = bits.Len64(uint64(histogramMax)|(subBuckets-1)) - subBucketBits + 1
 
+// binChunk is how many bins of a bucket are allocated together, when the
+// first of them is used: durations cluster, so a histogram per connection
+// holds a few chunks rather than whole buckets.
+const binChunk = 64
+
 // durations is a high-dynamic-range histogram of durations in nanoseconds,
-// with exact count, sum, min and max beside it. Its buckets are allocated
-// when first used, so that one per connection stays small; quantiles come
-// from an HdrHistogram filled from them.
+// with exact count, sum, min and max beside it. Its bins are allocated
+// binChunk at a time when first used, so that one per connection stays
+// small; quantiles come from an HdrHistogram filled from them.
 type durations struct {
-	buckets  [][]uint64 // by bucket; nil until used
+	buckets  [][]*[binChunk]uint64 // by bucket, then by chunk; nil until used
 	n        uint64
 	sum      float64
 	min, max time.Duration
+
+	chunks int // allocated
 
 	h     *hdrhistogram.Histogram // the bins as an HdrHistogram, when fresh
 	fresh bool
 }
 
 func newDurations() *durations {
-	return &durations{buckets: make([][]uint64, bucketCount)}
+	return &durations{buckets: make([][]*[binChunk]uint64, bucketCount)}
 }
 
 // bin returns the bucket and the index in it of v, 0 ≤ v ≤ histogramMax.
@@ -84,13 +91,24 @@ func (d *durations) record(v time.Duration) {
 	d.n++
 	d.sum += float64(v)
 	b, i := bin(uint64(min(v, histogramMax)))
+	d.chunk(b, i/binChunk)[i%binChunk]++
+	d.fresh = false
+}
+
+// chunk returns chunk j of bucket b, allocating it when needed.
+func (d *durations) chunk(b, j int) *[binChunk]uint64 {
 	row := d.buckets[b]
 	if row == nil {
-		row = make([]uint64, subBuckets-halfBuckets*min(b, 1))
+		row = make([]*[binChunk]uint64, (subBuckets-halfBuckets*min(b, 1))/binChunk)
 		d.buckets[b] = row
 	}
-	row[i]++
-	d.fresh = false
+	c := row[j]
+	if c == nil {
+		c = new([binChunk]uint64)
+		row[j] = c
+		d.chunks++
+	}
+	return c
 }
 
 // merge adds the durations of o.
@@ -105,14 +123,14 @@ func (d *durations) merge(o *durations) {
 	d.n += o.n
 	d.sum += o.sum
 	for b, row := range o.buckets {
-		if row == nil {
-			continue
-		}
-		if d.buckets[b] == nil {
-			d.buckets[b] = make([]uint64, len(row))
-		}
-		for i, c := range row {
-			d.buckets[b][i] += c
+		for j, c := range row {
+			if c == nil {
+				continue
+			}
+			dc := d.chunk(b, j)
+			for i, n := range c {
+				dc[i] += n
+			}
 		}
 	}
 	d.fresh = false
@@ -129,10 +147,16 @@ func (d *durations) hdr() *hdrhistogram.Histogram {
 		d.h.Reset()
 	}
 	for b, row := range d.buckets {
-		for i, c := range row {
-			if c > 0 {
-				// In range by construction, so RecordValues cannot fail.
-				_ = d.h.RecordValues(binValue(b, i), int64(c))
+		for j, c := range row {
+			if c == nil {
+				continue
+			}
+			for i, n := range c {
+				if n > 0 {
+					// In range by construction, so RecordValues cannot
+					// fail.
+					_ = d.h.RecordValues(binValue(b, j*binChunk+i), int64(n))
+				}
 			}
 		}
 	}
@@ -172,7 +196,11 @@ func (d *durations) summary() LatencySummary {
 
 func (d *durations) reset() {
 	for _, row := range d.buckets {
-		clear(row)
+		for _, c := range row {
+			if c != nil {
+				clear(c[:])
+			}
+		}
 	}
 	d.n, d.sum, d.min, d.max = 0, 0, 0, 0
 	d.fresh = false
@@ -192,11 +220,17 @@ type recorder struct {
 	// recorded.
 	open bool
 
+	// mu guards the shards list and the progress snapshots; a snapshot
+	// takes each shard's lock under it. The shards take spillMu under
+	// their own lock, never mu.
 	mu                 sync.Mutex
 	shards             []*shard
 	lastDone, lastErrs uint64        // at the previous progress snapshot
 	lastAt             time.Duration // of the previous progress snapshot
-	secLatency         []*durations  // by second, of the completions in it
+
+	spillMu            sync.Mutex
+	secLatency         []*durations // by second, of the completions in it
+	spillLat, spillLag *durations   // what shards handed over to stay small
 
 	// inFlight and maxFlight count the open model's outstanding requests,
 	// whose pacer hands each out through shared state anyway.
@@ -204,8 +238,13 @@ type recorder struct {
 }
 
 func newRecorder(start time.Time, series, open bool) *recorder {
-	return &recorder{start: start, series: series, open: open}
+	return &recorder{start: start, series: series, open: open, spillLat: newDurations(), spillLag: newDurations()}
 }
+
+// maxShardChunks bounds the bin chunks of a shard's histograms: past it,
+// the shard hands its histograms to the recorder and starts afresh, so that
+// a worker's memory stays bounded however spread its durations are.
+const maxShardChunks = 128
 
 // shard is one worker's part of a recorder.
 type shard struct {
@@ -214,7 +253,7 @@ type shard struct {
 	mu               sync.Mutex
 	done, errs       uint64
 	completed        uint64
-	status           [1000]uint64 // by code; codes are three digits
+	status           statusCounts
 	kinds            [numKinds]uint64
 	latency, lag     *durations
 	http1, http2     bool
@@ -308,11 +347,12 @@ func (s *shard) record(due, sent, end time.Time, status int, h2 bool, kind error
 	if kind.hasLatency() {
 		s.latency.record(latency)
 	}
+	if s.latency.chunks+s.lagChunks() > maxShardChunks {
+		s.spill()
+	}
 	if kind == kindNone {
 		s.completed++
-		if uint(status) < uint(len(s.status)) {
-			s.status[status]++
-		}
+		s.status.add(status)
 		switch {
 		case status >= 500:
 			kind = kindStatus5xx
@@ -331,6 +371,28 @@ func (s *shard) record(due, sent, end time.Time, status int, h2 bool, kind error
 	}
 	if s.secLatency != nil {
 		s.recordSecond(sent, end, latency, lag, kind)
+	}
+}
+
+func (s *shard) lagChunks() int {
+	if s.lag == nil {
+		return 0
+	}
+	return s.lag.chunks
+}
+
+// spill hands the shard's histograms to the recorder and frees them.
+func (s *shard) spill() {
+	r := s.r
+	r.spillMu.Lock()
+	r.spillLat.merge(s.latency)
+	if s.lag != nil {
+		r.spillLag.merge(s.lag)
+	}
+	r.spillMu.Unlock()
+	s.latency = newDurations()
+	if s.lag != nil {
+		s.lag = newDurations()
 	}
 }
 
@@ -372,7 +434,7 @@ func (s *shard) flushSecond() {
 		return
 	}
 	r := s.r
-	r.mu.Lock()
+	r.spillMu.Lock()
 	for len(r.secLatency) <= s.cur {
 		r.secLatency = append(r.secLatency, nil)
 	}
@@ -380,7 +442,7 @@ func (s *shard) flushSecond() {
 		r.secLatency[s.cur] = newDurations()
 	}
 	r.secLatency[s.cur].merge(s.secLatency)
-	r.mu.Unlock()
+	r.spillMu.Unlock()
 	s.secLatency.reset()
 }
 
@@ -429,9 +491,7 @@ func (r *recorder) fill(res *Result) {
 		if s.lag != nil {
 			lag.merge(s.lag)
 		}
-		for code, n := range s.status {
-			status[code] += n
-		}
+		s.status.each(func(code int, n uint64) { status[code] += n })
 		for k, n := range s.kinds {
 			kinds[k] += n
 		}
@@ -450,6 +510,11 @@ func (r *recorder) fill(res *Result) {
 		}
 		s.mu.Unlock()
 	}
+	r.spillMu.Lock()
+	latency.merge(r.spillLat)
+	lag.merge(r.spillLag)
+	secLatency := r.secLatency
+	r.spillMu.Unlock()
 	res.Latency = latency.summary()
 	res.Lag = LagSummary{Mean: lag.mean(), P99: lag.quantile(0.99), Max: lag.max}
 	res.PeakInFlight = r.peakInFlight(shards)
@@ -475,8 +540,8 @@ func (r *recorder) fill(res *Result) {
 	}
 	if r.series {
 		for i := range seconds {
-			if i < len(r.secLatency) && r.secLatency[i] != nil {
-				d := r.secLatency[i]
+			if i < len(secLatency) && secLatency[i] != nil {
+				d := secLatency[i]
 				seconds[i].P50, seconds[i].P90, seconds[i].P99, seconds[i].Max = d.quantile(0.5), d.quantile(0.9), d.quantile(0.99), d.max
 			}
 		}
@@ -519,4 +584,47 @@ func (r *recorder) peakInFlight(shards []*shard) int {
 		peak = max(peak, n)
 	}
 	return peak
+}
+
+// statusCounts counts responses by status code: the first few codes in
+// place, any more in a map.
+type statusCounts struct {
+	codes [4]uint16 // code + 1; 0 for none
+	n     [4]uint64
+	more  map[int]uint64
+}
+
+// add counts one response of status code; codes are three digits, others
+// are not counted.
+func (c *statusCounts) add(code int) {
+	if uint(code) > 999 {
+		return
+	}
+	for i, k := range c.codes {
+		switch int(k) {
+		case code + 1:
+			c.n[i]++
+			return
+		case 0:
+			c.codes[i] = uint16(code + 1)
+			c.n[i] = 1
+			return
+		}
+	}
+	if c.more == nil {
+		c.more = map[int]uint64{}
+	}
+	c.more[code]++
+}
+
+// each calls f with each code counted and its count.
+func (c *statusCounts) each(f func(code int, n uint64)) {
+	for i, k := range c.codes {
+		if k != 0 {
+			f(int(k)-1, c.n[i])
+		}
+	}
+	for code, n := range c.more {
+		f(code, n)
+	}
 }
