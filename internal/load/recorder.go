@@ -225,6 +225,7 @@ type recorder struct {
 	// their own lock, never mu.
 	mu                 sync.Mutex
 	shards             []*shard
+	common             *shard        // the open model's
 	lastDone, lastErrs uint64        // at the previous progress snapshot
 	lastAt             time.Duration // of the previous progress snapshot
 
@@ -272,8 +273,11 @@ type shard struct {
 
 // loopShard returns a new shard for the connections of one event loop.
 func (r *recorder) loopShard() *shard {
-	s := r.shard()
+	s := r.newShard()
 	s.multi = true
+	r.mu.Lock()
+	r.shards = append(r.shards, s)
+	r.mu.Unlock()
 	return s
 }
 
@@ -287,8 +291,28 @@ func (s *shard) span(first, last time.Time) {
 	s.mu.Unlock()
 }
 
-// shard returns a new shard for one worker.
+// shard returns a new shard for one worker; in the open model, the one
+// shard all its workers share. The open model's pacer hands out every
+// request through shared state anyway, and its lags, spread over many
+// bins, would make a shard per worker large.
 func (r *recorder) shard() *shard {
+	if r.open {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.common == nil {
+			r.common = r.newShard()
+			r.shards = append(r.shards, r.common)
+		}
+		return r.common
+	}
+	s := r.newShard()
+	r.mu.Lock()
+	r.shards = append(r.shards, s)
+	r.mu.Unlock()
+	return s
+}
+
+func (r *recorder) newShard() *shard {
 	s := &shard{r: r, latency: newDurations()}
 	if r.open {
 		s.lag = newDurations()
@@ -296,9 +320,6 @@ func (r *recorder) shard() *shard {
 	if r.series {
 		s.secLatency = newDurations()
 	}
-	r.mu.Lock()
-	r.shards = append(r.shards, s)
-	r.mu.Unlock()
 	return s
 }
 
@@ -409,7 +430,9 @@ func (s *shard) recordSecond(sent, end time.Time, latency, lag time.Duration, ki
 		sec.Errors++
 	}
 	if kind.hasLatency() {
-		// A worker's requests end in time order.
+		// A worker's requests end in time order; in the open model, whose
+		// workers share a shard, one that ended a hair before a later one
+		// took the lock goes into the open second.
 		if e > s.cur {
 			s.flushSecond()
 			s.cur = e

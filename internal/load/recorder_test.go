@@ -119,17 +119,19 @@ func TestRecorder_shardsMerge(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 3))
 	tests := []struct {
 		name   string
+		open   bool // the open model: one shard for all, lags recorded
 		shards int
 		spread bool // durations from 1 µs to 10 s: many chunks, spills
 	}{
-		{name: "one shard, clustered", shards: 1},
-		{name: "one shard, spread", shards: 1, spread: true},
-		{name: "eight shards, spread", shards: 8, spread: true},
+		{name: "open, clustered", open: true, shards: 4},
+		{name: "open, spread", open: true, shards: 4, spread: true},
+		{name: "closed, one shard, spread", shards: 1, spread: true},
+		{name: "closed, eight shards, spread", shards: 8, spread: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			r := newRecorder(start, false, true)
+			r := newRecorder(start, false, tt.open)
 			shards := make([]*shard, tt.shards)
 			for i := range shards {
 				shards[i] = r.shard()
@@ -140,7 +142,10 @@ func TestRecorder_shardsMerge(t *testing.T) {
 				if tt.spread {
 					d = time.Duration(float64(time.Microsecond) * math.Pow(10, 7*rnd.Float64()))
 				}
-				lag := d / 3
+				var lag time.Duration
+				if tt.open {
+					lag = d / 3
+				}
 				due := start.Add(time.Duration(i) * time.Microsecond)
 				s := shards[i%len(shards)]
 				s.begin(due.Add(lag))
@@ -160,7 +165,7 @@ func TestRecorder_shardsMerge(t *testing.T) {
 				t.Errorf("requests %d, 200s %d; want 50000", res.Requests, res.StatusCodes[200])
 			}
 			for _, s := range shards {
-				if c := s.latency.chunks + s.lag.chunks; c > maxShardChunks+2 {
+				if c := s.latency.chunks + s.lagChunks(); c > maxShardChunks+2 {
 					t.Errorf("a shard holds %d chunks, want at most about %d", c, maxShardChunks)
 				}
 			}
