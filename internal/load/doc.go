@@ -37,12 +37,15 @@
 //     request at once, so delays never accumulate. When the window ends,
 //     the requests still waiting are dropped and counted. Memory is bounded
 //     by MaxInFlight whatever the service does.
-//  4. Each request is recorded once, when it ends, into the shard of its
-//     worker (or event loop), under a lock no other worker takes: status,
-//     error kind, latency and lag into high-dynamic-range histograms
-//     (HdrHistogram's bins, 3 significant digits, buckets allocated when
-//     first used) with exact count, min, mean and max beside them, and
-//     per-second figures when asked for. The shards are merged, into a
+//  4. Each request is recorded once, when it ends, into a shard of the
+//     recorder: in the closed model its worker's or event loop's, under a
+//     lock no other worker or loop takes; in the open model, whose pacer
+//     serialises the requests anyway, one shard for all workers. Status,
+//     error kind, latency and lag go into high-dynamic-range histograms
+//     (HdrHistogram's bins, 3 significant digits, allocated 64 at a time
+//     when first used; a shard past 128 chunks hands them to the recorder)
+//     with exact count, min, mean and max beside them, and per-second
+//     figures when asked for. The shards are merged, into a
 //     github.com/HdrHistogram/hdrhistogram-go histogram, for the result
 //     and the progress reports. Bytes are counted on each connection.
 //  5. Run returns when the window has elapsed (or MaxRequests were sent)
