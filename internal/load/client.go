@@ -81,6 +81,10 @@ type httpClient struct {
 	// use, so that the check adds no connection of its own.
 	spareMu sync.Mutex
 	spare   map[string][]*countedConn
+
+	// aborts are called by abort: the event loops' ways to stop.
+	abortMu sync.Mutex
+	aborts  []func()
 }
 
 var _ client = (*httpClient)(nil)
@@ -196,9 +200,23 @@ func (c *httpClient) session() session {
 	return s
 }
 
-func (c *httpClient) abort() { c.conns.abort() }
+func (c *httpClient) abort() {
+	c.conns.abort()
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	for _, f := range c.aborts {
+		f()
+	}
+}
 
-func (c *httpClient) bytes() (in, out uint64) { return c.conns.in.Load(), c.conns.out.Load() }
+// onAbort makes abort call f.
+func (c *httpClient) onAbort(f func()) {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	c.aborts = append(c.aborts, f)
+}
+
+func (c *httpClient) bytes() (in, out uint64) { return c.conns.bytes() }
 
 func (c *httpClient) opened() uint64 { return c.conns.opened.Load() }
 
@@ -212,13 +230,19 @@ func (c *httpClient) close() {
 // httpSession is one worker's requests, responses and connections, reused
 // from one request to the next so that sending allocates nothing.
 type httpSession struct {
-	c     *httpClient
-	req   fasthttp.Request
-	resp  fasthttp.Response
-	cur   *target     // the target req holds
-	conn  *workerConn // cur's connection
-	conns map[string]*workerConn
-	std   *stdSession
+	c    *httpClient
+	req  fasthttp.Request
+	resp fasthttp.Response
+	// wire is req as written, when its URL is constant: every request to
+	// the target is then these bytes, copied rather than written anew.
+	wire []byte
+	// buf and scratch render requests for an event loop.
+	buf     bytes.Buffer
+	scratch *bufio.Writer
+	cur     *target     // the target req holds
+	conn    *workerConn // cur's connection
+	conns   map[string]*workerConn
+	std     *stdSession
 }
 
 // workerConn is a worker's connection to one address.
@@ -228,7 +252,18 @@ type workerConn struct {
 	conn net.Conn // nil until dialled, and after it was closed
 	br   *bufio.Reader
 	bw   *bufio.Writer
+	// deadline is conn's deadline, zero when it has none.
+	deadline time.Time
+	// attached says br and bw read and write conn.
+	attached bool
 }
+
+// deadlineSlack is how much later than its Timeout a request may time
+// out, as a fraction of the Timeout: a connection's deadline is moved
+// forward only when the next request would have less than its Timeout,
+// and then by the slack more, so that it is set once in many requests
+// rather than for each (setting it moves a timer of the runtime).
+const deadlineSlack = 100 // Timeout/100
 
 func (s *httpSession) send(ctx context.Context, t *target, url []byte, sent time.Time) (int, bool, error) {
 	if t.std {
@@ -266,11 +301,30 @@ func (s *httpSession) roundTrip(deadline time.Time) (fresh bool, err error) {
 		}
 		fresh = !spare
 	}
-	if err := wc.conn.SetDeadline(deadline); err != nil {
-		s.closeConn(wc)
-		return fresh, err
+	if !wc.attached {
+		// The buffers come with the first request, not the dial: an event
+		// loop takes over the connections warm dialled, and has its own.
+		if wc.br == nil {
+			wc.br = bufio.NewReaderSize(wc.conn, readBufferSize)
+			wc.bw = bufio.NewWriterSize(wc.conn, writeBufferSize)
+		} else {
+			wc.br.Reset(wc.conn)
+			wc.bw.Reset(wc.conn)
+		}
+		wc.attached = true
 	}
-	err = s.req.Write(wc.bw)
+	if wc.deadline.Before(deadline) {
+		wc.deadline = deadline.Add(s.c.opts.Timeout / deadlineSlack)
+		if err := wc.conn.SetDeadline(wc.deadline); err != nil {
+			s.closeConn(wc)
+			return fresh, err
+		}
+	}
+	if s.wire != nil {
+		_, err = wc.bw.Write(s.wire)
+	} else {
+		err = s.req.Write(wc.bw)
+	}
 	if err == nil {
 		err = wc.bw.Flush()
 	}
@@ -308,13 +362,7 @@ func (s *httpSession) dial(wc *workerConn, deadline time.Time) (spare bool, err 
 		conn = tc
 	}
 	wc.conn = conn
-	if wc.br == nil {
-		wc.br = bufio.NewReaderSize(conn, readBufferSize)
-		wc.bw = bufio.NewWriterSize(conn, writeBufferSize)
-	} else {
-		wc.br.Reset(conn)
-		wc.bw.Reset(conn)
-	}
+	wc.attached = false
 	return spare, nil
 }
 
@@ -322,6 +370,7 @@ func (s *httpSession) closeConn(wc *workerConn) {
 	if wc.conn != nil {
 		wc.conn.Close()
 		wc.conn = nil
+		wc.deadline = time.Time{}
 	}
 }
 
@@ -381,6 +430,19 @@ func (s *httpSession) load(t *target) {
 	if s.c.opts.NoKeepAlive {
 		req.SetConnectionClose()
 	}
+	s.wire = s.wire[:0]
+	if t.constURL == nil {
+		s.wire = nil
+		return
+	}
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	if req.Write(w) != nil || w.Flush() != nil {
+		// The request shows its error at its first send.
+		s.wire = nil
+		return
+	}
+	s.wire = append(s.wire, b.Bytes()...)
 }
 
 // stdSession sends through net/http.
@@ -429,13 +491,48 @@ func (s *stdSession) send(ctx context.Context, t *target, url []byte, sent time.
 }
 
 // connSet tracks a run's connections: it counts their bytes and closes them
-// all when the run is interrupted.
+// all when the run is interrupted. Each connection counts its own bytes,
+// added to the set's when it is closed, so that connections share no
+// counter.
 type connSet struct {
-	in, out, opened atomic.Uint64
+	opened atomic.Uint64
 
 	mu      sync.Mutex
 	conns   map[*countedConn]struct{}
+	in, out uint64 // of the connections no longer in conns
 	aborted bool
+}
+
+// bytes returns the bytes read and written so far.
+func (s *connSet) bytes() (in, out uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, out = s.in, s.out
+	for c := range s.conns {
+		in += c.in.Load()
+		out += c.out.Load()
+	}
+	return in, out
+}
+
+// add counts bytes of connections the set no longer tracks.
+func (s *connSet) add(in, out uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.in += in
+	s.out += out
+}
+
+// drop removes c from the set and adds its bytes to the set's; s.mu is
+// held. It reports whether c was in the set.
+func (s *connSet) drop(c *countedConn) bool {
+	if _, ok := s.conns[c]; !ok {
+		return false
+	}
+	delete(s.conns, c)
+	s.in += c.in.Load()
+	s.out += c.out.Load()
+	return true
 }
 
 func (s *connSet) track(conn net.Conn) (*countedConn, error) {
@@ -457,31 +554,32 @@ func (s *connSet) abort() {
 	s.aborted = true
 	for c := range s.conns {
 		c.Conn.Close()
+		s.drop(c)
 	}
-	clear(s.conns)
 }
 
 // countedConn is a connection whose bytes are counted.
 type countedConn struct {
 	net.Conn
-	set *connSet
+	set     *connSet
+	in, out atomic.Uint64
 }
 
 func (c *countedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	c.set.in.Add(uint64(n))
+	c.in.Add(uint64(n))
 	return n, err
 }
 
 func (c *countedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
-	c.set.out.Add(uint64(n))
+	c.out.Add(uint64(n))
 	return n, err
 }
 
 func (c *countedConn) Close() error {
 	c.set.mu.Lock()
-	delete(c.set.conns, c)
+	c.set.drop(c)
 	c.set.mu.Unlock()
 	return c.Conn.Close()
 }

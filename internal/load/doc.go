@@ -21,7 +21,14 @@
 //     unreachable target is its one error; the connections are kept for the
 //     first requests), and opens the first workers' connections.
 //  3. Closed model: Connections workers, each taking the next sequence
-//     number and sending it as soon as its last request has ended.
+//     number and sending it as soon as its last request has ended. Over
+//     plain HTTP/1.1 keep-alive to one address (on Linux), the workers'
+//     connections are shared out among GOMAXPROCS event loops, as wrk's
+//     threads do: each loop owns an epoll instance (edge-triggered), writes
+//     a request and reads its response with one system call each, raw on
+//     non-blocking sockets, waits at most 1 ms before yielding to the other
+//     goroutines, and finds requests past their Timeout by a sweep. TLS,
+//     HTTP/2, NoKeepAlive and several addresses take a goroutine per worker.
 //     Open model: one pacer hands request i, at its intended time, to the
 //     idle worker that was busy most recently (last in, first out, so that
 //     the connections the load does not need stay idle), starts a new one
@@ -30,11 +37,17 @@
 //     request at once, so delays never accumulate. When the window ends,
 //     the requests still waiting are dropped and counted. Memory is bounded
 //     by MaxInFlight whatever the service does.
-//  4. Each request is recorded once, when it ends, under one lock: status,
-//     error kind, latency and lag into high-dynamic-range histograms
-//     (github.com/HdrHistogram/hdrhistogram-go, 3 significant digits) with
-//     exact count, min, mean and max beside them, and per-second figures
-//     when asked for. Bytes are counted on the connections.
+//  4. Each request is recorded once, when it ends, into a shard of the
+//     recorder: in the closed model its worker's or event loop's, under a
+//     lock no other worker or loop takes; in the open model, whose pacer
+//     serialises the requests anyway, one shard for all workers. Status,
+//     error kind, latency and lag go into high-dynamic-range histograms
+//     (HdrHistogram's bins, 3 significant digits, allocated 64 at a time
+//     when first used; a shard past 128 chunks hands them to the recorder)
+//     with exact count, min, mean and max beside them, and per-second
+//     figures when asked for. The shards are merged, into a
+//     github.com/HdrHistogram/hdrhistogram-go histogram, for the result
+//     and the progress reports. Bytes are counted on each connection.
 //  5. Run returns when the window has elapsed (or MaxRequests were sent)
 //     and the outstanding requests have ended. Cancelling its context stops
 //     it at once: connections are closed, outstanding requests count as
@@ -42,6 +55,10 @@
 //
 // A worker owns its connections (one per address) and reuses one request
 // and one response: sending allocates nothing (BenchmarkRun: 0 allocs/op).
+// A request whose URL is constant is rendered once and its bytes copied
+// after; a connection's deadline moves forward only when the next request
+// would have less than its Timeout, by 1 % of the Timeout more, so that
+// requests time out after between 1 and 1.01 Timeouts.
 // HTTP/1.1 requests are written and responses parsed by
 // github.com/valyala/fasthttp (Request.Write, Response.ReadLimitBody) over
 // those connections; fasthttp's HostClient pool is not used, because it
@@ -76,7 +93,19 @@
 // "client CPU per request ≤ 1.5 × wrk's"; fasthttp's request writer and
 // response parser can, with the least code of our own (the connection loop
 // in client.go). The targets are measured end to end by
-// bench/load-vs-wrk.sh, whose figures are in the README.
+// bench/load-vs-wrk.sh, whose figures are in docs/performance.md.
+//
+// Why event loops: profiled with perf beside wrk on the same server, a
+// goroutine per connection did the same kernel work per request (one
+// write, one read) but spent about three times wrk's user CPU, and
+// switched context six times as often: per request, a read that found
+// nothing, a park and a wake-up through the runtime's poller; and the
+// runtime's monitor handed the processor to another thread whenever a
+// loopback write outlasted its 20 µs tick. Sharding the recorder, writing
+// constant requests as bytes and moving deadlines rarely took about 5 % off;
+// the event loops brought 64 connections to wrk's CPU per request on a
+// busy 2-core machine, while 2 and 512 connections stay above it
+// (docs/performance.md).
 //
 // Timing: intended times come from the time package; the pacer sleeps on
 // one reused timer. Go's timers wake up to about 1 ms late when the process

@@ -103,12 +103,72 @@ func repeat(d time.Duration, n int) []time.Duration {
 
 func BenchmarkRecorder_record(b *testing.B) {
 	start := time.Now()
-	r := newRecorder(start, true)
+	s := newRecorder(start, true, true).shard()
 	due := start.Add(time.Millisecond)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		end := due.Add(time.Duration(i%5000) * time.Microsecond)
-		r.begin()
-		r.record(due, due, end, 200, false, kindNone)
+		s.begin(due)
+		s.record(due, due, end, 200, false, kindNone)
+	}
+}
+
+// TestRecorder_shardsMerge checks that what shards record, spilled to the
+// recorder to stay small or not, adds up to one histogram of everything.
+func TestRecorder_shardsMerge(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 3))
+	tests := []struct {
+		name   string
+		open   bool // the open model: one shard for all, lags recorded
+		shards int
+		spread bool // durations from 1 µs to 10 s: many chunks, spills
+	}{
+		{name: "open, clustered", open: true, shards: 4},
+		{name: "open, spread", open: true, shards: 4, spread: true},
+		{name: "closed, one shard, spread", shards: 1, spread: true},
+		{name: "closed, eight shards, spread", shards: 8, spread: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			r := newRecorder(start, false, tt.open)
+			shards := make([]*shard, tt.shards)
+			for i := range shards {
+				shards[i] = r.shard()
+			}
+			all, allLag := newDurations(), newDurations()
+			for i := range 50000 {
+				d := time.Millisecond + time.Duration(rnd.Int64N(int64(time.Millisecond)))
+				if tt.spread {
+					d = time.Duration(float64(time.Microsecond) * math.Pow(10, 7*rnd.Float64()))
+				}
+				var lag time.Duration
+				if tt.open {
+					lag = d / 3
+				}
+				due := start.Add(time.Duration(i) * time.Microsecond)
+				s := shards[i%len(shards)]
+				s.begin(due.Add(lag))
+				s.record(due, due.Add(lag), due.Add(d), 200, false, kindNone)
+				all.record(d)
+				allLag.record(lag)
+			}
+			var res Result
+			r.fill(&res)
+			if want := all.summary(); res.Latency != want {
+				t.Errorf("latency %+v, want %+v", res.Latency, want)
+			}
+			if want := (LagSummary{Mean: allLag.mean(), P99: allLag.quantile(0.99), Max: allLag.max}); res.Lag != want {
+				t.Errorf("lag %+v, want %+v", res.Lag, want)
+			}
+			if res.Requests != 50000 || res.StatusCodes[200] != 50000 {
+				t.Errorf("requests %d, 200s %d; want 50000", res.Requests, res.StatusCodes[200])
+			}
+			for _, s := range shards {
+				if c := s.latency.chunks + s.lagChunks(); c > maxShardChunks+2 {
+					t.Errorf("a shard holds %d chunks, want at most about %d", c, maxShardChunks)
+				}
+			}
+		})
 	}
 }

@@ -84,7 +84,7 @@ func (g *Generator) Run(ctx context.Context) (Result, error) {
 	r := &runner{g: g, ctx: ctx, cl: cl, stop: make(chan struct{}), paceStop: make(chan struct{}), openedBefore: cl.opened()}
 	ready := r.warmWorkers()
 	start := time.Now()
-	r.start, r.rec = start, newRecorder(start, opts.Series)
+	r.start, r.rec = start, newRecorder(start, opts.Series, opts.Rate > 0)
 	finished := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { r.watch(finished) })
@@ -226,12 +226,13 @@ func (r *runner) stopped() bool {
 	}
 }
 
-// worker is one sender: a session and a buffer for URLs; in the open
-// model, the channel its requests come through.
+// worker is one sender: a session, a buffer for URLs and its shard of the
+// recorder; in the open model, the channel its requests come through.
 type worker struct {
 	r       *runner
 	sess    session
 	buf     []byte
+	rec     *shard // nil until its first request
 	tickets chan ticket
 }
 
@@ -270,8 +271,13 @@ func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.T
 		w.buf = t.url.Expand(w.buf[:0], seq, uint64(r.g.opts.Seed))
 		url = w.buf
 	}
-	r.rec.begin()
+	if w.rec == nil {
+		// Made here rather than with the worker: the closed model's event
+		// loops record into shards of their own.
+		w.rec = r.rec.shard()
+	}
 	sent := time.Now()
+	w.rec.begin(sent)
 	if closed {
 		due = sent
 	}
@@ -284,7 +290,7 @@ func (w *worker) send(seq uint64, due time.Time, closed bool) (errorKind, time.T
 			kind = kindUnfinished
 		}
 	}
-	r.rec.record(due, sent, end, status, h2, kind)
+	w.rec.record(due, sent, end, status, h2, kind)
 	return kind, end
 }
 
@@ -295,6 +301,9 @@ const refusedPause = 10 * time.Millisecond
 // closed runs the closed model: Connections workers, each sending its next
 // request as soon as the last one has completed.
 func (r *runner) closed(workers *sync.WaitGroup, ready []*worker) {
+	if r.closedLoops(workers, ready) {
+		return
+	}
 	var next atomic.Uint64
 	limit := r.g.opts.MaxRequests
 	var end time.Time
