@@ -223,7 +223,23 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 			{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "for j := range jobs"), min: diagnose.Medium, says: "close the channel when the last value is sent"},
 		}},
 	}
-	runs, errs := profileCases(t, bin, 4, len(cases), func(i int) ([]string, string, string) { return cases[i].args, "GET /", cases[i].rate })
+	runs := make([]*result.Run, len(cases))
+	errs := make([]error, len(cases))
+	// A few at a time: each service and its load take a core's share,
+	// and a starved run would judge the machine, not the misuse.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4)
+	for i, c := range cases {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			var url string
+			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
+				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /", "--rate", c.rate)
+			}
+		})
+	}
+	wg.Wait()
 	for i, c := range cases {
 		t.Run(c.misuse, func(t *testing.T) {
 			if errs[i] != nil {
@@ -275,9 +291,21 @@ func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
 		}},
 		{"grpc-client-shared", []string{"-mode", "grpc-client-shared", "-upstream", grpcTarget}, "100", true, nil},
 	}
-	runs, errs := profileCases(t, bin, 2, len(cases), func(i int) ([]string, string, string) {
-		return cases[i].args, "GET /?user=u{seq}", cases[i].rate
-	})
+	runs := make([]*result.Run, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 2)
+	for i, c := range cases {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			var url string
+			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
+				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /?user=u{seq}", "--rate", c.rate)
+			}
+		})
+	}
+	wg.Wait()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if errs[i] != nil {
@@ -455,30 +483,4 @@ func growthLine(g *result.HeapGrowth) string {
 		line += fmt.Sprintf("; live %+.1f MiB/min (R² %.2f)", g.Live.SlopeBytesPerMinute/(1<<20), g.Live.R2)
 	}
 	return line
-}
-
-// profileCases starts the service bin once per case, with the arguments
-// spec gives case i, and profiles it for 10 s under its load at its
-// rate, parallel cases at a time: each service and its load take a
-// core's share, and a starved run would judge the machine, not the
-// misuse. It returns each case's run, or the error that stopped it.
-func profileCases(t *testing.T, bin string, parallel, n int, spec func(i int) (args []string, load, rate string)) ([]*result.Run, []error) {
-	t.Helper()
-	runs := make([]*result.Run, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, parallel)
-	for i := range n {
-		args, load, rate := spec(i)
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			var url string
-			if url, errs[i] = startService(t, bin, args...); errs[i] == nil {
-				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", load, "--rate", rate)
-			}
-		})
-	}
-	wg.Wait()
-	return runs, errs
 }
