@@ -131,7 +131,7 @@ func (s *Server) findingOf(r *http.Request, p problem.Problem) (*result.Finding,
 		return nil, err
 	}
 	for i, f := range res.Findings {
-		if problem.CauseOf(f) == p.Cause {
+		if sameCause(problem.CauseOf(f), p.Cause) {
 			return &res.Findings[i], nil
 		}
 	}
@@ -153,7 +153,7 @@ func (s *Server) problemTimeline(h store.History, captures []problem.Capture, p 
 	var sick, healthy *store.Entry
 	for _, c := range cs {
 		shows := slices.ContainsFunc(c.Findings, func(f problem.Finding) bool {
-			return problem.Rank(f.Severity) > 0 && f.Key() == p.Cause
+			return problem.Rank(f.Severity) > 0 && sameCause(f.Key(), p.Cause)
 		})
 		e, stored := entries[c.Path]
 		if !stored {
@@ -195,6 +195,13 @@ func (s *Server) problemTimeline(h store.History, captures []problem.Capture, p 
 	bf, bt := at(healthy)
 	sf, st := at(sick)
 	return rows, hc, fmt.Sprintf("/compare?target=%s&base_from=%s&base_to=%s&from=%s&to=%s", url.QueryEscape(p.Target), bf, bt, sf, st)
+}
+
+// sameCause says whether a finding of cause key is a sign of the problem
+// of cause: the same key, or one without a site of the family the
+// problem was placed in (problem.Find gives it those).
+func sameCause(key, cause string) bool {
+	return key == cause || key == problem.Family(key) && key == problem.Family(cause)
 }
 
 // symptomLine is one symptom of a finding in a line.

@@ -191,10 +191,11 @@ func TestUI_targetPageOpensOnItsData(t *testing.T) {
 }
 
 // TestUI_problemPage: a clear capture of the leaky example's service (its
-// findings dropped), then three that find the leak: the problem's page
-// names the service's line and the fix of the latest capture's finding,
-// lists the four captures with which of them show it, and compares the
-// latest run that shows it with the clear one.
+// findings dropped), then three that find the leak, then a bundle that
+// saw the heap grow without placing it: the problem's page names the
+// service's line and the fix of the latest capture that placed it, lists
+// the five captures with which of them show it, and compares the latest
+// run that shows it with the clear one.
 func TestUI_problemPage(t *testing.T) {
 	st := freshStore(t)
 	const target = "http://127.0.0.1:6060/debug/pprof/"
@@ -203,12 +204,19 @@ func TestUI_problemPage(t *testing.T) {
 	for _, min := range []int{0, 10, 20} {
 		storetest.Commit(t, st, store.KindRun, target, storetest.Leaky, store.Entry{Time: storetest.At(min), Scheduled: true})
 	}
+	// A trigger's bundle whose short window saw the heap grow but could
+	// not place it: a sign of the same leak.
+	storetest.CommitEdited(t, st, store.KindBundle, target, storetest.Leaky, store.Entry{Time: storetest.At(25),
+		Trigger: &store.Trigger{Expr: "rss>=1MiB", Value: 2 << 20, Threshold: 1 << 20, Unit: "bytes"}}, func(r *result.Run) {
+		r.Findings = []result.Finding{{ID: "leak.live-growth", Severity: "high", Title: "the live heap grows; the sampled profiles cannot place it yet",
+			Evidence: map[string]float64{"live_slope_bytes_per_minute": 1 << 20}}}
+	})
 	s := newServer(t, server.Options{Store: st})
 	rng := "&from=" + url.QueryEscape(storetest.At(-60).Format(time.RFC3339)) + "&to=" + url.QueryEscape(storetest.At(60).Format(time.RFC3339))
 	var got struct{ Problems []problem.Problem }
 	decode(t, s, "/api/v1/problems?target="+url.QueryEscape(target)+rng, 200, &got)
-	if len(got.Problems) == 0 {
-		t.Fatal("no problem: the fixture's leak should be one")
+	if len(got.Problems) != 1 {
+		t.Fatalf("problems %+v: want the leak once, its unplaced sign in it", got.Problems)
 	}
 	p := got.Problems[0]
 	var leak result.Finding
@@ -230,7 +238,7 @@ func TestUI_problemPage(t *testing.T) {
 		p.Headline(),
 		"<code>" + humanize.Location(leak.File, leak.Line) + "</code>",
 		leak.Fix,
-		"in 3 captures",
+		"in 4 captures",
 		`<a href="/run/` + clear.Path + `/">`,
 		`id="diff-link" href="/compare?target=`,
 	} {
@@ -238,8 +246,8 @@ func TestUI_problemPage(t *testing.T) {
 			t.Errorf("problem page: no %q in\n%s", want, page)
 		}
 	}
-	if n, clearRows := strings.Count(page, "<td>shows it</td>"), strings.Count(page, "<td>clear</td>"); n != 3 || clearRows != 1 {
-		t.Errorf("problem page: %d captures show it, %d are clear: want 3 and 1", n, clearRows)
+	if n, clearRows := strings.Count(page, "<td>shows it</td>"), strings.Count(page, "<td>clear</td>"); n != 4 || clearRows != 1 {
+		t.Errorf("problem page: %d captures show it, %d are clear: want 4 (the bundle's unplaced sign among them) and 1", n, clearRows)
 	}
 	// The comparison it links to compares the clear run with the latest.
 	m := regexp.MustCompile(`id="diff-link" href="([^"]+)"`).FindStringSubmatch(page)
