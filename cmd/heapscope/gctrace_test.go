@@ -169,8 +169,10 @@ func TestGCTrace_command(t *testing.T) {
 			t.Fatal(err)
 		}
 		// gctracegen forces 3 cycles with runtime.GC and one with
-		// FreeOSMemory.
-		if s.Cycles < 4 || s.Forced < 4 || s.Scavenger == nil {
+		// FreeOSMemory; a call that finds a background cycle under way
+		// waits for it instead of starting its own (runtime.GC's
+		// gcTriggerCycle), so a busy machine may print fewer "(forced)".
+		if s.Cycles < 4 || s.Forced < 2 || s.Scavenger == nil {
 			t.Errorf("summary: %d cycles, %d forced, scavenger %v", s.Cycles, s.Forced, s.Scavenger)
 		}
 		if strings.Contains(inv.stderr, "gc 1 @") || strings.Contains(inv.stderr, "scav ") {

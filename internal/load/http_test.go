@@ -732,9 +732,11 @@ func TestRun_httpStop(t *testing.T) {
 				model.Rate, model.Connections, res.Interrupted, res.Requests, res.Completed, res.Errors, res.ErrorKinds)
 		}
 		// The window is what ran, not the longest it could have run.
-		if res.Duration < 250*time.Millisecond || res.Duration > time.Second || res.Dropped != 0 || res.Behind {
-			t.Errorf("rate %v connections %d: duration %s, dropped %d, behind %v: want the 300ms the window ran, nothing dropped",
-				model.Rate, model.Connections, res.Duration, res.Dropped, res.Behind)
+		// (Whether the pacer's sends were late, Behind, is the machine's
+		// say, not Stop's: a starved CI core makes them late.)
+		if res.Duration < 250*time.Millisecond || res.Duration > time.Second || res.Dropped != 0 {
+			t.Errorf("rate %v connections %d: duration %s, dropped %d: want the 300ms the window ran, nothing dropped",
+				model.Rate, model.Connections, res.Duration, res.Dropped)
 		}
 		if model.Rate > 0 && (res.Rate < 150 || res.Rate > 250) {
 			t.Errorf("achieved rate %.1f/s, want about the 200/s asked over the window that ran", res.Rate)

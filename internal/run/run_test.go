@@ -73,6 +73,11 @@ func serve(t *testing.T, h http.Handler) *httptest.Server {
 }
 
 func TestProfile_CollectsWindowFromRealService(t *testing.T) {
+	// One sample per 64 KiB, one per request kept: at the default 512 KiB
+	// three snapshots of 150 requests hold a score of samples, whose
+	// noise alone can bend a straight growth below the R² asked.
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 64 << 10
 	h := &hoard{}
 	srv := serve(t, pprofMux(map[string]http.HandlerFunc{"/work": h.ServeHTTP}))
 	out := t.TempDir()
