@@ -188,7 +188,7 @@ func TestServer_TargetsToARangeSelection(t *testing.T) {
 
 	// The merged flame graph of the first range: two runs' heaps, drawn.
 	do(t, ctx, chromedp.Navigate(srv.URL+flame),
-		chromedp.Poll[chromedp.Void](`document.querySelector(".hsflame canvas") !== null && document.title.includes("2 runs merged")`, chromedp.WithPollingTimeout(20*time.Second)))
+		chromedp.Poll[chromedp.Void](`document.querySelector(".hsflame canvas") !== null && document.title.includes("the sum of 2 heap snapshots")`, chromedp.WithPollingTimeout(20*time.Second)))
 	canvas := run(t, ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(".hsflame canvas").getBoundingClientRect(); return [r.width, r.height]; })()`))
 	if canvas[0] < 600 || canvas[1] < 50 {
 		t.Errorf("the merged flame graph is %.0f×%.0f", canvas[0], canvas[1])
