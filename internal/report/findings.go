@@ -78,14 +78,17 @@ func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string
 	// A site can draw several findings (its growth, and the pattern the
 	// line shows): the first, most severe, is shown; the others are named
 	// under it.
-	// The fix shown is the most specific one: a known pattern's.
+	// The fix shown is the most specific one, a known pattern's, unless
+	// it is of a lesser severity: a low pattern's advice does not hide a
+	// high leak's fix at the same line.
 	also := make(map[string][]string)
-	fixes := make(map[string]string)
+	fixes := make(map[string]result.Finding)
 	for _, f := range findings {
 		if k := siteKey(f); k != "" && f.Severity != "info" {
 			also[k] = append(also[k], f.ID)
-			if _, ok := fixes[k]; !ok || strings.HasPrefix(f.ID, "pattern.") {
-				fixes[k] = f.Fix
+			cur, ok := fixes[k]
+			if !ok || strings.HasPrefix(f.ID, "pattern.") && severityRank[f.Severity] >= severityRank[cur.Severity] {
+				fixes[k] = f
 			}
 		}
 	}
@@ -107,7 +110,7 @@ func findingsBrief(b *strings.Builder, findings []result.Finding, notes []string
 		}
 		fix := f.Fix
 		if k != "" {
-			fix = fixes[k]
+			fix = fixes[k].Fix
 		}
 		if fix != "" && (f.Severity == "high" || f.Severity == "medium") {
 			fmt.Fprintf(b, "         fix: %s\n", firstSentence(fix))
@@ -277,3 +280,6 @@ func EvidenceValue(key string, v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
+
+// severityRank orders severities, least first.
+var severityRank = map[string]int{"info": 0, "low": 1, "medium": 2, "high": 3}

@@ -1,6 +1,11 @@
 package report
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/heapscope/heapscope/internal/result"
+)
 
 // TestEvidenceValue formats evidence by the unit its key names, for the
 // keys internal/diagnose writes.
@@ -43,6 +48,32 @@ func TestEvidenceValue(t *testing.T) {
 	for _, tt := range tests {
 		if got := EvidenceValue(tt.key, tt.v); got != tt.want {
 			t.Errorf("evidenceValue(%q, %v) = %q, want %q", tt.key, tt.v, got, tt.want)
+		}
+	}
+}
+
+// TestFindingsBrief_fixAtASharedLine: a high leak and a low pattern at
+// one line are one entry; its fix is the leak's, which a lesser
+// pattern's advice does not replace, while a pattern as severe as the
+// finding it joins gives its more specific fix.
+func TestFindingsBrief_fixAtASharedLine(t *testing.T) {
+	leak := result.Finding{ID: "leak.inuse-growth", Severity: "high", Title: "a map that only grows", File: "cache.go", Line: 38, Fix: "bound the map."}
+	pattern := result.Finding{ID: "pattern.append-growth", Severity: "low", Title: "append grows", File: "cache.go", Line: 38, Fix: "preallocate."}
+	tests := []struct {
+		name    string
+		pattern string
+		want    string
+	}{
+		{"a low pattern", "low", "fix: bound the map."},
+		{"a pattern as severe", "high", "fix: preallocate."},
+	}
+	for _, tt := range tests {
+		p := pattern
+		p.Severity = tt.pattern
+		var b strings.Builder
+		findingsBrief(&b, []result.Finding{leak, p}, nil, 0, "")
+		if out := b.String(); !strings.Contains(out, tt.want) || !strings.Contains(out, "also at this line: pattern.append-growth") {
+			t.Errorf("%s:\n%s\nwant %q", tt.name, out, tt.want)
 		}
 	}
 }
