@@ -130,27 +130,57 @@ func (w *Watcher) pollIdle(g *idleGroup, all bool) {
 		ms = joined
 	}
 	w.idleMu.Unlock()
-	stats := map[int]statResult{}
-	stat := func(pid int) (sysmem.Stat, error) {
-		if r, ok := stats[pid]; ok {
-			return r.st, r.err
-		}
-		st, err := w.readStat(pid)
-		stats[pid] = statResult{st, err}
-		return st, err
-	}
+	r := &idleReads{w: w, stats: map[int]statResult{}, samples: map[int]sampleResult{}}
 	for _, m := range ms {
 		if m.ctx.Err() != nil {
 			continue
 		}
-		w.checkIdle(m, stat)
+		w.checkIdle(m, r)
 	}
+}
+
+// idleReads are the reads of one poll of an idle group, by process:
+// each is read once for all the targets it serves.
+type idleReads struct {
+	w       *Watcher
+	stats   map[int]statResult
+	samples map[int]sampleResult
 }
 
 // statResult is a read of /proc/PID/stat, kept for one poll.
 type statResult struct {
 	st  sysmem.Stat
 	err error
+}
+
+// sampleResult is a full sample of a process, kept for one poll.
+type sampleResult struct {
+	smp trigger.Sample
+	err error
+}
+
+// stat reads /proc/PID/stat, once a poll.
+func (r *idleReads) stat(pid int) (sysmem.Stat, error) {
+	if v, ok := r.stats[pid]; ok {
+		return v.st, v.err
+	}
+	st, err := r.w.readStat(pid)
+	r.stats[pid] = statResult{st, err}
+	return st, err
+}
+
+// sample samples process pid in full, once a poll: the targets of a
+// process that has gone each look for its successor on their port.
+func (r *idleReads) sample(ctx context.Context, pid int) (trigger.Sample, error) {
+	if v, ok := r.samples[pid]; ok {
+		return v.smp, v.err
+	}
+	r.w.procSamples.Add(1)
+	smp, err := trigger.Local{PID: pid}.Sample(ctx)
+	if ctx.Err() == nil {
+		r.samples[pid] = sampleResult{smp, err}
+	}
+	return smp, err
 }
 
 // readStat reads /proc/PID/stat, through the tests' reader when they
@@ -166,20 +196,22 @@ func (w *Watcher) readStat(pid int) (sysmem.Stat, error) {
 // as the one last seen, a full sample and the restart noted otherwise.
 // The process is read before the full sample, never after, so that one
 // restarting in between shows in the sample and is seen at the next poll.
-func (w *Watcher) checkIdle(m *idleMember, stat statFunc) {
+func (w *Watcher) checkIdle(m *idleMember, r *idleReads) {
 	var fresh trigger.Sample
 	select {
 	case fresh = <-m.wt.fresh:
 	default:
 	}
 	src := m.src
-	if src.unchanged(stat) && m.havePrev && fresh.Known == 0 {
+	if src.unchanged(r.stat) && m.havePrev && fresh.Known == 0 {
 		return
 	}
 	if src.pid() == 0 && src.lookup() {
-		src.unchanged(stat) // the process found, as it is before the sample
+		src.unchanged(r.stat) // the process found, as it is before the sample
 	}
+	src.sampleProc = r.sample
 	smp, err := src.sample(m.ctx)
+	src.sampleProc = nil
 	if err != nil {
 		if m.ctx.Err() == nil {
 			w.log.Debug("sample", "target", m.wt.target.Key, "err", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -89,7 +90,7 @@ func startIdle(w *Watcher, wts []*watched) (stop func()) {
 // sampled in full again, nor has a goroutine of its own. A scheduled
 // run's measurement makes its target's next poll a full sample; a process
 // that is not the one seen (another start time under its PID) makes its
-// targets', and only theirs.
+// targets', and only theirs; the targets of a process share its sample.
 func TestIdle_eachProcessIsReadOnceAPoll(t *testing.T) {
 	self, parent := os.Getpid(), os.Getppid()
 	tests := []struct {
@@ -107,9 +108,13 @@ func TestIdle_eachProcessIsReadOnceAPoll(t *testing.T) {
 				w, wts := idleTargets(t, tt.n, tt.pids, poll)
 				reads := &statCounter{reads: map[int]int{}, replaced: map[int]bool{}}
 				w.statPID = reads.read
+				goroutines := runtime.NumGoroutine()
 				stop := startIdle(w, wts)
 				defer stop()
 				synctest.Wait() // the first poll, as the targets join
+				if n := runtime.NumGoroutine() - goroutines; n > 2 {
+					t.Errorf("%d targets started %d goroutines; want the group's loop alone", tt.n, n)
+				}
 				// (the targets that join while it runs have theirs
 				// after it: a read more)
 				before := map[int]int{}
@@ -140,6 +145,7 @@ func TestIdle_eachProcessIsReadOnceAPoll(t *testing.T) {
 
 				// A scheduled run's measurement: that target alone
 				// is sampled in full at the next poll.
+				samples := w.procSamples.Load()
 				w.freshMeasurement(wts[0], &result.Run{MemStats: result.MemStats{SysBytes: 64 << 20, AllocBytes: 8 << 20}})
 				// Another process under the last PID: its targets
 				// are sampled in full, the others are not.
@@ -149,6 +155,10 @@ func TestIdle_eachProcessIsReadOnceAPoll(t *testing.T) {
 				reads.mu.Unlock()
 				time.Sleep(poll)
 				synctest.Wait()
+				sampled := map[int]bool{wts[0].target.PID: true, replaced: true}
+				if n := w.procSamples.Load() - samples; n != int64(len(sampled)) {
+					t.Errorf("%d full samples of processes for the targets of %d; want one a process", n, len(sampled))
+				}
 				for i, wt := range wts {
 					want := int64(1)
 					if i == 0 || wt.target.PID == replaced {

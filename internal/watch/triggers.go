@@ -313,6 +313,10 @@ type sampler struct {
 	seenStart uint64
 	// full counts the full samples, for tests.
 	full atomic.Int64
+	// sampleProc, when set, samples a process in place of trigger.Local: an
+	// idle group's poll shares one sample of a process among the
+	// targets it serves.
+	sampleProc func(ctx context.Context, pid int) (trigger.Sample, error)
 }
 
 func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
@@ -393,7 +397,7 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 			pid = p
 			s.found.Store(int64(p))
 		}
-		smp, err := trigger.Local{PID: pid}.Sample(ctx)
+		smp, err := s.sampleLocal(ctx, pid)
 		if err != nil && s.given == 0 {
 			// Gone: whatever serves the port now is the target
 			// restarted, looked for at once rather than a poll later.
@@ -401,7 +405,7 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 			if p, lerr := s.listeners.PID(s.port, s.poll); lerr == nil && p != pid {
 				pid = p
 				s.found.Store(int64(p))
-				smp, err = trigger.Local{PID: pid}.Sample(ctx)
+				smp, err = s.sampleLocal(ctx, pid)
 			}
 		}
 		if err == nil {
@@ -431,6 +435,14 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 	smp := trigger.RemoteSample(b, s.limit)
 	smp.Time = time.Now()
 	return smp, nil
+}
+
+// sampleLocal samples process pid from /proc and its cgroup.
+func (s *sampler) sampleLocal(ctx context.Context, pid int) (trigger.Sample, error) {
+	if s.sampleProc != nil {
+		return s.sampleProc(ctx, pid)
+	}
+	return trigger.Local{PID: pid}.Sample(ctx)
 }
 
 // unchanged reads the target's process's /proc/PID/stat through stat

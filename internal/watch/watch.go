@@ -89,6 +89,9 @@ type Watcher struct {
 	idle   map[time.Duration]*idleGroup
 	// statPID replaces the reading of /proc/PID/stat (tests).
 	statPID statFunc
+	// procSamples counts the idle groups' full samples of a process,
+	// for tests.
+	procSamples atomic.Int64
 
 	mu      sync.Mutex
 	targets map[string]*watched
