@@ -21,11 +21,17 @@
 # latency of /healthz, and how long SIGTERM takes to end it.
 #
 #   IDLE=1 N=10000 MINUTES=3 bench/watch-scale.sh
+#
+# PROFILE=DIR (with IDLE=1) also serves watch's own /debug/pprof/ and
+# keeps in DIR a CPU profile of the minute after the warm-up, a heap
+# profile and a goroutine profile at its end: where the idle watcher's
+# time and memory go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${N:-500}
 minutes=${MINUTES:-4}
 idle=${IDLE:-0}
+profile=${PROFILE:-}
 every=1m
 [ "$idle" = 1 ] && every=24h
 work=$(mktemp -d)
@@ -63,7 +69,12 @@ first=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["tar
 curl -s "http://$first/debug/pprof/heap?gc=1" | wc -c >"$work/served-heap"
 curl -s "http://$first/debug/pprof/goroutine?debug=0" | wc -c >"$work/served-goroutine"
 curl -s "http://$first/debug/pprof/profile?seconds=1" | wc -c >"$work/served-profile"
-"$work/heapscope" watch --config "$work/heapscope.yaml" --data "$work/data" 2>"$work/watch.log" &
+debug=()
+if [ -n "$profile" ]; then
+	mkdir -p "$profile"
+	debug=(--debug-pprof)
+fi
+"$work/heapscope" watch --config "$work/heapscope.yaml" --data "$work/data" "${debug[@]}" 2>"$work/watch.log" &
 watch=$!
 start=$(date +%s)
 if [ "$idle" = 1 ]; then
@@ -71,7 +82,15 @@ if [ "$idle" = 1 ]; then
 	sleep 30
 	t0=$(awk '{ print $14 + $15 }' /proc/$watch/stat)
 	s0=$(date +%s.%N)
+	if [ -n "$profile" ]; then
+		curl -s -o "$profile/cpu.pb.gz" "127.0.0.1:$port/debug/pprof/profile?seconds=60" &
+	fi
 	sleep $((minutes * 60 - 30))
+	if [ -n "$profile" ]; then
+		curl -s -o "$profile/heap.pb.gz" "127.0.0.1:$port/debug/pprof/heap"
+		curl -s -o "$profile/goroutine.pb.gz" "127.0.0.1:$port/debug/pprof/goroutine"
+		cp "$work/heapscope" "$profile/heapscope"
+	fi
 	t1=$(awk '{ print $14 + $15 }' /proc/$watch/stat)
 	s1=$(date +%s.%N)
 	hwm=$(awk '/VmHWM/ { print $2 }' /proc/$watch/status)

@@ -82,10 +82,14 @@ func (w *Watcher) reassign(wt *watched) {
 	}
 }
 
-// startTriggers (w.mu held) runs the target's trigger loop.
+// startTriggers (w.mu held) runs the target's trigger loop, or has its
+// idle group check it when it is an idle target (joinIdle).
 func (w *Watcher) startTriggers(wt *watched) {
 	ctx, cancel := context.WithCancel(wt.ctx)
 	wt.stopTriggers = cancel
+	if w.joinIdle(ctx, wt) {
+		return
+	}
 	w.loops.Go(func() { w.watchTriggers(ctx, wt) })
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,13 +18,12 @@ import (
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
 
-// runTriggers runs the trigger loop of each of w's targets until the
-// test ends.
+// runTriggers runs the triggers of each of w's targets (their loops, or
+// their idle group's) until the test ends.
 func runTriggers(t *testing.T, w *Watcher) []*watched {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	t.Cleanup(func() { cancel(); w.loops.Wait() })
 	targets, err := w.opts.Config.Targets(ctx)
 	if err != nil {
 		t.Fatalf("Targets: %v", err)
@@ -35,9 +33,11 @@ func runTriggers(t *testing.T, w *Watcher) []*watched {
 		wts = append(wts, &watched{target: tg, ctx: ctx, health: Health{Target: tg.Key},
 			fresh: make(chan trigger.Sample, 1), turn: make(chan struct{}, 1)})
 	}
+	w.mu.Lock()
 	for _, wt := range wts {
-		wg.Go(func() { w.watchTriggers(ctx, wt) })
+		w.startTriggers(wt)
 	}
+	w.mu.Unlock()
 	return wts
 }
 

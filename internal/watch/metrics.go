@@ -5,7 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/pprof"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -177,17 +178,19 @@ type Health struct {
 	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
-// Health returns every watched target's health, sorted by target.
+// Health returns every watched target's health, sorted by target. The
+// sort is done once the watcher's lock is let go: with thousands of
+// targets, the captures and triggers that take it do not wait for it.
 func (w *Watcher) Health() []Health {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	hs := make([]Health, 0, len(w.targets))
 	for _, t := range w.targets {
 		h := t.health
 		h.Elsewhere = !t.owned && w.opts.Fleet != nil
 		hs = append(hs, h)
 	}
-	sort.Slice(hs, func(i, j int) bool { return hs[i].Target < hs[j].Target })
+	w.mu.Unlock()
+	slices.SortFunc(hs, func(a, b Health) int { return strings.Compare(a.Target, b.Target) })
 	return hs
 }
 

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 // watchTriggers samples the target every poll interval, and at once when
 // the kernel says its cgroup crossed a memory threshold, and captures a
 // bundle when one of its rules fires. It also notices restarts, and an OOM
-// kill before one marks the last bundle before it.
+// kill before one marks the last bundle before it. A local target without
+// triggers has no loop of its own: its idle group checks it (joinIdle).
 func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 	t := wt.target
 	rules, err := rulesOf(t)
@@ -47,20 +49,7 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 	stopNotify := func() {}
 	defer func() { stopNotify() }()
 	var fresh trigger.Sample // a scheduled run's measurement, once
-	// A target without triggers is sampled in full only to notice a
-	// restart: while its process runs, as the same one, a poll reads
-	// /proc/PID/stat and nothing else.
-	idle := len(rules) == 0 && src.container == nil
 	for {
-		if idle && havePrev && fresh.Known == 0 && src.unchanged() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			case fresh = <-wt.fresh:
-			}
-			continue
-		}
 		smp, err := src.sample(ctx)
 		if err == nil && fresh.Known != 0 {
 			smp.Merge(fresh)
@@ -300,24 +289,34 @@ type sampler struct {
 	given       int // the configured PID
 	port        int
 	needMetrics bool
-	client      *target.Client
-	limit       uint64
+	// clientOpts make client, at its first use: an idle target's
+	// sampler may never need one.
+	clientOpts target.Options
+	clientOnce sync.Once
+	client     *target.Client
+	limit      uint64
 	// container gives a pod's container's cgroup on this node as its
 	// status says now; nil for other targets, "" dir when unknown.
 	container func() (mount, dir string)
 
-	found  atomic.Int64 // the PID found on the port; 0 when unknown
+	found atomic.Int64 // the PID found on the port; 0 when unknown
+	// cgroup is the process's cgroup, for the kernel's notification of
+	// a memory threshold: kept only when the target has triggers.
 	cgroup *sysmem.Cgroup
 	cgPID  int // whose cgroup cgroup is
 	// listeners is the watcher's, read at most once a poll.
 	listeners *sysmem.Listeners
 	poll      time.Duration
-	// seenPID and seenStart are the process unchanged last saw, and its
-	// start after boot in clock ticks.
+	// seenPID and seenStart are the process unchanged last read, and
+	// its start after boot in clock ticks.
 	seenPID   int
 	seenStart uint64
 	// full counts the full samples, for tests.
 	full atomic.Int64
+	// sampleProc, when set, samples a process in place of trigger.Local: an
+	// idle group's poll shares one sample of a process among the
+	// targets it serves.
+	sampleProc func(ctx context.Context, pid int) (trigger.Sample, error)
 }
 
 func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
@@ -334,12 +333,20 @@ func (w *Watcher) newSampler(wt *watched, rules []trigger.Rule) *sampler {
 	if port, ok := target.LoopbackPort(t.URL); ok {
 		s.port = port
 	}
-	c, err := target.New(target.Options{BaseURL: t.URL.String(), PprofPath: t.Settings.PprofPath,
-		MetricsPath: t.Settings.MetricsPath, Timeout: t.Settings.Poll, TimeoutSetting: "poll", MaxBody: 4 << 20})
-	if err == nil {
-		s.client = c
-	}
+	s.clientOpts = target.Options{BaseURL: t.URL.String(), PprofPath: t.Settings.PprofPath,
+		MetricsPath: t.Settings.MetricsPath, Timeout: t.Settings.Poll, TimeoutSetting: "poll", MaxBody: 4 << 20}
 	return s
+}
+
+// metricsClient is the client of the target's /metrics, made at its
+// first use; nil when the target's URL cannot have one.
+func (s *sampler) metricsClient() *target.Client {
+	s.clientOnce.Do(func() {
+		if c, err := target.New(s.clientOpts); err == nil {
+			s.client = c
+		}
+	})
+	return s.client
 }
 
 // local reports whether the target's memory is read on this machine:
@@ -390,7 +397,7 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 			pid = p
 			s.found.Store(int64(p))
 		}
-		smp, err := trigger.Local{PID: pid}.Sample(ctx)
+		smp, err := s.sampleLocal(ctx, pid)
 		if err != nil && s.given == 0 {
 			// Gone: whatever serves the port now is the target
 			// restarted, looked for at once rather than a poll later.
@@ -398,11 +405,11 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 			if p, lerr := s.listeners.PID(s.port, s.poll); lerr == nil && p != pid {
 				pid = p
 				s.found.Store(int64(p))
-				smp, err = trigger.Local{PID: pid}.Sample(ctx)
+				smp, err = s.sampleLocal(ctx, pid)
 			}
 		}
 		if err == nil {
-			if s.cgPID != pid {
+			if s.needMetrics && s.cgPID != pid {
 				if cg, cerr := (sysmem.Proc{}).Cgroup(pid); cerr == nil {
 					s.cgroup, s.cgPID = &cg, pid
 				}
@@ -417,10 +424,11 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 			return trigger.Sample{}, err
 		}
 	}
-	if s.client == nil {
+	c := s.metricsClient()
+	if c == nil {
 		return trigger.Sample{}, fmt.Errorf("no way to sample %s", s.key)
 	}
-	b, err := s.client.Metrics(ctx)
+	b, err := c.Metrics(ctx)
 	if err != nil {
 		return trigger.Sample{}, err
 	}
@@ -429,34 +437,60 @@ func (s *sampler) sample(ctx context.Context) (trigger.Sample, error) {
 	return smp, nil
 }
 
-// unchanged reports whether the process last sampled still runs, as the
-// same process: one read of /proc/PID/stat. It is false when the PID is
-// unknown, at the first look at a PID, and once the process has gone or
-// another has taken its PID; the caller then samples in full.
-func (s *sampler) unchanged() bool {
+// sampleLocal samples process pid from /proc and its cgroup.
+func (s *sampler) sampleLocal(ctx context.Context, pid int) (trigger.Sample, error) {
+	if s.sampleProc != nil {
+		return s.sampleProc(ctx, pid)
+	}
+	return trigger.Local{PID: pid}.Sample(ctx)
+}
+
+// unchanged reads the target's process's /proc/PID/stat through stat
+// and reports whether it is the process read last time, as the same
+// process. It is false when the PID is unknown, at the first look at a
+// PID, and once the process has gone or another has taken its PID; the
+// caller then samples in full.
+func (s *sampler) unchanged(stat statFunc) bool {
 	pid := s.pid()
 	if pid == 0 {
+		s.seenPID = 0
 		return false
 	}
-	st, err := (sysmem.Proc{}).Stat(pid)
+	st, err := stat(pid)
 	if err != nil {
 		s.seenPID = 0
 		return false
 	}
-	if s.seenPID != pid {
-		s.seenPID, s.seenStart = pid, st.StartTime
+	same := s.seenPID == pid && st.StartTime == s.seenStart
+	s.seenPID, s.seenStart = pid, st.StartTime
+	return same
+}
+
+// lookup looks for the process on the target's port when it is not
+// known, and reports whether it was found.
+func (s *sampler) lookup() bool {
+	if s.pid() != 0 {
+		return true
+	}
+	if s.given > 0 || s.port == 0 {
 		return false
 	}
-	return st.StartTime == s.seenStart
+	p, err := s.listeners.PID(s.port, s.poll)
+	if err != nil {
+		return false
+	}
+	s.found.Store(int64(p))
+	return true
 }
 
 // fillFromMetrics adds what /proc does not know (goroutines, GC share)
 // from /metrics when the target serves it.
 func (s *sampler) fillFromMetrics(ctx context.Context, smp *trigger.Sample) {
-	if s.client == nil {
+	c := s.metricsClient()
+	if c == nil {
 		return
 	}
-	b, err := s.client.Metrics(ctx)
+	b, err := c.Metrics(ctx)
 	if err != nil {
 		return
 	}

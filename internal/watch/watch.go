@@ -83,6 +83,15 @@ type Watcher struct {
 	// listeners finds the processes on the local targets' ports: one
 	// reading of the machine's sockets a poll, shared by all.
 	listeners *sysmem.Listeners
+	// idle are the loops of the idle targets, by poll interval
+	// (guarded by idleMu; see joinIdle).
+	idleMu sync.Mutex
+	idle   map[time.Duration]*idleGroup
+	// statPID replaces the reading of /proc/PID/stat (tests).
+	statPID statFunc
+	// procSamples counts the idle groups' full samples of a process,
+	// for tests.
+	procSamples atomic.Int64
 
 	mu      sync.Mutex
 	targets map[string]*watched
