@@ -3,17 +3,20 @@
 #
 # Starts pprofleet's N small pprof servers on 127.0.0.1 (500 by default),
 # each serving profiles recorded from a real Go runtime, and watches them
-# through file_sd at a 1-minute cadence with a 10 s window for MINUTES
-# minutes (4 by default). Then it reports:
+# through file_sd at a cadence of EVERY (1m by default) with a 10 s window
+# and CONCURRENCY captures at once (256 by default) for MINUTES minutes (4
+# by default). Then it reports:
 #   - slots due and captured, missed slots and the schedule lag (watch's own
 #     /metrics: heapscope_watch_schedule_lag_seconds, _missed_slots_total);
-#   - watch's peak RSS (VmHWM) — the goal is under 300 MB;
+#   - watch's peak RSS (VmHWM) — the goal is under 300 MB — and its CPU
+#     seconds a minute;
 #   - bytes stored per profile fetched against the raw gzip size of the
 #     profiles the targets served — the goal is no more;
 #   - the index's bytes a capture (bench/timeline.sh measures them over a
 #     month).
 #
 #   N=500 MINUTES=4 bench/watch-scale.sh
+#   N=10000 EVERY=15m bench/watch-scale.sh
 #
 # IDLE=1 watches the same fleet with a daily cadence and no triggers: idle
 # local targets, only checked for restarts every poll (5 s). It reports the
@@ -22,17 +25,18 @@
 #
 #   IDLE=1 N=10000 MINUTES=3 bench/watch-scale.sh
 #
-# PROFILE=DIR (with IDLE=1) also serves watch's own /debug/pprof/ and
-# keeps in DIR a CPU profile of the minute after the warm-up, a heap
-# profile and a goroutine profile at its end: where the idle watcher's
-# time and memory go.
+# PROFILE=DIR also serves watch's own /debug/pprof/ and keeps in DIR a CPU
+# profile of a minute (after the warm-up, or the second minute), a heap
+# profile (and with IDLE=1 a goroutine profile) at its end: where the
+# watcher's time and memory go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${N:-500}
 minutes=${MINUTES:-4}
 idle=${IDLE:-0}
 profile=${PROFILE:-}
-every=1m
+every=${EVERY:-1m}
+concurrency=${CONCURRENCY:-256}
 [ "$idle" = 1 ] && every=24h
 work=$(mktemp -d)
 fleet= watch=
@@ -53,7 +57,7 @@ for _ in $(seq 100); do [ -s "$work/targets.json" ] && break; sleep 0.1; done
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$work/heapscope.yaml" <<YAML
 listen: 127.0.0.1:$port
-concurrency: 256
+concurrency: $concurrency
 defaults:
   every: $every
   window: 10s
@@ -116,7 +120,14 @@ print(f"SIGTERM to exit: {k1 - k0:.2f} s")
 PY
 	exit 0
 fi
+if [ -n "$profile" ]; then
+	(sleep 60 && curl -s -o "$profile/cpu.pb.gz" "127.0.0.1:$port/debug/pprof/profile?seconds=60") &
+fi
 sleep $((minutes * 60))
+if [ -n "$profile" ]; then
+	curl -s -o "$profile/heap.pb.gz" "127.0.0.1:$port/debug/pprof/heap"
+	cp "$work/heapscope" "$profile/heapscope"
+fi
 metrics=$(curl -s "127.0.0.1:$port/metrics")
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$watch/status)
 # utime + stime, in clock ticks: what the watcher cost the machine.
@@ -127,19 +138,21 @@ watch=
 end=$(date +%s)
 
 "$work/heapscope" history --data "$work/data" --format json --limit 0 >"$work/history.json"
-python3 - "$work" "$n" "$start" "$end" "$hwm" "$ticks" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$work" "$n" "$start" "$end" "$hwm" "$ticks" "$(getconf CLK_TCK)" "$every" <<'PY'
 import json, os, sys, glob
 work, n, start, end, hwm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 cpu = int(sys.argv[6]) / int(sys.argv[7])
+every = sys.argv[8]
+period = int(every[:-1]) * {"s": 1, "m": 60, "h": 3600}[every[-1]]
 h = json.load(open(os.path.join(work, "history.json")))
 runs = h["runs"]
 per = {}
 for r in runs:
     per.setdefault(r["target"], []).append(r["time"])
 twice = sum(len(v) - len(set(v)) for v in per.values())
-# Slots due: each target has one slot a minute; those whose window ended
-# before the stop were due.
-due = n * ((end - start - 45) // 60)
+# Slots due: watch spreads each target's slot over the period; those whose
+# window ended before the stop were due.
+due = n * (end - start - 45) // period
 served = {p: int(open(os.path.join(work, "served-" + p)).read()) for p in ("heap", "goroutine", "profile")}
 # Everything the store holds: the runs and the index.
 index = sum(os.path.getsize(f) for f in glob.glob(os.path.join(work, "data", "index.db*")))
@@ -158,6 +171,7 @@ for r in runs:
             profiles += 1
             raw += served[kind]
 print(f"targets {n}, {len(runs)} runs stored in {end - start} s (about {due} slots due), {twice} slots captured twice")
+print(f"targets {n} every {every}: CPU {cpu / (end - start) * 60:.2f} s a minute")
 print(f"watch peak RSS {hwm / 1024:.0f} MiB (goal: under 300 MB); CPU {cpu:.0f} s, {cpu / max(len(runs), 1):.3f} s a capture")
 if runs:
     # A month of captures is bench/timeline.sh's to measure: here each
@@ -168,3 +182,5 @@ if profiles:
 PY
 echo "$metrics" | grep -E '^heapscope_watch_(missed_slots_total|schedule_lag_seconds_(sum|count)|captures_total)' | sed 's/^/  /'
 echo "$metrics" | awk '/^heapscope_watch_schedule_lag_seconds_bucket/ { print "  " $0 }' | tail -4
+# Why captures failed, the most common first.
+grep 'capture failed' "$work/watch.log" | sed -n 's/.*err="\{0,1\}\([^"]*\).*/\1/p' | sed 's/[0-9][0-9.]*/N/g' | sort | uniq -c | sort -rn | head -5 | sed 's/^/  failed: /'
