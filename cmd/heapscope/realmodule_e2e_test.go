@@ -177,12 +177,62 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 		{"time-afterfunc-never-stopped", []string{"-mode", "afterfunc-not-stopped"}, "400", []want{
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "time.AfterFunc(time.Hour"), min: diagnose.Medium, says: "call its Stop when the work it guards ends"},
 		}},
+		// Tickers and timers made per request and dropped stay in the
+		// timer heap under the module's go line, 1.22.
+		{"time-tick-in-function", []string{"-mode", "tick-in-handler"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "time.Tick(10 * time.Second)"), min: diagnose.Medium, says: "make the ticker with t := time.NewTicker(d) and defer t.Stop()"},
+		}},
+		{"time-newticker-never-stopped", []string{"-mode", "ticker-not-stopped"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "time.NewTicker(10 * time.Second)"), min: diagnose.Medium, says: "stop every ticker when its loop ends"},
+		}},
+		{"time-newtimer-never-stopped", []string{"-mode", "timer-not-stopped"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "time.NewTimer(time.Hour)"), min: diagnose.Medium, says: "stop the timer when the wait ends"},
+		}},
+		{"context-afterfunc-never-stopped", []string{"-mode", "context-afterfunc-not-stopped"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "context.AfterFunc(background"), min: diagnose.Medium, says: "keep the stop function context.AfterFunc returns"},
+		}},
+		// Each kept 16-byte sub-slice holds its whole 16 KiB read. The
+		// finding is at the read, or at the map that keeps the slices
+		// when the samples caught its tables growing: either is the
+		// service's line, and the fix is the entry's.
+		{"io-readall-kept-whole", []string{"-mode", "readall-subslice", "-upstream", upstream}, "100", []want{
+			{id: "leak.*", file: "main.go", min: diagnose.Medium, says: "keep a copy of the part you need"},
+		}},
+		// The requests wait inside net/http for an audit service that
+		// stalls: their goroutines, their connections' goroutines and
+		// buffers are one finding, at the call without a timeout.
+		{"http-client-without-timeout", []string{"-mode", "client-without-timeout", "-upstream", upstream}, "100", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, `http.Post(*upstream+"/audit"`), min: diagnose.Medium, says: "give every outgoing request a bound"},
+		}},
+		// Goroutines blocked for ever in the service's own code: the
+		// memory they hold (their structs, what they were writing) is a
+		// symptom of the one finding at the line they wait on.
+		{"io-pipe-reader-abandoned", []string{"-mode", "pipe-reader-abandoned"}, "400", []want{
+			{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "fmt.Fprintf(pw,"), min: diagnose.Medium, says: "close the reading end when you stop reading"},
+		}},
+		{"mutex-never-unlocked", []string{"-mode", "lock-not-released"}, "400", []want{
+			{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "settingsMu.Lock()"), min: diagnose.Medium, says: "unlock on every path"},
+		}},
+		{"channel-send-never-received", []string{"-mode", "result-never-received", "-upstream", upstream}, "200", []want{
+			{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "found <- lookup()"), min: diagnose.Medium, says: "give the channel room for the results nobody may wait for"},
+		}},
+		{"waitgroup-done-missed", []string{"-mode", "waitgroup-done-missed"}, "400", []want{
+			{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "wg.Wait()"), min: diagnose.Medium, says: "call Done on every path"},
+		}},
+		{"channel-never-closed", []string{"-mode", "workers-never-released"}, "400", []want{
+			{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "for j := range jobs"), min: diagnose.Medium, says: "close the channel when the last value is sent"},
+		}},
 	}
 	runs := make([]*result.Run, len(cases))
 	errs := make([]error, len(cases))
+	// A few at a time: each service and its load take a core's share,
+	// and a starved run would judge the machine, not the misuse.
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4)
 	for i, c := range cases {
 		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			var url string
 			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
 				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /", "--rate", c.rate)
@@ -197,6 +247,75 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 			}
 			judge(t, "misuse: "+c.misuse+", 10 s at "+c.rate+"/s", runs[i].Findings, runs[i].DiagnosisNotes, c.wants...)
 			t.Logf("%s: window %.0f s", c.misuse, runs[i].Window.DurationSeconds)
+		})
+	}
+}
+
+// TestProfile_ModuleMisusesOnRealRuns proves the entries of the misuse
+// catalogue that are misuses of public modules, on a real service built
+// on them at real versions from the module proxy, with the fixed twin of
+// each as a control that must stay quiet.
+func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "realmodule", "modmisuses", "main.go.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildModule(t.Context(), t.TempDir(), "example.com/modmisusesvc", src,
+		[]string{"github.com/prometheus/client_golang v1.25.0", "google.golang.org/grpc v1.82.1"})
+	if err != nil {
+		t.Fatalf("build the service: %v", err)
+	}
+	upstream, err := startService(t, bin, "-mode", "grpc-upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcTarget := strings.TrimPrefix(upstream, "http://")
+	cases := []struct {
+		name string
+		args []string
+		rate string
+		// fixed: the twin that fixes the misuse, which must stay quiet.
+		fixed bool
+		wants []want
+	}{
+		// A series per user id: the registry keeps each for ever.
+		{"prometheus-label-per-request", []string{"-mode", "metric-label-per-request"}, "400", false, []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, `requests.WithLabelValues("/", r.URL.Query()`), min: diagnose.Medium, says: "label with bounded values only"},
+		}},
+		{"prometheus-label-bounded", []string{"-mode", "metric-label-bounded"}, "400", true, nil},
+		// A ClientConn per request: its goroutines (callbacks, the
+		// transport's reader and writer) and buffers grow inside grpc,
+		// one finding at the handler's grpc.NewClient.
+		{"grpc-client-per-request", []string{"-mode", "grpc-client-per-request", "-upstream", grpcTarget}, "100", false, []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, "grpc.NewClient(*upstream"), min: diagnose.Medium, says: "make one grpc.ClientConn per target"},
+		}},
+		{"grpc-client-shared", []string{"-mode", "grpc-client-shared", "-upstream", grpcTarget}, "100", true, nil},
+	}
+	runs := make([]*result.Run, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 2)
+	for i, c := range cases {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			var url string
+			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
+				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /?user=u{seq}", "--rate", c.rate)
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			name := "misuse: " + c.name
+			if c.fixed {
+				name = "fixed twin: " + c.name
+			}
+			judge(t, name+", 10 s at "+c.rate+"/s", runs[i].Findings, runs[i].DiagnosisNotes, c.wants...)
 		})
 	}
 }

@@ -26,9 +26,21 @@ type Misuse struct {
 	// make the misuse (http.Get, context.WithTimeout): the finding names
 	// the service's line that calls one, on the stacks of any profile.
 	Calls []string `yaml:"calls"`
-	Name  string   `yaml:"name"`
-	Cause string   `yaml:"cause"`
-	Fix   string   `yaml:"fix"`
+	// WhenWaitingIn, when given, are functions on the stacks of growing
+	// goroutines without which the entry does not hold: the rest of its
+	// signature is what another misuse leaves too (the connections of a
+	// client that waits for ever for its answers, and of one whose
+	// bodies stay open; only the first has requests waiting).
+	WhenWaitingIn []string `yaml:"when_waiting_in"`
+	// InServiceCode says the signature is a language or runtime primitive
+	// (a channel operation, a lock) that only the service's own code
+	// misuses this way: the entry explains a finding only where the
+	// service's code makes the call, not a library's goroutines waiting
+	// in it by design.
+	InServiceCode bool   `yaml:"in_service_code"`
+	Name          string `yaml:"name"`
+	Cause         string `yaml:"cause"`
+	Fix           string `yaml:"fix"`
 	// Source is where the library documents the rule the misuse breaks,
 	// or the issue that reports it.
 	Source string `yaml:"source"`
@@ -68,12 +80,21 @@ func (d *diagnosis) misuses() {
 	}
 	for _, m := range list {
 		goroutines, _ := d.explainedBy(KindGoroutine, m.Goroutines)
+		if len(m.WhenWaitingIn) > 0 {
+			waiting, _ := d.explainedBy(KindGoroutine, m.WhenWaitingIn)
+			if !slices.ContainsFunc(waiting, func(i int) bool { return !d.folded[i] }) {
+				continue
+			}
+		}
 		memory, share := d.explainedBy(KindMemory, m.Memory)
 		for _, i := range append(goroutines, memory...) {
 			f := &d.findings[i]
 			// A finding an earlier entry explains keeps it: the catalogue
 			// lists the more specific first (context.WithTimeout's timer
 			// is a time.AfterFunc the service never called).
+			if m.InServiceCode && !d.app.is(f.Function) {
+				continue
+			}
 			if d.folded[i] || f.Cause != "" || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
 				continue
 			}

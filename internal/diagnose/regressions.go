@@ -284,7 +284,8 @@ func (d *diagnosis) foldLeaksInto(lead int, led map[int]bool) {
 
 // explainedBy returns the indices of the findings a signature explains —
 // the goroutine findings (kind goroutine) or leak findings (kind memory)
-// whose own stacks hold one of its functions, and the lead leak finding
+// whose own stacks hold one of its functions (for a container's finding,
+// the stacks of the sites it keeps too), and the lead leak finding
 // when MinSignatureShare or more of the heap's growth runs through them —
 // and that share.
 func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64) {
@@ -311,7 +312,20 @@ func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64
 		}
 		lead := leak && !leadDone && share >= MinSignatureShare
 		leadDone = leadDone || leak
-		if lead || stacks != nil && stacksThrough(stacks, site{f.Function, f.File, f.Line}, signature) {
+		at := site{f.Function, f.File, f.Line}
+		// A container's finding is explained by what it keeps too.
+		var through bool
+		switch {
+		case stacks == nil:
+		case kind == KindGoroutine:
+			// Most of the goroutines there wait in it: a few passing
+			// through (requests in flight at the snapshot) do not.
+			through = mostStacksThrough(stacks, at, signature)
+		default:
+			through = stacksThrough(stacks, at, signature) ||
+				slices.ContainsFunc(d.holds[at], func(held site) bool { return stacksThrough(stacks, held, signature) })
+		}
+		if lead || through {
 			out = append(out, i)
 		}
 	}
@@ -364,6 +378,26 @@ func keyHolds(key string, functions []string) bool {
 		}
 	}
 	return false
+}
+
+// mostStacksThrough reports whether half or more of the count (the first
+// value) of the stacks of p through at hold one of the functions.
+func mostStacksThrough(p *profile.Profile, at site, functions []string) bool {
+	var holds, total int64
+	for _, s := range p.Sample {
+		if len(s.Value) == 0 {
+			continue
+		}
+		fs := frames(s)
+		if !slices.ContainsFunc(fs, func(f frame) bool { return f.site() == at }) {
+			continue
+		}
+		total += s.Value[0]
+		if slices.ContainsFunc(fs, func(f frame) bool { return slices.Contains(functions, f.function) }) {
+			holds += s.Value[0]
+		}
+	}
+	return total > 0 && 2*holds >= total
 }
 
 // stacksThrough reports whether a stack of p that passes through at holds
