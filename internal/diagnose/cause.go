@@ -87,10 +87,6 @@ func misuseByID(list []Misuse, id string) (Misuse, bool) {
 // its profile, for the innermost frame of the service's code outward of
 // it. The line with the most votes wins.
 func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
-	want := make(map[string]bool, len(functions))
-	for _, fn := range functions {
-		want[fn] = true
-	}
 	votes := map[site]float64{}
 	vote := func(p *profile.Profile, sampleType string) {
 		if p == nil {
@@ -112,11 +108,17 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 				continue
 			}
 			fs := frames(s)
-			k := slices.IndexFunc(fs, func(f frame) bool { return want[f.function] })
+			k := slices.IndexFunc(fs, func(f frame) bool { return inSignature(functions, f.function) })
 			if k < 0 {
 				continue
 			}
 			if at, ok := d.app.firstApp(fs[k:]); ok {
+				votes[at.site()] += float64(s.Value[i]) / total
+			} else if at, ok := d.app.lastApp(fs[:k]); ok {
+				// No frame of the service's calls the library here (a
+				// goroutine the library or a go statement started): the
+				// service's function the library calls back (the function
+				// given to singleflight's Do, a handler) is its line.
 				votes[at.site()] += float64(s.Value[i]) / total
 			}
 		}

@@ -100,10 +100,21 @@ func (d *diagnosis) misuses() {
 			}
 			f.Title += " — " + m.Name
 			f.Cause = m.ID
-			f.Fix = fmt.Sprintf("%s. Why: %s", m.Fix, m.Cause)
+			f.Fix = fmt.Sprintf("%s. Why: %s", m.Fix, m.Cause) + whereItWaits(f.Fix)
 			if share > 0 && strings.HasPrefix(f.ID, "leak.") && f.ID != "leak.goroutine-growth" {
 				f.Evidence["signature_share_of_growth"] = share
 			}
 		}
 	}
+}
+
+// whereItWaits keeps, from a finding's generic fix, the stack it names
+// (where the goroutines wait, or the memory grows), for the misuse's fix
+// that replaces it.
+func whereItWaits(fix string) string {
+	i := strings.LastIndex(fix, "stack is ")
+	if i < 0 {
+		return ""
+	}
+	return ". The stack is " + fix[i+len("stack is "):]
 }

@@ -360,7 +360,7 @@ func (d *diagnosis) signatureInStacks(functions []string) bool {
 			continue
 		}
 		for _, fn := range ps[len(ps)-1].Profile.Function {
-			if slices.Contains(functions, fn.Name) {
+			if inSignature(functions, fn.Name) {
 				return true
 			}
 		}
@@ -373,7 +373,7 @@ func (d *diagnosis) signatureInStacks(functions []string) bool {
 func keyHolds(key string, functions []string) bool {
 	for line := range strings.SplitSeq(key, "\n") {
 		fn, _, _ := strings.Cut(line, " ")
-		if slices.Contains(functions, fn) {
+		if inSignature(functions, fn) {
 			return true
 		}
 	}
@@ -393,7 +393,7 @@ func mostStacksThrough(p *profile.Profile, at site, functions []string) bool {
 			continue
 		}
 		total += s.Value[0]
-		if slices.ContainsFunc(fs, func(f frame) bool { return slices.Contains(functions, f.function) }) {
+		if slices.ContainsFunc(fs, func(f frame) bool { return inSignature(functions, f.function) }) {
 			holds += s.Value[0]
 		}
 	}
@@ -408,13 +408,46 @@ func stacksThrough(p *profile.Profile, at site, functions []string) bool {
 		through, holds := false, false
 		for _, f := range fs {
 			through = through || f.site() == at
-			holds = holds || slices.Contains(functions, f.function)
+			holds = holds || inSignature(functions, f.function)
 		}
 		if through && holds {
 			return true
 		}
 	}
 	return false
+}
+
+// inSignature reports whether fn is one of the functions of a signature.
+// A signature names a generic function with its type arguments elided
+// (expirable.NewLRU[...]), as it is written whatever it is instantiated
+// with; a profile names it with its shapes
+// (expirable.NewLRU[go.shape.string,go.shape.int]).
+func inSignature(functions []string, fn string) bool {
+	if slices.Contains(functions, fn) {
+		return true
+	}
+	return strings.Contains(fn, "[") && slices.Contains(functions, elideTypeArgs(fn))
+}
+
+// elideTypeArgs writes each outermost bracketed list of type arguments of
+// a function's name as [...].
+func elideTypeArgs(fn string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range fn {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[...]")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // moduleVersions returns the versions of Go and of the modules the target
