@@ -26,7 +26,7 @@ func (d *diagnosis) userLines() {
 	misuses, _ := misuseCatalogue() // misuses() already noted a bad catalogue
 	for i := range d.findings {
 		f := &d.findings[i]
-		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.is(f.Function) {
+		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.own(frame{f.Function, f.File, f.Line}) {
 			continue
 		}
 		through := []string{f.Function}
@@ -47,7 +47,8 @@ func (d *diagnosis) userLines() {
 		default:
 			f.Title += ", reached from " + at.where()
 		}
-		if !strings.Contains(f.Fix, at.where()) {
+		// An upgrade or a move off a module is not made at the line.
+		if !strings.Contains(f.Fix, at.where()) && !strings.HasPrefix(f.Fix, "upgrade ") && !strings.HasPrefix(f.Fix, "move off ") {
 			f.Fix = "In " + at.where() + ": " + f.Fix
 		}
 		f.Function, f.File, f.Line = at.function, at.file, at.line
@@ -146,7 +147,8 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 // line of the service — into the most severe of them, which lists the
 // others as its symptoms and takes the worst severity: the goroutines,
 // buffers and connections of one http.Get whose bodies stay open are one
-// thing to fix, not four.
+// thing to fix, not four. An allocation hot spot at such a line is one of
+// its symptoms too.
 func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Finding {
 	type cause struct {
 		misuse string
@@ -184,6 +186,24 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 			Function: f.Function, File: f.File, Line: f.Line})
 		l.Symptoms = append(l.Symptoms, f.Symptoms...)
 		l.Confidence = max(l.Confidence, f.Confidence)
+	}
+	// An allocation hot spot at a leak's line is the leak's allocations
+	// seen in the allocs profile: a symptom too.
+	leakAt := map[site]int{}
+	for k, i := range lead {
+		if _, seen := leakAt[k.at]; !seen || SeverityOf(findings[i]) > SeverityOf(findings[leakAt[k.at]]) {
+			leakAt[k.at] = i
+		}
+	}
+	for i, f := range findings {
+		j, ok := leakAt[site{f.Function, f.File, f.Line}]
+		if f.ID != "alloc.hot-spot" || !ok {
+			continue
+		}
+		folded[i] = true
+		l := &findings[j]
+		l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
+			Function: f.Function, File: f.File, Line: f.Line})
 	}
 	out := findings[:0]
 	for i, f := range findings {

@@ -92,7 +92,7 @@ func (d *diagnosis) misuses() {
 			// A finding an earlier entry explains keeps it: the catalogue
 			// lists the more specific first (context.WithTimeout's timer
 			// is a time.AfterFunc the service never called).
-			if m.InServiceCode && !d.app.is(f.Function) {
+			if m.InServiceCode && !d.app.own(frame{f.Function, f.File, f.Line}) {
 				continue
 			}
 			if d.folded[i] || f.Cause != "" || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
