@@ -15,8 +15,9 @@ import (
 // userLines is check 11: a leak or goroutine finding that points into a
 // library, the standard library or the runtime is given the service's
 // own line that causes it — the innermost frame of the service's code on
-// the stacks, in any profile of the input, that pass through the
-// finding's site or through its misuse's signature and calls. Goroutines
+// the stacks, in any profile of the input, that pass through one of its
+// misuse's calls (sql.Open, not the query on the database it opened),
+// else through the finding's site or the misuse's signature. Goroutines
 // parked in net/http's connection loops carry no frame of the service,
 // but the requests the service made through http.Get do, in the heap
 // profile: that is the line to edit. The finding keeps its title, which
@@ -31,10 +32,18 @@ func (d *diagnosis) userLines() {
 		}
 		through := []string{f.Function}
 		m, misuse := misuseByID(misuses, f.Cause)
+		var at site
+		var ok bool
 		if misuse {
-			through = slices.Concat(through, m.Goroutines, m.Memory, m.Calls)
+			// The line that makes one of the misuse's calls, first; else
+			// the line that reaches what grows.
+			if at, ok = d.userFrameThrough(m.Calls); !ok {
+				through = slices.Concat(through, m.Goroutines, m.Memory, m.Calls)
+			}
 		}
-		at, ok := d.userFrameThrough(through)
+		if !ok {
+			at, ok = d.userFrameThrough(through)
+		}
 		switch {
 		case !ok && misuse:
 			f.Fix += fmt.Sprintf(" (no profile holds a frame of the service's code on these stacks: look for its calls of %s)", functionList(m.Calls))
@@ -175,6 +184,12 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 			continue
 		}
 		k := cause{f.Cause, site{f.Function, f.File, f.Line}}
+		if f.Cause != "" {
+			// One misuse in one function is one thing to fix, whichever
+			// of its lines the symptoms were reached from (a sql.Open
+			// and the query on the database it opened).
+			k.at.line = 0
+		}
 		j, ok := lead[k]
 		if !ok {
 			lead[k] = i
@@ -190,9 +205,10 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 	// An allocation hot spot at a leak's line is the leak's allocations
 	// seen in the allocs profile: a symptom too.
 	leakAt := map[site]int{}
-	for k, i := range lead {
-		if _, seen := leakAt[k.at]; !seen || SeverityOf(findings[i]) > SeverityOf(findings[leakAt[k.at]]) {
-			leakAt[k.at] = i
+	for _, i := range lead {
+		at := site{findings[i].Function, findings[i].File, findings[i].Line}
+		if _, seen := leakAt[at]; !seen || SeverityOf(findings[i]) > SeverityOf(findings[leakAt[at]]) {
+			leakAt[at] = i
 		}
 	}
 	for i, f := range findings {

@@ -91,6 +91,14 @@ func TestOneFindingPerUserLine(t *testing.T) {
 			at("leak.inuse-growth", "high", "context-timeout-never-cancelled", "main.fetch", 12),
 			at("leak.goroutine-growth", "high", "http-response-body-not-closed", "main.fetch", 12),
 		}, []string{"leak.inuse-growth high 0", "leak.goroutine-growth high 0"}},
+		{"one misuse, two lines of one function", []result.Finding{
+			at("leak.goroutine-growth", "high", "sql-db-per-request", "main.countStock", 608),
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 614),
+		}, []string{"leak.inuse-growth high 1"}},
+		{"one misuse in two functions", []result.Finding{
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 608),
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.listStock", 640),
+		}, []string{"leak.inuse-growth high 0", "leak.inuse-growth high 0"}},
 		{"a library's site is not merged", []result.Finding{
 			at("leak.inuse-growth", "high", "", "bufio.NewWriterSize", 599),
 			at("leak.inuse-growth", "high", "", "bufio.NewReaderSize", 57),
