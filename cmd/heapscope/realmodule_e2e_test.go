@@ -249,6 +249,11 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 		{"sql-rows-never-closed", []string{"-mode", "rows-never-closed"}, "400", []want{
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "rows, err := inventory.QueryContext(background"), min: diagnose.Medium, says: "defer rows.Close()"},
 		}},
+		// The same, on no context: no goroutine waits, the DB keeps the
+		// connections.
+		{"sql-rows-never-closed, plain Query", []string{"-mode", "rows-never-closed-plain"}, "400", []want{
+			{id: "leak.*", file: "main.go", line: lineOf(t, src, `rows, err := inventory.Query("SELECT sku, count FROM stock")`), min: diagnose.Medium, says: "defer rows.Close()"},
+		}},
 		{"expvar-map-key-per-request", []string{"-mode", "expvar-key-per-session"}, "400", []want{
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "sessionHits.Add("), min: diagnose.Medium, says: "key expvar maps with bounded values only"},
 		}},
@@ -362,8 +367,9 @@ func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "g, ctx := errgroup.WithContext(background)"), min: diagnose.Medium, says: "call g.Wait() for every group"},
 		}},
 		{"errgroup-waited", []string{"-mode", "errgroup-waited"}, "400", true, nil},
-		// An expired item is a few dozen bytes: at 1,000/s the map
-		// grows past the leak threshold within the window.
+		// An expired visit is about a hundred bytes, with its key and
+		// its slot in go-cache's map: at 1,000/s they grow steadily past
+		// the leak threshold within the window.
 		{"go-cache-without-janitor", []string{"-mode", "cache-without-janitor"}, "1000", false, []want{
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "recent.Set(r.URL.Query()"), min: diagnose.Medium, says: "give the cache a cleanup interval"},
 		}},

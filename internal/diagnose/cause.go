@@ -37,12 +37,12 @@ func (d *diagnosis) userLines() {
 		if misuse {
 			// The line that makes one of the misuse's calls, first; else
 			// the line that reaches what grows.
-			if at, ok = d.userFrameThrough(m.Calls); !ok {
+			if at, ok = d.userFrameThrough(m.Calls, true); !ok {
 				through = slices.Concat(through, m.Goroutines, m.Memory, m.Calls)
 			}
 		}
 		if !ok {
-			at, ok = d.userFrameThrough(through)
+			at, ok = d.userFrameThrough(through, false)
 		}
 		switch {
 		case !ok && misuse:
@@ -57,7 +57,7 @@ func (d *diagnosis) userLines() {
 			f.Title += ", reached from " + at.where()
 		}
 		// An upgrade or a move off a module is not made at the line.
-		if !strings.Contains(f.Fix, at.where()) && !strings.HasPrefix(f.Fix, "upgrade ") && !strings.HasPrefix(f.Fix, "move off ") {
+		if !strings.Contains(f.Fix, at.where()) && !explainedByKnownBug(*f) {
 			f.Fix = "In " + at.where() + ": " + f.Fix
 		}
 		f.Function, f.File, f.Line = at.function, at.file, at.line
@@ -91,12 +91,18 @@ func misuseByID(list []Misuse, id string) (Misuse, bool) {
 }
 
 // userFrameThrough finds the service's line behind a set of library
-// functions: in the last heap snapshot (in-use bytes), the window's
-// allocations, the last goroutine profile and the CPU profile, every
-// sample whose stack holds one of the functions votes, by its share of
-// its profile, for the innermost frame of the service's code outward of
-// it. The line with the most votes wins.
-func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
+// functions: in the last heap snapshot (in-use bytes), the last goroutine
+// profile and, unless heldOnly, the window's allocations and the CPU
+// profile, every sample whose stack holds one of the functions votes, by
+// its share of its profile, for the innermost frame of the service's code
+// outward of it (its caller) — or, when no frame of the service calls
+// into the library on that stack (a goroutine the library or a go
+// statement started), for the outermost frame of the service's code the
+// library calls back (the function given to singleflight's Do). The line
+// with the most votes wins. heldOnly keeps the votes to what is held, not
+// what passed through: a healthy caller that allocates much does not
+// outvote the one that leaks.
+func (d *diagnosis) userFrameThrough(functions []string, heldOnly bool) (site, bool) {
 	votes := map[site]float64{}
 	vote := func(p *profile.Profile, sampleType string) {
 		if p == nil {
@@ -125,10 +131,6 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 			if at, ok := d.app.firstApp(fs[k:]); ok {
 				votes[at.site()] += float64(s.Value[i]) / total
 			} else if at, ok := d.app.lastApp(fs[:k]); ok {
-				// No frame of the service's calls the library here (a
-				// goroutine the library or a go statement started): the
-				// service's function the library calls back (the function
-				// given to singleflight's Do, a handler) is its line.
 				votes[at.site()] += float64(s.Value[i]) / total
 			}
 		}
@@ -136,11 +138,13 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 	if len(d.in.Heap) > 0 {
 		vote(d.in.Heap[len(d.in.Heap)-1].Profile, pprofx.InuseSpace)
 	}
-	vote(d.allocs, pprofx.AllocSpace)
 	if len(d.in.Goroutines) > 0 {
 		vote(d.in.Goroutines[len(d.in.Goroutines)-1].Profile, "goroutine")
 	}
-	vote(d.in.CPU, "cpu")
+	if !heldOnly {
+		vote(d.allocs, pprofx.AllocSpace)
+		vote(d.in.CPU, "cpu")
+	}
 	var best site
 	bestVotes := 0.0
 	for at, v := range votes {
@@ -164,6 +168,9 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 		at     site
 	}
 	lead := map[cause]int{}
+	// leadAt is the finding each leak's line went to: its own, or the
+	// one it was folded into.
+	leadAt := map[site]int{}
 	folded := make([]bool, len(findings))
 	order := make([]int, len(findings))
 	for i := range order {
@@ -183,7 +190,8 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 		if !isSymptom(f.ID) || f.Severity == "info" || f.Function == "" || !app.is(f.Function) {
 			continue
 		}
-		k := cause{f.Cause, site{f.Function, f.File, f.Line}}
+		at := site{f.Function, f.File, f.Line}
+		k := cause{f.Cause, at}
 		if f.Cause != "" {
 			// One misuse in one function is one thing to fix, whichever
 			// of its lines the symptoms were reached from (a sql.Open
@@ -193,26 +201,23 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 		j, ok := lead[k]
 		if !ok {
 			lead[k] = i
-			continue
+			j = i
+		} else {
+			folded[i] = true
+			l := &findings[j]
+			l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
+				Function: f.Function, File: f.File, Line: f.Line})
+			l.Symptoms = append(l.Symptoms, f.Symptoms...)
+			l.Confidence = max(l.Confidence, f.Confidence)
 		}
-		folded[i] = true
-		l := &findings[j]
-		l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
-			Function: f.Function, File: f.File, Line: f.Line})
-		l.Symptoms = append(l.Symptoms, f.Symptoms...)
-		l.Confidence = max(l.Confidence, f.Confidence)
+		if _, seen := leadAt[at]; !seen {
+			leadAt[at] = j
+		}
 	}
 	// An allocation hot spot at a leak's line is the leak's allocations
 	// seen in the allocs profile: a symptom too.
-	leakAt := map[site]int{}
-	for _, i := range lead {
-		at := site{findings[i].Function, findings[i].File, findings[i].Line}
-		if _, seen := leakAt[at]; !seen || SeverityOf(findings[i]) > SeverityOf(findings[leakAt[at]]) {
-			leakAt[at] = i
-		}
-	}
 	for i, f := range findings {
-		j, ok := leakAt[site{f.Function, f.File, f.Line}]
+		j, ok := leadAt[site{f.Function, f.File, f.Line}]
 		if f.ID != "alloc.hot-spot" || !ok {
 			continue
 		}

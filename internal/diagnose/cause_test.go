@@ -95,6 +95,11 @@ func TestOneFindingPerUserLine(t *testing.T) {
 			at("leak.goroutine-growth", "high", "sql-db-per-request", "main.countStock", 608),
 			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 614),
 		}, []string{"leak.inuse-growth high 1"}},
+		{"a hot spot at a folded symptom's line", []result.Finding{
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 608),
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 614),
+			at("alloc.hot-spot", "medium", "", "main.countStock", 614),
+		}, []string{"leak.inuse-growth high 2"}},
 		{"one misuse in two functions", []result.Finding{
 			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 608),
 			at("leak.inuse-growth", "high", "sql-db-per-request", "main.listStock", 640),

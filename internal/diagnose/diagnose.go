@@ -80,7 +80,7 @@ type diagnosis struct {
 	// foldLeaksInto), removed before the report.
 	folded map[int]bool
 	// holds lists, by the site of a leak finding that names a container
-	// holding the growth (holder.go), the sites whose objects it keeps.
+	// holding the growth (liveHeap, live.go), the sites whose objects it keeps.
 	holds map[site][]site
 	// growingStacks are the heap's stacks with their in-use bytes in the
 	// first and the last snapshot (heapSites), once the leak check read

@@ -231,7 +231,7 @@ func goroutineGrowthOfConnections(t *testing.T, conn []fn) {
 			rep := Run(Input{Run: &result.Run{Load: tt.load}, Goroutines: gs})
 			got := findingsWith(rep.Findings, "leak.goroutine-growth")
 			if !tt.finding {
-				if len(got) != 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "one per open client connection, not a leak") {
+				if len(got) != 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "one per open client connection (the load's") {
 					t.Errorf("findings %+v, notes %q: want a note that the connections are the load's", got, rep.Notes)
 				}
 				return

@@ -517,7 +517,7 @@ func (d *diagnosis) goroutineSeries() {
 		// The load's connections, and a few more: the collector's own
 		// (profiles fetched while the load runs) and other clients'.
 		if conns := d.loadConnections(); serverConnection(l.s.stack) && conns > 0 && grew <= conns+otherClientConnections {
-			d.note("goroutine leak check: goroutines of the server's HTTP connections at %s grew %s → %s while the load opened %s connections: one per open client connection, not a leak",
+			d.note("goroutine leak check: goroutines of the server's HTTP connections at %s grew %s → %s while the load opened %s connections: one per open client connection (the load's, and up to 16 of the collector's and other clients'), not a leak",
 				l.s.at.where(), humanize.Count(l.s.ys[0]), humanize.Count(l.s.ys[len(l.s.ys)-1]), humanize.Count(conns))
 			continue
 		}

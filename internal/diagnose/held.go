@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -39,7 +38,7 @@ func (d *diagnosis) heldByGoroutines() {
 		starts := d.goroutineStarts(gs, site{gf.Function, gf.File, gf.Line})
 		for j := range d.findings {
 			mf := d.findings[j]
-			if j == g || d.folded[j] || mf.ID != "leak.inuse-growth" || mf.Cause != "" || strings.HasPrefix(mf.Fix, "upgrade ") {
+			if j == g || d.folded[j] || mf.ID != "leak.inuse-growth" || mf.Cause != "" || explainedByKnownBug(mf) {
 				continue
 			}
 			if !d.allocatedOn(heap, site{mf.Function, mf.File, mf.Line}, starts) {
@@ -70,7 +69,7 @@ func (d *diagnosis) goroutineStarts(gs *profile.Profile, at site) map[string]boo
 		if outer.function == "runtime.goexit" && len(fs) > 1 {
 			outer = fs[len(fs)-2]
 		}
-		if d.app.is(outer.function) {
+		if d.app.own(outer) {
 			starts[outer.function] = true
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // misusesYAML is the catalogue of misuses (misuses.yaml).
@@ -69,7 +71,9 @@ var misuseCatalogue = sync.OnceValues(func() ([]Misuse, error) {
 })
 
 // misuses is check 10: a leak or goroutine finding that a known misuse
-// explains (explainedBy: its stacks hold the misuse's signature) leads
+// explains (explainedBy: its stacks hold the misuse's signature — for
+// goroutines, most of those at its site do — and, for an entry with
+// when_waiting_in, growing goroutines wait in one of those) leads
 // with the cause and the fix in the user's code. A finding a known bug
 // already explains keeps the upgrade first.
 func (d *diagnosis) misuses() {
@@ -89,13 +93,13 @@ func (d *diagnosis) misuses() {
 		memory, share := d.explainedBy(KindMemory, m.Memory)
 		for _, i := range append(goroutines, memory...) {
 			f := &d.findings[i]
-			// A finding an earlier entry explains keeps it: the catalogue
-			// lists the more specific first (context.WithTimeout's timer
-			// is a time.AfterFunc the service never called).
 			if m.InServiceCode && !d.app.own(frame{f.Function, f.File, f.Line}) {
 				continue
 			}
-			if d.folded[i] || f.Cause != "" || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
+			// A finding an earlier entry explains keeps it: the catalogue
+			// lists the more specific first (context.WithTimeout's timer
+			// is a time.AfterFunc the service never called).
+			if d.folded[i] || f.Cause != "" || explainedByKnownBug(*f) {
 				continue
 			}
 			f.Title += " — " + m.Name
@@ -106,6 +110,12 @@ func (d *diagnosis) misuses() {
 			}
 		}
 	}
+}
+
+// explainedByKnownBug says whether a known bug (regressions.yaml) already
+// explains a finding: its fix is an upgrade, or a move off a module.
+func explainedByKnownBug(f result.Finding) bool {
+	return strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ")
 }
 
 // whereItWaits keeps, from a finding's generic fix, the stack it names

@@ -421,33 +421,46 @@ func stacksThrough(p *profile.Profile, at site, functions []string) bool {
 // A signature names a generic function with its type arguments elided
 // (expirable.NewLRU[...]), as it is written whatever it is instantiated
 // with; a profile names it with its shapes
-// (expirable.NewLRU[go.shape.string,go.shape.int]).
+// (expirable.NewLRU[go.shape.string,go.shape.int]). It allocates
+// nothing: it runs for every frame of every sample, for every entry.
 func inSignature(functions []string, fn string) bool {
-	if slices.Contains(functions, fn) {
-		return true
-	}
-	return strings.Contains(fn, "[") && slices.Contains(functions, elideTypeArgs(fn))
-}
-
-// elideTypeArgs writes each outermost bracketed list of type arguments of
-// a function's name as [...].
-func elideTypeArgs(fn string) string {
-	var b strings.Builder
-	depth := 0
-	for _, r := range fn {
-		switch {
-		case r == '[':
-			if depth == 0 {
-				b.WriteString("[...]")
-			}
-			depth++
-		case r == ']' && depth > 0:
-			depth--
-		case depth == 0:
-			b.WriteRune(r)
+	generic := strings.IndexByte(fn, '[') >= 0
+	for _, sig := range functions {
+		if sig == fn || generic && elidedIs(fn, sig) {
+			return true
 		}
 	}
-	return b.String()
+	return false
+}
+
+// elidedIs reports whether fn, each outermost bracketed list of its type
+// arguments written [...], is sig.
+func elidedIs(fn, sig string) bool {
+	const elided = "[...]"
+	i := 0
+	for j := 0; j < len(fn); j++ {
+		if fn[j] != '[' {
+			if i == len(sig) || sig[i] != fn[j] {
+				return false
+			}
+			i++
+			continue
+		}
+		if !strings.HasPrefix(sig[i:], elided) {
+			return false
+		}
+		i += len(elided)
+		for depth := 0; j < len(fn); j++ {
+			if fn[j] == '[' {
+				depth++
+			} else if fn[j] == ']' {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+	}
+	return i == len(sig)
 }
 
 // moduleVersions returns the versions of Go and of the modules the target
