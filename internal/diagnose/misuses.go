@@ -83,6 +83,12 @@ func (d *diagnosis) misuses() {
 		return
 	}
 	for _, m := range list {
+		// Most entries' functions are in no profile of the input: a
+		// look at the profiles' function tables rules them out before
+		// any stack is walked.
+		if !d.signatureInStacks(m.Goroutines) && !d.signatureInStacks(m.Memory) {
+			continue
+		}
 		goroutines, _ := d.explainedBy(KindGoroutine, m.Goroutines)
 		if len(m.WhenWaitingIn) > 0 {
 			waiting, _ := d.explainedBy(KindGoroutine, m.WhenWaitingIn)
