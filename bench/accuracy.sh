@@ -3,7 +3,8 @@
 # examples started normally and profiled with the README's commands, five
 # runs of each fixed twin, a server whose pool fills once as its load
 # begins, a public module at a release with a known leak and at the
-# release that fixed it, a service making each catalogued misuse — and
+# release that fixed it, a service making each catalogued misuse, the
+# fixed twin of each misuse of a module — and
 # writes the accuracy table of
 # docs/findings.md from what each case found, missed and raised falsely.
 # Run it after a change to the diagnosis and commit the table with it: a
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 out=$(mktemp "${TMPDIR:-/tmp}/accuracy.XXXXXX")
 trap 'rm -f "$out"' EXIT
 HEAPSCOPE_ACCURACY=$out go test ./cmd/heapscope -count=1 -timeout 20m \
-	-run 'TestProfile_VerdictsAtDefaultSettings|TestProfile_RealModuleAtBuggyAndFixedVersions|TestProfile_PoolThatFillsOnceIsWarmUp|TestProfile_MisusesOnRealRuns'
+	-run 'TestProfile_VerdictsAtDefaultSettings|TestProfile_RealModuleAtBuggyAndFixedVersions|TestProfile_PoolThatFillsOnceIsWarmUp|TestProfile_MisusesOnRealRuns|TestProfile_ModuleMisusesOnRealRuns'
 status=$?
 if [[ ${1:-} == -n ]]; then
 	go run ./bench/cmd/accuracy -in "$out" || exit 2

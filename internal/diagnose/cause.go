@@ -15,8 +15,9 @@ import (
 // userLines is check 11: a leak or goroutine finding that points into a
 // library, the standard library or the runtime is given the service's
 // own line that causes it — the innermost frame of the service's code on
-// the stacks, in any profile of the input, that pass through the
-// finding's site or through its misuse's signature and calls. Goroutines
+// the stacks, in any profile of the input, that pass through one of its
+// misuse's calls (sql.Open, not the query on the database it opened),
+// else through the finding's site or the misuse's signature. Goroutines
 // parked in net/http's connection loops carry no frame of the service,
 // but the requests the service made through http.Get do, in the heap
 // profile: that is the line to edit. The finding keeps its title, which
@@ -26,15 +27,23 @@ func (d *diagnosis) userLines() {
 	misuses, _ := misuseCatalogue() // misuses() already noted a bad catalogue
 	for i := range d.findings {
 		f := &d.findings[i]
-		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.is(f.Function) {
+		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.own(frame{f.Function, f.File, f.Line}) {
 			continue
 		}
 		through := []string{f.Function}
 		m, misuse := misuseByID(misuses, f.Cause)
+		var at site
+		var ok bool
 		if misuse {
-			through = slices.Concat(through, m.Goroutines, m.Memory, m.Calls)
+			// The line that makes one of the misuse's calls, first; else
+			// the line that reaches what grows.
+			if at, ok = d.userFrameThrough(m.Calls, true); !ok {
+				through = slices.Concat(through, m.Goroutines, m.Memory, m.Calls)
+			}
 		}
-		at, ok := d.userFrameThrough(through)
+		if !ok {
+			at, ok = d.userFrameThrough(through, false)
+		}
 		switch {
 		case !ok && misuse:
 			f.Fix += fmt.Sprintf(" (no profile holds a frame of the service's code on these stacks: look for its calls of %s)", functionList(m.Calls))
@@ -47,7 +56,8 @@ func (d *diagnosis) userLines() {
 		default:
 			f.Title += ", reached from " + at.where()
 		}
-		if !strings.Contains(f.Fix, at.where()) {
+		// An upgrade or a move off a module is not made at the line.
+		if !strings.Contains(f.Fix, at.where()) && !explainedByKnownBug(*f) {
 			f.Fix = "In " + at.where() + ": " + f.Fix
 		}
 		f.Function, f.File, f.Line = at.function, at.file, at.line
@@ -81,16 +91,18 @@ func misuseByID(list []Misuse, id string) (Misuse, bool) {
 }
 
 // userFrameThrough finds the service's line behind a set of library
-// functions: in the last heap snapshot (in-use bytes), the window's
-// allocations, the last goroutine profile and the CPU profile, every
-// sample whose stack holds one of the functions votes, by its share of
-// its profile, for the innermost frame of the service's code outward of
-// it. The line with the most votes wins.
-func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
-	want := make(map[string]bool, len(functions))
-	for _, fn := range functions {
-		want[fn] = true
-	}
+// functions: in the last heap snapshot (in-use bytes), the last goroutine
+// profile and, unless heldOnly, the window's allocations and the CPU
+// profile, every sample whose stack holds one of the functions votes, by
+// its share of its profile, for the innermost frame of the service's code
+// outward of it (its caller) — or, when no frame of the service calls
+// into the library on that stack (a goroutine the library or a go
+// statement started), for the outermost frame of the service's code the
+// library calls back (the function given to singleflight's Do). The line
+// with the most votes wins. heldOnly keeps the votes to what is held, not
+// what passed through: a healthy caller that allocates much does not
+// outvote the one that leaks.
+func (d *diagnosis) userFrameThrough(functions []string, heldOnly bool) (site, bool) {
 	votes := map[site]float64{}
 	vote := func(p *profile.Profile, sampleType string) {
 		if p == nil {
@@ -112,11 +124,13 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 				continue
 			}
 			fs := frames(s)
-			k := slices.IndexFunc(fs, func(f frame) bool { return want[f.function] })
+			k := slices.IndexFunc(fs, func(f frame) bool { return inSignature(functions, f.function) })
 			if k < 0 {
 				continue
 			}
 			if at, ok := d.app.firstApp(fs[k:]); ok {
+				votes[at.site()] += float64(s.Value[i]) / total
+			} else if at, ok := d.app.lastApp(fs[:k]); ok {
 				votes[at.site()] += float64(s.Value[i]) / total
 			}
 		}
@@ -124,11 +138,13 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 	if len(d.in.Heap) > 0 {
 		vote(d.in.Heap[len(d.in.Heap)-1].Profile, pprofx.InuseSpace)
 	}
-	vote(d.allocs, pprofx.AllocSpace)
 	if len(d.in.Goroutines) > 0 {
 		vote(d.in.Goroutines[len(d.in.Goroutines)-1].Profile, "goroutine")
 	}
-	vote(d.in.CPU, "cpu")
+	if !heldOnly {
+		vote(d.allocs, pprofx.AllocSpace)
+		vote(d.in.CPU, "cpu")
+	}
 	var best site
 	bestVotes := 0.0
 	for at, v := range votes {
@@ -144,13 +160,17 @@ func (d *diagnosis) userFrameThrough(functions []string) (site, bool) {
 // line of the service — into the most severe of them, which lists the
 // others as its symptoms and takes the worst severity: the goroutines,
 // buffers and connections of one http.Get whose bodies stay open are one
-// thing to fix, not four.
+// thing to fix, not four. An allocation hot spot at such a line is one of
+// its symptoms too.
 func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Finding {
 	type cause struct {
 		misuse string
 		at     site
 	}
 	lead := map[cause]int{}
+	// leadAt is the finding each leak's line went to: its own, or the
+	// one it was folded into.
+	leadAt := map[site]int{}
 	folded := make([]bool, len(findings))
 	order := make([]int, len(findings))
 	for i := range order {
@@ -170,18 +190,41 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 		if !isSymptom(f.ID) || f.Severity == "info" || f.Function == "" || !app.is(f.Function) {
 			continue
 		}
-		k := cause{f.Cause, site{f.Function, f.File, f.Line}}
+		at := site{f.Function, f.File, f.Line}
+		k := cause{f.Cause, at}
+		if f.Cause != "" {
+			// One misuse in one function is one thing to fix, whichever
+			// of its lines the symptoms were reached from (a sql.Open
+			// and the query on the database it opened).
+			k.at.line = 0
+		}
 		j, ok := lead[k]
 		if !ok {
 			lead[k] = i
+			j = i
+		} else {
+			folded[i] = true
+			l := &findings[j]
+			l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
+				Function: f.Function, File: f.File, Line: f.Line})
+			l.Symptoms = append(l.Symptoms, f.Symptoms...)
+			l.Confidence = max(l.Confidence, f.Confidence)
+		}
+		if _, seen := leadAt[at]; !seen {
+			leadAt[at] = j
+		}
+	}
+	// An allocation hot spot at a leak's line is the leak's allocations
+	// seen in the allocs profile: a symptom too.
+	for i, f := range findings {
+		j, ok := leadAt[site{f.Function, f.File, f.Line}]
+		if f.ID != "alloc.hot-spot" || !ok {
 			continue
 		}
 		folded[i] = true
 		l := &findings[j]
 		l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
 			Function: f.Function, File: f.File, Line: f.Line})
-		l.Symptoms = append(l.Symptoms, f.Symptoms...)
-		l.Confidence = max(l.Confidence, f.Confidence)
 	}
 	out := findings[:0]
 	for i, f := range findings {

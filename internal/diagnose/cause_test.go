@@ -48,9 +48,10 @@ func TestRun_oneFindingAtTheUsersCall(t *testing.T) {
 		sites = append(sites, s.ID+" "+s.Title)
 	}
 	joined := strings.Join(sites, "\n")
-	if len(f.Symptoms) != 3 || !strings.Contains(f.Title+joined, "persistConn).writeLoop") ||
-		!strings.Contains(joined, "bufio.NewWriterSize") || !strings.Contains(joined, "bufio.NewReaderSize") {
-		t.Errorf("symptoms:\n%s\nwant the other connection goroutine and the two buffers", joined)
+	if len(f.Symptoms) != 4 || !strings.Contains(f.Title+joined, "persistConn).writeLoop") ||
+		!strings.Contains(joined, "bufio.NewWriterSize") || !strings.Contains(joined, "bufio.NewReaderSize") ||
+		!strings.Contains(joined, "alloc.hot-spot allocation hot spot at main.callUpstream") {
+		t.Errorf("symptoms:\n%s\nwant the other connection goroutine, the two buffers and the allocations at the call", joined)
 	}
 }
 
@@ -90,15 +91,28 @@ func TestOneFindingPerUserLine(t *testing.T) {
 			at("leak.inuse-growth", "high", "context-timeout-never-cancelled", "main.fetch", 12),
 			at("leak.goroutine-growth", "high", "http-response-body-not-closed", "main.fetch", 12),
 		}, []string{"leak.inuse-growth high 0", "leak.goroutine-growth high 0"}},
+		{"one misuse, two lines of one function", []result.Finding{
+			at("leak.goroutine-growth", "high", "sql-db-per-request", "main.countStock", 608),
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 614),
+		}, []string{"leak.inuse-growth high 1"}},
+		{"a hot spot at a folded symptom's line", []result.Finding{
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 608),
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 614),
+			at("alloc.hot-spot", "medium", "", "main.countStock", 614),
+		}, []string{"leak.inuse-growth high 2"}},
+		{"one misuse in two functions", []result.Finding{
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.countStock", 608),
+			at("leak.inuse-growth", "high", "sql-db-per-request", "main.listStock", 640),
+		}, []string{"leak.inuse-growth high 0", "leak.inuse-growth high 0"}},
 		{"a library's site is not merged", []result.Finding{
 			at("leak.inuse-growth", "high", "", "bufio.NewWriterSize", 599),
 			at("leak.inuse-growth", "high", "", "bufio.NewReaderSize", 57),
 		}, []string{"leak.inuse-growth high 0", "leak.inuse-growth high 0"}},
-		{"hot spots and info stay apart", []result.Finding{
+		{"a hot spot at a leak's line is its symptom; info stays apart", []result.Finding{
 			at("alloc.hot-spot", "medium", "", "main.fetch", 12),
 			at("leak.inuse-growth", "info", "", "main.fetch", 12),
 			at("leak.inuse-growth", "medium", "", "main.fetch", 12),
-		}, []string{"alloc.hot-spot medium 0", "leak.inuse-growth info 0", "leak.inuse-growth medium 0"}},
+		}, []string{"leak.inuse-growth info 0", "leak.inuse-growth medium 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,5 +147,46 @@ func TestWithKnown(t *testing.T) {
 	}
 	if got := WithKnown(window, nil); len(got) != 2 || got[0].Title != window[0].Title {
 		t.Errorf("without history: %+v, want the window's findings as they were", got)
+	}
+}
+
+// TestRun_recordedMisuses diagnoses profiles recorded from real services
+// making a catalogued misuse, as bare profiles are diagnosed: the one
+// finding of medium or above names the misuse at the service's line.
+// They are the fast, recorded subset of the end-to-end misuse cases
+// (cmd/heapscope's TestProfile_MisusesOnRealRuns and
+// TestProfile_ModuleMisusesOnRealRuns): a change to the catalogue's
+// matching that loses one fails here, without a service to run.
+func TestRun_recordedMisuses(t *testing.T) {
+	tests := []struct {
+		misuse   string
+		function string
+		line     int64
+	}{
+		// Goroutines parked in the service's own code.
+		{"cond-waiter-never-woken", "main.(*quote).await", 530},
+		// Goroutines database/sql started, placed at the service's
+		// BeginTx by the heap profile's stacks.
+		{"sql-tx-never-ended", "main.reserveStock", 624},
+		// A module's generic function, named in the profile with its
+		// shapes.
+		{"expirable-lru-per-call", "main.main.func1", 223},
+		// Goroutines started by a go statement straight into the module
+		// (no frame of the service's calls it): the service's function
+		// it calls back.
+		{"singleflight-call-hangs", "main.main.refreshInBackground.func5.1", 288},
+	}
+	for _, tt := range tests {
+		t.Run(tt.misuse, func(t *testing.T) {
+			rep := Run(Input{Heap: recordedProfiles(t, tt.misuse, "heap"), Goroutines: recordedProfiles(t, tt.misuse, "goroutine")})
+			serious := atLeast(rep.Findings, Medium)
+			if len(serious) != 1 {
+				t.Fatalf("%d findings of medium or above, want 1 for the one cause:%s", len(serious), titles(serious))
+			}
+			f := serious[0]
+			if !strings.HasPrefix(f.Cause, "leak/"+tt.misuse+" at ") || f.Function != tt.function || f.Line != tt.line {
+				t.Errorf("finding %q at %s:%d (%s), want %s at %s:%d", f.Cause, f.Function, f.Line, f.Title, tt.misuse, tt.function, tt.line)
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ func Run(in Input) Report {
 	d.rssBreakdown()
 	d.contention()
 	d.regressions()
+	d.heldByGoroutines()
 	d.misuses()
 	d.userLines()
 	d.dropFolded()
@@ -78,6 +79,9 @@ type diagnosis struct {
 	// folded are the indices of findings listed under another's (see
 	// foldLeaksInto), removed before the report.
 	folded map[int]bool
+	// holds lists, by the site of a leak finding that names a container
+	// holding the growth (liveHeap, live.go), the sites whose objects it keeps.
+	holds map[site][]site
 	// growingStacks are the heap's stacks with their in-use bytes in the
 	// first and the last snapshot (heapSites), once the leak check read
 	// them.
@@ -91,7 +95,7 @@ type diagnosis struct {
 }
 
 func newDiagnosis(in Input) *diagnosis {
-	d := &diagnosis{in: in, oneProcess: true, folded: map[int]bool{}, stacks: newStackHasher()}
+	d := &diagnosis{in: in, oneProcess: true, folded: map[int]bool{}, holds: map[site][]site{}, stacks: newStackHasher()}
 	d.loadHeapOnce()
 	in = d.in
 	if in.Thresholds != nil {

@@ -514,8 +514,10 @@ func (d *diagnosis) goroutineSeries() {
 		}
 		blocked := blockedIn(l.s.stack)
 		grew := l.s.ys[len(l.s.ys)-1] - l.s.ys[0]
-		if conns := d.loadConnections(); serverConnection(l.s.stack) && conns > 0 && grew <= conns {
-			d.note("goroutine leak check: goroutines of the server's HTTP connections at %s grew %s → %s while the load opened %s connections: one per open client connection, not a leak",
+		// The load's connections, and a few more: the collector's own
+		// (profiles fetched while the load runs) and other clients'.
+		if conns := d.loadConnections(); serverConnection(l.s.stack) && conns > 0 && grew <= conns+otherClientConnections {
+			d.note("goroutine leak check: goroutines of the server's HTTP connections at %s grew %s → %s while the load opened %s connections: one per open client connection (the load's, and up to 16 of the collector's and other clients'), not a leak",
 				l.s.at.where(), humanize.Count(l.s.ys[0]), humanize.Count(l.s.ys[len(l.s.ys)-1]), humanize.Count(conns))
 			continue
 		}
@@ -544,6 +546,12 @@ func (d *diagnosis) goroutineSeries() {
 		d.add(newFinding("leak.goroutine-growth", th.PerMinute.of(l.t.slope), l.s.at, title, ev, fix, l.t.confidence()))
 	}
 }
+
+// otherClientConnections is how many connections to the service, beyond
+// the load's, a run lets pass as clients' rather than a leak: the
+// collector's own (a few profile fetches at once, kept alive between
+// snapshots) and those of other clients of a service under test.
+const otherClientConnections = 16
 
 // serverConnection reports whether a goroutine stack is one of net/http's
 // per-connection goroutines waiting for the connection's next bytes: the

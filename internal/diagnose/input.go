@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,10 +180,25 @@ func (a appCode) is(function string) bool {
 // the main module (bare profiles), a frame whose file is in the module
 // cache is a dependency's, whatever its package.
 func (a appCode) firstApp(fs []frame) (frame, bool) {
-	for _, f := range fs {
-		if a.is(f.function) && (a.mainModule != "" || !inDependency(f.file)) {
-			return f, true
+	if i := slices.IndexFunc(fs, a.own); i >= 0 {
+		return fs[i], true
+	}
+	return frame{}, false
+}
+
+// lastApp returns the outermost frame of the service's own code among fs
+// (innermost first).
+func (a appCode) lastApp(fs []frame) (frame, bool) {
+	for i := len(fs) - 1; i >= 0; i-- {
+		if a.own(fs[i]) {
+			return fs[i], true
 		}
 	}
 	return frame{}, false
+}
+
+// own reports whether a frame is the service's own code (is), and for a
+// bare profile without a main module, not in the module cache.
+func (a appCode) own(f frame) bool {
+	return a.is(f.function) && (a.mainModule != "" || !inDependency(f.file))
 }

@@ -303,6 +303,9 @@ func (d *diagnosis) liveHeap(hs heapSites) bool {
 	places, lead := a.places, 0
 	if h, ok := d.findHolder(a.places, hs, a.from); ok {
 		d.add(d.holderFinding(h, sev, growsBy, ev, hs.period, t.confidence()))
+		for _, q := range h.held {
+			d.holds[h.p.s.at] = append(d.holds[h.p.s.at], q.s.at)
+		}
 		places, lead = a.others(h), 1
 	}
 	for j, p := range places {

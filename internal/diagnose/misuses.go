@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/heapscope/heapscope/internal/result"
 )
 
 // misusesYAML is the catalogue of misuses (misuses.yaml).
@@ -26,9 +28,21 @@ type Misuse struct {
 	// make the misuse (http.Get, context.WithTimeout): the finding names
 	// the service's line that calls one, on the stacks of any profile.
 	Calls []string `yaml:"calls"`
-	Name  string   `yaml:"name"`
-	Cause string   `yaml:"cause"`
-	Fix   string   `yaml:"fix"`
+	// WhenWaitingIn, when given, are functions on the stacks of growing
+	// goroutines without which the entry does not hold: the rest of its
+	// signature is what another misuse leaves too (the connections of a
+	// client that waits for ever for its answers, and of one whose
+	// bodies stay open; only the first has requests waiting).
+	WhenWaitingIn []string `yaml:"when_waiting_in"`
+	// InServiceCode says the signature is a language or runtime primitive
+	// (a channel operation, a lock) that only the service's own code
+	// misuses this way: the entry explains a finding only where the
+	// service's code makes the call, not a library's goroutines waiting
+	// in it by design.
+	InServiceCode bool   `yaml:"in_service_code"`
+	Name          string `yaml:"name"`
+	Cause         string `yaml:"cause"`
+	Fix           string `yaml:"fix"`
 	// Source is where the library documents the rule the misuse breaks,
 	// or the issue that reports it.
 	Source string `yaml:"source"`
@@ -57,7 +71,9 @@ var misuseCatalogue = sync.OnceValues(func() ([]Misuse, error) {
 })
 
 // misuses is check 10: a leak or goroutine finding that a known misuse
-// explains (explainedBy: its stacks hold the misuse's signature) leads
+// explains (explainedBy: its stacks hold the misuse's signature — for
+// goroutines, most of those at its site do — and, for an entry with
+// when_waiting_in, growing goroutines wait in one of those) leads
 // with the cause and the fix in the user's code. A finding a known bug
 // already explains keeps the upgrade first.
 func (d *diagnosis) misuses() {
@@ -67,22 +83,54 @@ func (d *diagnosis) misuses() {
 		return
 	}
 	for _, m := range list {
+		// Most entries' functions are in no profile of the input: a
+		// look at the profiles' function tables rules them out before
+		// any stack is walked.
+		if !d.signatureInStacks(m.Goroutines) && !d.signatureInStacks(m.Memory) {
+			continue
+		}
 		goroutines, _ := d.explainedBy(KindGoroutine, m.Goroutines)
+		if len(m.WhenWaitingIn) > 0 {
+			waiting, _ := d.explainedBy(KindGoroutine, m.WhenWaitingIn)
+			if !slices.ContainsFunc(waiting, func(i int) bool { return !d.folded[i] }) {
+				continue
+			}
+		}
 		memory, share := d.explainedBy(KindMemory, m.Memory)
 		for _, i := range append(goroutines, memory...) {
 			f := &d.findings[i]
+			if m.InServiceCode && !d.app.own(frame{f.Function, f.File, f.Line}) {
+				continue
+			}
 			// A finding an earlier entry explains keeps it: the catalogue
 			// lists the more specific first (context.WithTimeout's timer
 			// is a time.AfterFunc the service never called).
-			if d.folded[i] || f.Cause != "" || strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ") {
+			if d.folded[i] || f.Cause != "" || explainedByKnownBug(*f) {
 				continue
 			}
 			f.Title += " — " + m.Name
 			f.Cause = m.ID
-			f.Fix = fmt.Sprintf("%s. Why: %s", m.Fix, m.Cause)
+			f.Fix = fmt.Sprintf("%s. Why: %s", m.Fix, m.Cause) + whereItWaits(f.Fix)
 			if share > 0 && strings.HasPrefix(f.ID, "leak.") && f.ID != "leak.goroutine-growth" {
 				f.Evidence["signature_share_of_growth"] = share
 			}
 		}
 	}
+}
+
+// explainedByKnownBug says whether a known bug (regressions.yaml) already
+// explains a finding: its fix is an upgrade, or a move off a module.
+func explainedByKnownBug(f result.Finding) bool {
+	return strings.HasPrefix(f.Fix, "upgrade ") || strings.HasPrefix(f.Fix, "move off ")
+}
+
+// whereItWaits keeps, from a finding's generic fix, the stack it names
+// (where the goroutines wait, or the memory grows), for the misuse's fix
+// that replaces it.
+func whereItWaits(fix string) string {
+	i := strings.LastIndex(fix, "stack is ")
+	if i < 0 {
+		return ""
+	}
+	return ". The stack is " + fix[i+len("stack is "):]
 }

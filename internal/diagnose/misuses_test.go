@@ -63,3 +63,30 @@ func TestRun_misuseLeadsTheGoroutineFinding(t *testing.T) {
 		t.Errorf("fix %q: want the misuse's cause and fix, not advice about net/http's internals", fs[0].Fix)
 	}
 }
+
+func TestInSignature_genericFunctions(t *testing.T) {
+	signature := []string{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[...].func1", "time.AfterFunc"}
+	tests := []struct {
+		fn   string
+		want bool
+	}{
+		{"time.AfterFunc", true},
+		{"time.NewTimer", false},
+		{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[go.shape.string,go.shape.int].func1", true},
+		{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[go.shape.struct { a [4]int },go.shape.int].func1", true},
+		{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[go.shape.string,go.shape.int]", false},
+		{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[...].func1", true},
+		{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[go.shape.string,go.shape.int].func12", false},
+		{"github.com/hashicorp/golang-lru/v2/expirable.NewLRU[go.shape.string", false},
+		{"github.com/hashicorp/golang-lru/v2/expirable.(*LRU[go.shape.string,go.shape.int]).Add", false},
+	}
+	for _, tt := range tests {
+		if got := inSignature(signature, tt.fn); got != tt.want {
+			t.Errorf("inSignature(%q) = %v, want %v", tt.fn, got, tt.want)
+		}
+	}
+	fn := "github.com/hashicorp/golang-lru/v2/expirable.NewLRU[go.shape.string,go.shape.int].func1"
+	if n := testing.AllocsPerRun(100, func() { inSignature(signature, fn) }); n != 0 {
+		t.Errorf("inSignature allocates %.0f times a call, want none", n)
+	}
+}

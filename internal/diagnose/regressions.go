@@ -284,7 +284,8 @@ func (d *diagnosis) foldLeaksInto(lead int, led map[int]bool) {
 
 // explainedBy returns the indices of the findings a signature explains —
 // the goroutine findings (kind goroutine) or leak findings (kind memory)
-// whose own stacks hold one of its functions, and the lead leak finding
+// whose own stacks hold one of its functions (for a container's finding,
+// the stacks of the sites it keeps too), and the lead leak finding
 // when MinSignatureShare or more of the heap's growth runs through them —
 // and that share.
 func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64) {
@@ -311,7 +312,20 @@ func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64
 		}
 		lead := leak && !leadDone && share >= MinSignatureShare
 		leadDone = leadDone || leak
-		if lead || stacks != nil && stacksThrough(stacks, site{f.Function, f.File, f.Line}, signature) {
+		at := site{f.Function, f.File, f.Line}
+		// A container's finding is explained by what it keeps too.
+		var through bool
+		switch {
+		case stacks == nil:
+		case kind == KindGoroutine:
+			// Most of the goroutines there wait in it: a few passing
+			// through (requests in flight at the snapshot) do not.
+			through = mostStacksThrough(stacks, at, signature)
+		default:
+			through = stacksThrough(stacks, at, signature) ||
+				slices.ContainsFunc(d.holds[at], func(held site) bool { return stacksThrough(stacks, held, signature) })
+		}
+		if lead || through {
 			out = append(out, i)
 		}
 	}
@@ -346,7 +360,7 @@ func (d *diagnosis) signatureInStacks(functions []string) bool {
 			continue
 		}
 		for _, fn := range ps[len(ps)-1].Profile.Function {
-			if slices.Contains(functions, fn.Name) {
+			if inSignature(functions, fn.Name) {
 				return true
 			}
 		}
@@ -359,11 +373,31 @@ func (d *diagnosis) signatureInStacks(functions []string) bool {
 func keyHolds(key string, functions []string) bool {
 	for line := range strings.SplitSeq(key, "\n") {
 		fn, _, _ := strings.Cut(line, " ")
-		if slices.Contains(functions, fn) {
+		if inSignature(functions, fn) {
 			return true
 		}
 	}
 	return false
+}
+
+// mostStacksThrough reports whether half or more of the count (the first
+// value) of the stacks of p through at hold one of the functions.
+func mostStacksThrough(p *profile.Profile, at site, functions []string) bool {
+	var holds, total int64
+	for _, s := range p.Sample {
+		if len(s.Value) == 0 {
+			continue
+		}
+		fs := frames(s)
+		if !slices.ContainsFunc(fs, func(f frame) bool { return f.site() == at }) {
+			continue
+		}
+		total += s.Value[0]
+		if slices.ContainsFunc(fs, func(f frame) bool { return inSignature(functions, f.function) }) {
+			holds += s.Value[0]
+		}
+	}
+	return total > 0 && 2*holds >= total
 }
 
 // stacksThrough reports whether a stack of p that passes through at holds
@@ -374,13 +408,59 @@ func stacksThrough(p *profile.Profile, at site, functions []string) bool {
 		through, holds := false, false
 		for _, f := range fs {
 			through = through || f.site() == at
-			holds = holds || slices.Contains(functions, f.function)
+			holds = holds || inSignature(functions, f.function)
 		}
 		if through && holds {
 			return true
 		}
 	}
 	return false
+}
+
+// inSignature reports whether fn is one of the functions of a signature.
+// A signature names a generic function with its type arguments elided
+// (expirable.NewLRU[...]), as it is written whatever it is instantiated
+// with; a profile names it with its shapes
+// (expirable.NewLRU[go.shape.string,go.shape.int]). It allocates
+// nothing: it runs for every frame of every sample, for every entry.
+func inSignature(functions []string, fn string) bool {
+	generic := strings.IndexByte(fn, '[') >= 0
+	for _, sig := range functions {
+		if sig == fn || generic && elidedIs(fn, sig) {
+			return true
+		}
+	}
+	return false
+}
+
+// elidedIs reports whether fn, each outermost bracketed list of its type
+// arguments written [...], is sig.
+func elidedIs(fn, sig string) bool {
+	const elided = "[...]"
+	i := 0
+	for j := 0; j < len(fn); j++ {
+		if fn[j] != '[' {
+			if i == len(sig) || sig[i] != fn[j] {
+				return false
+			}
+			i++
+			continue
+		}
+		if !strings.HasPrefix(sig[i:], elided) {
+			return false
+		}
+		i += len(elided)
+		for depth := 0; j < len(fn); j++ {
+			if fn[j] == '[' {
+				depth++
+			} else if fn[j] == ']' {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+	}
+	return i == len(sig)
 }
 
 // moduleVersions returns the versions of Go and of the modules the target

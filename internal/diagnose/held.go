@@ -1,0 +1,118 @@
+package diagnose
+
+import (
+	"slices"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/heapscope/heapscope/internal/pprofx"
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// heldByGoroutines runs before the misuse check (check 10): memory that
+// goroutines piling up hold is part of their finding, not a leak of its
+// own. A goroutine blocked for ever keeps its own struct and everything
+// its frames reach: the result it waits to send, the buffer of the write
+// it is stuck in. A leak finding whose growing bytes were allocated on
+// goroutines that start in the service's function the goroutine
+// finding's stacks start in, or are goroutine structs, becomes a symptom
+// of the goroutine finding, which takes the worse severity: one thing to
+// fix, the blocked goroutine. Of goroutines that start in a library (a
+// client's read loops), only their structs are folded; what they hold is
+// left to the misuse catalogue.
+func (d *diagnosis) heldByGoroutines() {
+	if len(d.in.Heap) == 0 || len(d.in.Goroutines) == 0 {
+		return
+	}
+	heap, gs := d.in.Heap[len(d.in.Heap)-1].Profile, d.in.Goroutines[len(d.in.Goroutines)-1].Profile
+	if heap == nil || gs == nil {
+		return
+	}
+	for g := range d.findings {
+		gf := &d.findings[g]
+		if d.folded[g] || !goroutineKind(gf.ID) {
+			continue
+		}
+		// With no start in the service's code (a library's goroutines),
+		// only the goroutines' own structs are theirs.
+		starts := d.goroutineStarts(gs, site{gf.Function, gf.File, gf.Line})
+		for j := range d.findings {
+			mf := d.findings[j]
+			if j == g || d.folded[j] || mf.ID != "leak.inuse-growth" || mf.Cause != "" || explainedByKnownBug(mf) {
+				continue
+			}
+			if !d.allocatedOn(heap, site{mf.Function, mf.File, mf.Line}, starts) {
+				continue
+			}
+			d.folded[j] = true
+			gf.Symptoms = append(gf.Symptoms, result.Symptom{ID: mf.ID, Severity: mf.Severity, Title: "held by these goroutines: " + mf.Title,
+				Function: mf.Function, File: mf.File, Line: mf.Line})
+			if SeverityOf(mf) > SeverityOf(*gf) {
+				gf.Severity = mf.Severity
+			}
+		}
+	}
+}
+
+// goroutineStarts returns the functions of the service's code that the
+// goroutines through at start in: the outermost frame of each stack, a
+// closure or a go statement's wrapper (main.handle.func1,
+// main.handle.gowrap1) or a named function.
+func (d *diagnosis) goroutineStarts(gs *profile.Profile, at site) map[string]bool {
+	starts := map[string]bool{}
+	for _, s := range gs.Sample {
+		fs := frames(s)
+		if len(fs) == 0 || !slices.ContainsFunc(fs, func(f frame) bool { return f.site() == at }) {
+			continue
+		}
+		outer := fs[len(fs)-1]
+		if outer.function == "runtime.goexit" && len(fs) > 1 {
+			outer = fs[len(fs)-2]
+		}
+		if d.app.own(outer) {
+			starts[outer.function] = true
+		}
+	}
+	return starts
+}
+
+// allocatedOn reports whether half or more of the in-use bytes of the
+// stacks through at were allocated on goroutines that start in one of
+// the functions, or are goroutines' own structs.
+func (d *diagnosis) allocatedOn(heap *profile.Profile, at site, starts map[string]bool) bool {
+	i := index(heap, pprofx.InuseSpace)
+	if i < 0 {
+		return false
+	}
+	var on, total float64
+	for _, s := range heap.Sample {
+		fs := frames(s)
+		if s.Value[i] <= 0 || !slices.ContainsFunc(fs, func(f frame) bool { return f.site() == at }) {
+			continue
+		}
+		v := float64(s.Value[i])
+		total += v
+		if startsOne(fs, starts) {
+			on += v
+		}
+	}
+	return total > 0 && on >= total/2
+}
+
+// startsOne reports whether a heap sample's frames ran on a goroutine
+// that starts in one of the functions (its outermost frame), or are a
+// goroutine's own struct: runtime.malg, whose stack the profile cuts at
+// the switch to the system stack, or the go statement of time.goFunc,
+// whose only allocation is the goroutine it starts for a time.AfterFunc
+// (a context's deadline). The runtime never frees a goroutine's struct
+// and reuses those of goroutines that ended: while goroutines pile up,
+// every go statement of the process, in the service or not, allocates
+// new ones.
+func startsOne(fs []frame, starts map[string]bool) bool {
+	outer := fs[len(fs)-1]
+	if outer.function == "runtime.goexit" && len(fs) > 1 {
+		outer = fs[len(fs)-2]
+	}
+	return starts[outer.function] || fs[0].function == "time.goFunc" ||
+		slices.ContainsFunc(fs, func(f frame) bool { return f.function == "runtime.malg" })
+}

@@ -1,0 +1,124 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heapscope/heapscope/internal/result"
+)
+
+// blockedSenders builds six snapshots 30 s apart of a service whose
+// handler leaves a goroutine blocked sending its lookup's result on an
+// unbuffered channel: the goroutines grow when blocked is true (else
+// they stay few), and the live heap grows with the bytes they hold —
+// their structs (whose stacks the profile cuts at the system stack, or
+// ends at the go statement of a time.AfterFunc), and the lookup's result
+// read with io.ReadAll. A few lookups are in flight
+// at each snapshot, inside net/http.
+func blockedSenders(blocked bool) Input {
+	send := fn{"main.lookupOrFallback.func1", "/src/svc/main.go", 263}
+	lookup := fn{"main.lookup", "/src/svc/main.go", 251}
+	var in Input
+	const period = 512 << 10
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * 30 * time.Second)
+		h := newHeap(at, period)
+		structs, results := int64(i)*(512<<10), int64(i)*(1<<20)
+		h.sample([4]int64{structs / 448, structs, structs / 448, structs},
+			fn{"runtime.malg", "/go/src/runtime/proc.go", 5044}, fn{"runtime.newproc1", "/go/src/runtime/proc.go", 5096},
+			fn{"runtime.newproc.func1", "/go/src/runtime/proc.go", 5070}, fn{"runtime.systemstack", "/go/src/runtime/asm_amd64.s", 513})
+		h.sample([4]int64{results / 512, results, results / 512, results},
+			fn{"io.ReadAll", "/go/src/io/io.go", 734}, lookup, send)
+		// Goroutine structs of the context deadlines' time.AfterFunc: the
+		// blocked goroutines keep those that ended from being reused.
+		h.sample([4]int64{structs / 480, structs, structs / 480, structs},
+			fn{"time.goFunc", "/go/src/time/sleep.go", 215}, fn{"runtime.(*timer).unlockAndRun", "/go/src/runtime/time.go", 1234},
+			fn{"runtime.(*timers).run", "/go/src/runtime/time.go", 1012}, fn{"runtime.findRunnable", "/go/src/runtime/proc.go", 3300})
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		live := 20*mib + float64(i)*1.5*mib
+		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
+		n := int64(4)
+		if blocked {
+			n += int64(i) * 1200
+		}
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{n}, stack: []fn{
+			{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"runtime.chansend", "/go/src/runtime/chan.go", 283},
+			{"runtime.chansend1", "/go/src/runtime/chan.go", 161}, send, {"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700},
+		}}, {values: []int64{3}, stack: []fn{
+			// Lookups in flight at the snapshot, waiting for their answer
+			// from the same line: not what the goroutines that grow do.
+			{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"runtime.selectgo", "/go/src/runtime/select.go", 351},
+			{"net/http.(*persistConn).roundTrip", "/go/src/net/http/transport.go", 2801}, {"net/http.Get", "/go/src/net/http/client.go", 461},
+			lookup, send, {"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700},
+		}}})
+		in.Goroutines = append(in.Goroutines, Profile{Name: fmt.Sprintf("goroutine-%03d", i), Time: at, Profile: p})
+	}
+	return in
+}
+
+// TestRun_memoryHeldByBlockedGoroutines: goroutines blocked for ever at a
+// send and the bytes they hold are one finding, at the send, with the
+// misuse's fix and the memory as its symptoms — not a second finding
+// telling the user to copy what io.ReadAll returned. When the goroutines
+// do not grow, the same memory is a leak of its own.
+func TestRun_memoryHeldByBlockedGoroutines(t *testing.T) {
+	rep := Run(blockedSenders(true))
+	serious := atLeast(rep.Findings, Low)
+	if len(serious) != 1 {
+		t.Fatalf("%d findings of low or above, want 1 for the one cause:%s", len(serious), titles(serious))
+	}
+	f := serious[0]
+	if f.ID != "leak.goroutine-growth" || f.Function != "main.lookupOrFallback.func1" || f.Line != 263 {
+		t.Errorf("finding %s at %s:%d, want the goroutines at the send, main.lookupOrFallback.func1:263", f.ID, f.Function, f.Line)
+	}
+	if !strings.HasPrefix(f.Fix, "give the channel room") || !strings.Contains(f.Cause, "channel-send-never-received") {
+		t.Errorf("cause %q, fix %q: want the misuse channel-send-never-received", f.Cause, f.Fix)
+	}
+	var held []string
+	for _, s := range f.Symptoms {
+		if strings.HasPrefix(s.Title, "held by these goroutines: ") {
+			held = append(held, s.Function)
+		}
+	}
+	if len(held) == 0 {
+		t.Errorf("symptoms %+v: want the memory the goroutines hold", f.Symptoms)
+	}
+
+	rep = Run(blockedSenders(false))
+	leaks := findingsWith(rep.Findings, "leak.inuse-growth")
+	if len(leaks) == 0 || len(findingsWith(rep.Findings, "leak.goroutine-growth")) != 0 {
+		t.Fatalf("without the goroutines growing: findings%s, want the memory's own leak finding", titles(rep.Findings))
+	}
+}
+
+// TestRun_clientWaitingIsNotBodyLeftOpen diagnoses a real service whose
+// background requests use the default client, without a timeout, against
+// a service that stalls. Its connections grow as those of a body never
+// closed do, but requests wait in net/http's roundTrip: the finding is
+// the missing timeout, at the service's http.Post, not "close the body".
+func TestRun_clientWaitingIsNotBodyLeftOpen(t *testing.T) {
+	rep := Run(Input{Heap: recordedProfiles(t, "client-without-timeout", "heap"), Goroutines: recordedProfiles(t, "client-without-timeout", "goroutine")})
+	serious := atLeast(rep.Findings, Low)
+	if len(serious) != 1 {
+		t.Fatalf("%d findings of low or above, want 1 for the one cause:%s", len(serious), titles(serious))
+	}
+	f := serious[0]
+	if f.Function != "main.audited.func1" || f.Line != 331 {
+		t.Errorf("finding at %s %s:%d, want the service's http.Post at main.audited.func1 main.go:331", f.Function, f.File, f.Line)
+	}
+	if !strings.Contains(f.Fix, "give every outgoing request a bound") || strings.Contains(f.Fix, "close every response body") {
+		t.Errorf("fix %q: want the client's timeout, not the body's close", f.Fix)
+	}
+}
+
+func atLeast(fs []result.Finding, min Severity) []result.Finding {
+	var out []result.Finding
+	for _, f := range fs {
+		if SeverityOf(f) >= min {
+			out = append(out, f)
+		}
+	}
+	return out
+}
