@@ -19,7 +19,7 @@ install: ## install heapscope into GOBIN
 test: need-chromium ## run the whole test suite (race detector on), after lint (scripts/test.sh installs what it needs first)
 	$(GO) mod download
 	$(MAKE) lint
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) test-allocbench
 	$(MAKE) test-browser
 
