@@ -272,23 +272,7 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) {
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "tagCtx = context.WithValue(tagCtx"), min: diagnose.Medium, says: "derive per-request values from the request's context"},
 		}},
 	}
-	runs := make([]*result.Run, len(cases))
-	errs := make([]error, len(cases))
-	// A few at a time: each service and its load take a core's share,
-	// and a starved run would judge the machine, not the misuse.
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 4)
-	for i, c := range cases {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			var url string
-			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
-				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /", "--rate", c.rate)
-			}
-		})
-	}
-	wg.Wait()
+	runs, errs := profileMisuses(t, bin, "GET /", 4, len(cases), func(i int) ([]string, string) { return cases[i].args, cases[i].rate })
 	for i, c := range cases {
 		t.Run(c.misuse, func(t *testing.T) {
 			if errs[i] != nil {
@@ -398,21 +382,7 @@ func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
 		}},
 		{"ristretto-shared", []string{"-mode", "ristretto-shared"}, "100", true, nil},
 	}
-	runs := make([]*result.Run, len(cases))
-	errs := make([]error, len(cases))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 2)
-	for i, c := range cases {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			var url string
-			if url, errs[i] = startService(t, bin, c.args...); errs[i] == nil {
-				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", "GET /?user=u{seq}", "--rate", c.rate)
-			}
-		})
-	}
-	wg.Wait()
+	runs, errs := profileMisuses(t, bin, "GET /?user=u{seq}", 2, len(cases), func(i int) ([]string, string) { return cases[i].args, cases[i].rate })
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if errs[i] != nil {
@@ -425,6 +395,30 @@ func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
 			judge(t, name+", 10 s at "+c.rate+"/s", runs[i].Findings, runs[i].DiagnosisNotes, c.wants...)
 		})
 	}
+}
+
+// profileMisuses starts the service bin with each of n cases' flags and
+// profiles it for 10 s (30 s at most) under load at the case's rate, at
+// most slots at a time: each service and its load take a core's share,
+// and a starved run would judge the machine, not the misuse.
+func profileMisuses(t *testing.T, bin, load string, slots, n int, caseOf func(int) (args []string, rate string)) ([]*result.Run, []error) {
+	runs := make([]*result.Run, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	free := make(chan struct{}, slots)
+	for i := range n {
+		args, rate := caseOf(i)
+		wg.Go(func() {
+			free <- struct{}{}
+			defer func() { <-free }()
+			var url string
+			if url, errs[i] = startService(t, bin, args...); errs[i] == nil {
+				runs[i], errs[i] = profileURL(t, url, "--duration", "10s", "--max-duration", "30s", "--load", load, "--rate", rate)
+			}
+		})
+	}
+	wg.Wait()
+	return runs, errs
 }
 
 // lineOf returns the number of the first line of src that holds text.
