@@ -347,10 +347,12 @@ func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) {
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "if err := renderSlots.Acquire(background, 1); err != nil {"), min: diagnose.Medium, says: "defer sem.Release(n) right after a successful Acquire"},
 		}},
 		{"semaphore-release-deferred", []string{"-mode", "semaphore-release-deferred"}, "400", true, nil},
-		{"errgroup-never-waited", []string{"-mode", "errgroup-never-waited"}, "400", false, []want{
+		// A group and its context are about two hundred bytes: at 1,000/s
+		// they take samples enough to be placed within the window.
+		{"errgroup-never-waited", []string{"-mode", "errgroup-never-waited"}, "1000", false, []want{
 			{id: "leak.*", file: "main.go", line: lineOf(t, src, "g, ctx := errgroup.WithContext(background)"), min: diagnose.Medium, says: "call g.Wait() for every group"},
 		}},
-		{"errgroup-waited", []string{"-mode", "errgroup-waited"}, "400", true, nil},
+		{"errgroup-waited", []string{"-mode", "errgroup-waited"}, "1000", true, nil},
 		// An expired visit is about a hundred bytes, with its key and
 		// its slot in go-cache's map: at 1,000/s they grow steadily past
 		// the leak threshold within the window.
