@@ -27,11 +27,16 @@ func (d *diagnosis) userLines() {
 	misuses, _ := misuseCatalogue() // misuses() already noted a bad catalogue
 	for i := range d.findings {
 		f := &d.findings[i]
-		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" || d.app.own(frame{f.Function, f.File, f.Line}) {
+		m, misuse := misuseByID(misuses, f.Cause)
+		// Growth no sample places has no site, but a misuse that explains
+		// it names the calls that make it (keptByCalls).
+		if d.folded[i] || !isSymptom(f.ID) || f.Function == "" && !misuse || d.app.own(frame{f.Function, f.File, f.Line}) {
 			continue
 		}
-		through := []string{f.Function}
-		m, misuse := misuseByID(misuses, f.Cause)
+		var through []string
+		if f.Function != "" {
+			through = []string{f.Function}
+		}
 		var at site
 		var ok bool
 		if misuse {

@@ -296,7 +296,7 @@ func (d *diagnosis) liveHeap(hs heapSites) bool {
 		humanize.Bytes(t.slope), liveSeries(ys), t.r2, projection)
 
 	if len(a.places) == 0 {
-		d.add(newFinding("leak.live-growth", sev, site{}, growsBy+"; the sampled profiles cannot place it yet", ev,
+		d.add(newFinding("leak.live-growth", sev, site{}, growsBy+unplacedTitle, ev,
 			unplacedFix(t.growth, window, hs.period), t.confidence()*0.8))
 		return true
 	}
@@ -400,6 +400,9 @@ func fewSamplesAdvice(growth, window float64, period int64) string {
 	return fmt.Sprintf("few samples place it: a window %.0f× longer (--duration %s) gives about √%.0f times surer shares, or start the service with GODEBUG=memprofilerate=%d to sample one allocation in %s instead of %s (about %.0f× the profiling work while it runs)",
 		4.0, humanize.Seconds(4*window), 4.0, rate, humanize.Bytes(float64(rate)), humanize.Bytes(float64(period)), float64(period)/float64(rate))
 }
+
+// unplacedTitle ends the title of a growth no site's samples place.
+const unplacedTitle = "; the sampled profiles cannot place it yet"
 
 // unplacedFix is the advice when the live heap grows and no site's
 // samples rose.

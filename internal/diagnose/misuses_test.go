@@ -90,3 +90,83 @@ func TestInSignature_genericFunctions(t *testing.T) {
 		t.Errorf("inSignature allocates %.0f times a call, want none", n)
 	}
 }
+
+// TestRun_keptByCalls: a live heap that grows steadily while too few of
+// its samples land anywhere to place it is placed by a misuse whose calls
+// only add to what a library keeps, when the service made those calls in
+// the window — and only then.
+func TestRun_keptByCalls(t *testing.T) {
+	const mod = "/home/u/go/pkg/mod/github.com/sirupsen/logrus@v1.10.2/"
+	addHook := []fn{
+		{"github.com/sirupsen/logrus.LevelHooks.Add", mod + "hooks.go", 19},
+		{"github.com/sirupsen/logrus.(*Logger).AddHook", mod + "logger.go", 375},
+		handler,
+	}
+	// The growth a hook's request line takes, caught by one sample.
+	request := []fn{readLine, httpRead}
+	steady := func(i int) float64 { return 2*mib + float64(i)*mib/4 }
+	tests := []struct {
+		name string
+		// hooksAdded is the sampled bytes allocated through AddHook by
+		// snapshot i; requestHeld the in-use bytes at the request line.
+		hooksAdded, requestHeld func(i int) int64
+		wantCause               string // empty: no misuse named
+		wantAt                  fn
+	}{
+		{
+			name:        "no site rises; hooks added in the window",
+			hooksAdded:  func(i int) int64 { return int64(i) * 512 << 10 },
+			requestHeld: func(int) int64 { return 0 },
+			wantCause:   "leak/logrus-hook-per-request at api.(*Server).get",
+			wantAt:      handler,
+		},
+		{
+			name:        "one sample at the request line; hooks added in the window",
+			hooksAdded:  func(i int) int64 { return int64(i) * 512 << 10 },
+			requestHeld: func(i int) int64 { return int64(min(i, 1)) * 512 << 10 },
+			wantCause:   "leak/logrus-hook-per-request at api.(*Server).get",
+			wantAt:      handler,
+		},
+		{
+			name:        "hooks added before the window only",
+			hooksAdded:  func(int) int64 { return 512 << 10 },
+			requestHeld: func(int) int64 { return 0 },
+		},
+		{
+			name:        "the samples place it at the request line",
+			hooksAdded:  func(i int) int64 { return int64(i) * 512 << 10 },
+			requestHeld: func(i int) int64 { return int64(i) * 2 * 512 << 10 },
+			wantAt:      readLine,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in Input
+			for i := range 8 {
+				at := t0.Add(time.Duration(i) * 5 * time.Second)
+				h := newHeap(at, 512<<10)
+				a := tt.hooksAdded(i)
+				h.sampleWithSize(4096, [4]int64{a / 4096, a, 0, 0}, addHook...)
+				r := tt.requestHeld(i)
+				h.sampleWithSize(48, [4]int64{r / 48, r, r / 48, r}, request...)
+				in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+				in.Live = append(in.Live, Live{Bytes: uint64(steady(i))})
+			}
+			serious := atLeast(Run(in).Findings, Medium)
+			if len(serious) != 1 {
+				t.Fatalf("%d findings of medium or above, want the one leak:%s", len(serious), titles(serious))
+			}
+			f := serious[0]
+			if !strings.HasPrefix(f.Cause, "leak") || tt.wantCause != "" && !strings.HasPrefix(f.Cause, tt.wantCause) ||
+				tt.wantCause == "" && strings.Contains(f.Cause, "logrus") {
+				t.Errorf("cause %q (%s), want %q", f.Cause, f.Title, tt.wantCause)
+			}
+			if tt.wantAt.name != "" && f.Function != tt.wantAt.name {
+				t.Errorf("finding at %q (%s), want at %s", f.Function, f.Title, tt.wantAt.name)
+			}
+			if tt.wantCause != "" && !strings.Contains(f.Fix, "add hooks once") {
+				t.Errorf("fix %q: want the misuse's", f.Fix)
+			}
+		})
+	}
+}
