@@ -48,6 +48,7 @@ lint: ## gofmt, import groups, go vet, go mod tidy check
 	$(GO) vet ./...
 	$(GO) vet -tags allocbench ./internal/allocbench/
 	$(GO) vet -tags pyroscope ./internal/export/pyroscope/
+	$(GO) vet -tags accuracy ./cmd/heapscope/
 	$(GO) mod tidy -diff
 
 fmt: ## format the code

@@ -13,14 +13,14 @@
 #   bench/accuracy.sh          # rewrites the table in docs/findings.md
 #   bench/accuracy.sh -n       # prints it only
 #
-# It takes about three minutes (the cases wait on their windows' clocks),
+# It takes about ten minutes (the cases wait on their windows' clocks),
 # and exits 1 when a case failed (the table is written all the same).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 out=$(mktemp "${TMPDIR:-/tmp}/accuracy.XXXXXX")
 trap 'rm -f "$out"' EXIT
-HEAPSCOPE_ACCURACY=$out go test ./cmd/heapscope -count=1 -timeout 20m \
+HEAPSCOPE_ACCURACY=$out go test -tags accuracy ./cmd/heapscope -count=1 -timeout 30m \
 	-run 'TestProfile_VerdictsAtDefaultSettings|TestProfile_RealModuleAtBuggyAndFixedVersions|TestProfile_PoolThatFillsOnceIsWarmUp|TestProfile_MisusesOnRealRuns|TestProfile_ModuleMisusesOnRealRuns'
 status=$?
 if [[ ${1:-} == -n ]]; then
