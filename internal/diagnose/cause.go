@@ -219,6 +219,28 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 			leadAt[at] = j
 		}
 	}
+	// A leak without a misuse that a few samples place in the function
+	// where a misuse was found (or a closure of it, or its parent) is most
+	// likely that misuse's memory: the channel a blocked sender holds, made
+	// on the line before the go statement.
+	for i, f := range findings {
+		if folded[i] || !weaklyPlaced(f) || !app.is(f.Function) {
+			continue
+		}
+		j := slices.IndexFunc(findings, func(m result.Finding) bool {
+			return m.Cause != "" && isSymptom(m.ID) && m.File == f.File && sameFunctionOrClosure(m.Function, f.Function)
+		})
+		if j < 0 || folded[j] {
+			continue
+		}
+		folded[i] = true
+		l := &findings[j]
+		l.Symptoms = append(l.Symptoms, result.Symptom{ID: f.ID, Severity: f.Severity, Title: f.Title,
+			Function: f.Function, File: f.File, Line: f.Line})
+		if SeverityOf(f) > SeverityOf(*l) {
+			l.Severity = f.Severity
+		}
+	}
 	// An allocation hot spot at a leak's line is the leak's allocations
 	// seen in the allocs profile: a symptom too.
 	for i, f := range findings {
@@ -288,4 +310,19 @@ func WithKnown(findings, known []result.Finding) []result.Finding {
 	}
 	Sort(out)
 	return out
+}
+
+// weaklyPlaced reports whether f is a growing site that fewer than
+// MinPlacingSamples samples place, with no holder named for it: a finding
+// whose place is a guess.
+func weaklyPlaced(f result.Finding) bool {
+	n, placed := f.Evidence["site_samples"]
+	_, held := f.Evidence["held_sites"]
+	return f.ID == "leak.inuse-growth" && f.Cause == "" && placed && n > 0 && n < MinPlacingSamples && !held
+}
+
+// sameFunctionOrClosure reports whether a and b are one function, or one is
+// a closure (at any depth) of the other: main.handle and main.handle.func1.
+func sameFunctionOrClosure(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
 }

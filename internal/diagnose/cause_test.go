@@ -69,6 +69,13 @@ func TestOneFindingPerUserLine(t *testing.T) {
 		return result.Finding{ID: id, Severity: sev, Cause: cause, Function: function, File: "/src/svc/main.go", Line: line,
 			Title: id + " " + function, Evidence: map[string]float64{}}
 	}
+	placedBy := func(f result.Finding, samples float64, held bool) result.Finding {
+		f.Evidence = map[string]float64{"site_samples": samples}
+		if held {
+			f.Evidence["held_sites"] = 1
+		}
+		return f
+	}
 	tests := []struct {
 		name string
 		in   []result.Finding
@@ -108,6 +115,26 @@ func TestOneFindingPerUserLine(t *testing.T) {
 			at("leak.inuse-growth", "high", "", "bufio.NewWriterSize", 599),
 			at("leak.inuse-growth", "high", "", "bufio.NewReaderSize", 57),
 		}, []string{"leak.inuse-growth high 0", "leak.inuse-growth high 0"}},
+		{"a leak one sample places in the misuse's parent function is its symptom", []result.Finding{
+			at("leak.goroutine-growth", "medium", "channel-send-never-received", "main.lookup.func1", 329),
+			placedBy(at("leak.inuse-growth", "high", "", "main.lookup", 327), 1, false),
+		}, []string{"leak.goroutine-growth high 1"}},
+		{"a leak few samples place at the misuse's line is its symptom", []result.Finding{
+			at("leak.goroutine-growth", "high", "singleflight-call-hangs", "main.refresh.func5.1", 288),
+			placedBy(at("leak.inuse-growth", "high", "", "main.refresh.func5.1", 288), 3, false),
+		}, []string{"leak.goroutine-growth high 1"}},
+		{"a leak samples place surely beside a misuse stays apart", []result.Finding{
+			at("leak.goroutine-growth", "high", "channel-send-never-received", "main.lookup.func1", 329),
+			placedBy(at("leak.inuse-growth", "high", "", "main.lookup", 327), 4, false),
+		}, []string{"leak.goroutine-growth high 0", "leak.inuse-growth high 0"}},
+		{"a holder named beside a misuse stays apart", []result.Finding{
+			at("leak.goroutine-growth", "high", "channel-send-never-received", "main.lookup.func1", 329),
+			placedBy(at("leak.inuse-growth", "high", "", "main.lookup", 327), 1, true),
+		}, []string{"leak.goroutine-growth high 0", "leak.inuse-growth high 0"}},
+		{"a weakly placed leak in another function stays apart", []result.Finding{
+			at("leak.goroutine-growth", "high", "channel-send-never-received", "main.lookup.func1", 329),
+			placedBy(at("leak.inuse-growth", "high", "", "main.lookupAll", 340), 1, false),
+		}, []string{"leak.goroutine-growth high 0", "leak.inuse-growth high 0"}},
 		{"a hot spot at a leak's line is its symptom; info stays apart", []result.Finding{
 			at("alloc.hot-spot", "medium", "", "main.fetch", 12),
 			at("leak.inuse-growth", "info", "", "main.fetch", 12),
