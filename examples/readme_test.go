@@ -18,6 +18,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/diagnose"
+	"github.com/heapscope/heapscope/internal/result"
+	"github.com/heapscope/heapscope/internal/rundir"
 )
 
 // The README's promise: every command shown in README.md and
@@ -98,6 +102,61 @@ func heapShrank(t *testing.T, out, dir string) {
 	t.Errorf("compare shows no heap in use:\n%s", out)
 }
 
+// onlyRun reads the one run whose result.json the glob pattern, relative
+// to dir, matches.
+func onlyRun(t *testing.T, dir, pattern string) *result.Run {
+	t.Helper()
+	found, err := filepath.Glob(filepath.Join(dir, pattern, result.FileName))
+	if err != nil || len(found) != 1 {
+		t.Fatalf("%d runs match %s, want 1 (%v)", len(found), pattern, err)
+	}
+	res, err := rundir.Read(filepath.Dir(found[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// exactLeak fails unless the run of the leaky cache gives the leak at the
+// cache's append with the live heap's growth read exactly and the samples
+// that place it there.
+func exactLeak(t *testing.T, out, dir string) {
+	t.Helper()
+	res := onlyRun(t, dir, "heapscope-runs/127.0.0.1_*") // not the demo's
+	for _, f := range res.Findings {
+		if f.ID == "leak.inuse-growth" && filepath.Base(f.File)+":"+strconv.FormatInt(f.Line, 10) == cacheAppend(t) {
+			if !strings.Contains(f.Title, "exact") || f.Evidence["site_samples"] <= 0 {
+				t.Errorf("the leak %q (evidence %v) does not give the exact growth and the samples behind its site", f.Title, f.Evidence)
+			}
+			return
+		}
+	}
+	t.Errorf("no leak.inuse-growth at %s in %s", cacheAppend(t), describeAll(res.Findings))
+}
+
+// quietRun fails unless the run under sub has nothing of medium or above
+// (GC pauses aside: a short window's pauses are the machine's).
+func quietRun(sub string) func(t *testing.T, out, dir string) {
+	return func(t *testing.T, out, dir string) {
+		t.Helper()
+		res := onlyRun(t, dir, filepath.Join(sub, "*"))
+		for _, f := range res.Findings {
+			if diagnose.SeverityOf(f) >= diagnose.Medium && f.ID != "gc.pause" {
+				t.Errorf("the fixed cache's run is not quiet: %s", describeAll(res.Findings))
+				return
+			}
+		}
+	}
+}
+
+func describeAll(fs []result.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("\n  " + f.Severity + " " + f.ID + ": " + f.Title)
+	}
+	return b.String()
+}
+
 func fileHolds(name, want string) func(t *testing.T, out, dir string) {
 	return func(t *testing.T, out, dir string) {
 		t.Helper()
@@ -130,13 +189,13 @@ var outcomes = map[string]outcome{
 	"go run ./examples/leakycache/cmd/leakycache --addr 127.0.0.1:6060 &":         {background: true},
 	"go run ./examples/optimizedcache/cmd/optimizedcache --addr 127.0.0.1:6061 &": {background: true},
 	"heapscope profile http://127.0.0.1:6060 --duration 30s --load 'GET /process?id=user-{rand:100000}' --rate 500": {
-		check: all(leadFinding, says("a map that only grows", "bound the map"))},
+		check: all(leadFinding, says("a map that only grows", "bound the map"), exactLeak)},
 	"curl -s -o allocs.pb.gz http://127.0.0.1:6060/debug/pprof/allocs":                                                {check: fileHolds("allocs.pb.gz", "\x1f\x8b")},
 	"heapscope diagnose allocs.pb.gz --all":                                                                           {check: says("allocation hot spot at leakycache.", "since the process started")},
 	"heapscope flame allocs.pb.gz -o allocs.html":                                                                     {check: fileHolds("allocs.html", "leakycache.(*Worker).Process")},
 	"heapscope view heapscope-runs/127.0.0.1_6060-*":                                                                  {serves: true},
 	"heapscope profile http://127.0.0.1:6060 --duration 10s --load 'GET /process?id=user-{rand:100000}' --out before": {},
-	"heapscope profile http://127.0.0.1:6061 --duration 10s --load 'GET /process?id=user-{rand:100000}' --out after":  {},
+	"heapscope profile http://127.0.0.1:6061 --duration 10s --load 'GET /process?id=user-{rand:100000}' --out after":  {check: quietRun("after")},
 	"heapscope compare before/* after/*":                                                                              {check: all(says("bytes per request", "site"), heapShrank)},
 	"go test -run '^$' -bench Worker -benchmem -count 10 -benchtime 20000x ./examples/leakycache > old.txt":           {check: fileHolds("old.txt", "BenchmarkWorker_Process")},
 	"go test -run '^$' -bench Worker -benchmem -count 10 -benchtime 20000x ./examples/optimizedcache > new.txt":       {check: fileHolds("new.txt", "BenchmarkWorker_Process")},

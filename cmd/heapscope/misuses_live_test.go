@@ -31,10 +31,10 @@ func TestProfile_MisusesOnRealRuns(t *testing.T) { profileMisuseSuite(t, stdlibM
 // each as a control that must stay quiet.
 func TestProfile_ModuleMisusesOnRealRuns(t *testing.T) { profileMisuseSuite(t, moduleMisuses) }
 
-// recordEnv names the variable that makes the live misuse tests record
+// recordEnv names the variable that makes the live verdict tests record
 // the run of every case they judge right into testdata/recorded, for
-// TestDiagnose_RecordedMisuseRuns.
-const recordEnv = "HEAPSCOPE_RECORD_MISUSES"
+// TestDiagnose_RecordedMisuseRuns and TestDiagnose_RecordedVerdictRuns.
+const recordEnv = "HEAPSCOPE_RECORD"
 
 // profileMisuseSuite builds the suite's service, profiles each case for
 // 10 s (30 s at most) under its load, and judges the runs.

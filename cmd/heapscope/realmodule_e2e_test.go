@@ -243,7 +243,12 @@ func (w *firstLine) Write(p []byte) (int, error) {
 // url, with args, and returns the result. It may run on any goroutine: it
 // reports failures as errors.
 func profileURL(t *testing.T, url string, args ...string) (*result.Run, error) {
-	args = append([]string{"profile", url, "--out", t.TempDir(), "--format", "json"}, args...)
+	return profileURLTo(t, url, t.TempDir(), args...)
+}
+
+// profileURLTo is profileURL writing its run directory under out.
+func profileURLTo(t *testing.T, url, out string, args ...string) (*result.Run, error) {
+	args = append([]string{"profile", url, "--out", out, "--format", "json"}, args...)
 	got := heapscopeIn(t, "", args...)
 	if got.code != exitOK {
 		return nil, fmt.Errorf("profile %s: exit %d\nstderr: %s", url, got.code, got.stderr)
