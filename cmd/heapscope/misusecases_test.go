@@ -187,6 +187,27 @@ var stdlibMisuses = misuseSuite{
 			{"context-value-chain", []string{"-mode", "value-chain"}, "1000", false, []want{
 				{id: "leak.*", file: "main.go", line: lineOf(t, src, "tagCtx = context.WithValue(tagCtx"), min: diagnose.Medium, says: "derive per-request values from the request's context"},
 			}},
+			// Second shapes: the same mistakes in a helper, a middleware, a
+			// worker pool or a method. The line to change is the helper's,
+			// the middleware's, the worker's or the method's.
+			{"http-response-body-not-closed, in a helper", []string{"-mode", "body-not-closed-in-helper", "-upstream", upstream}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "res, err := http.Get(*upstream + path)"), min: diagnose.Medium, says: "close every response body"},
+			}},
+			{"context-cancel-never-called, in a middleware", []string{"-mode", "cancel-not-called-in-middleware"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "scope, _ := context.WithCancel(background)"), min: diagnose.Medium, says: "call the cancel function when the work is done"},
+			}},
+			{"time-after-in-select, in a worker pool", []string{"-mode", "time-after-in-worker"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "case <-time.After(time.Hour): // idle"), min: diagnose.Medium, says: "defer t.Stop() instead of time.After"},
+			}},
+			{"channel-send-never-received, in a helper", []string{"-mode", "result-never-received-in-helper", "-upstream", upstream}, "200", false, []want{
+				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "price <- lookup()"), min: diagnose.Medium, says: "give the channel room for the results nobody may wait for"},
+			}},
+			{"sql-rows-never-closed, in a helper", []string{"-mode", "rows-never-closed-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "items, err := inventory.QueryContext(background"), min: diagnose.Medium, says: "defer rows.Close()"},
+			}},
+			{"mutex-never-unlocked, in a method", []string{"-mode", "lock-not-released-in-method"}, "400", false, []want{
+				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "s.mu.Lock()"), min: diagnose.Medium, says: "unlock on every path"},
+			}},
 		}
 	},
 }
@@ -280,6 +301,13 @@ var moduleMisuses = misuseSuite{
 				{id: "leak.*", file: "main.go", line: lineOf(t, src, "return ristretto.NewCache(&ristretto.Config"), min: diagnose.Medium, says: "make the cache once when the service starts"},
 			}},
 			{"ristretto-shared", []string{"-mode", "ristretto-shared"}, "100", true, nil},
+			// Second shapes: the same mistakes in a middleware and a helper.
+			{"prometheus-label-per-request, in a middleware", []string{"-mode", "metric-label-in-middleware"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "pageViews.WithLabelValues(r.URL.Path"), min: diagnose.Medium, says: "label with bounded values only"},
+			}},
+			{"errgroup-never-waited, in a helper", []string{"-mode", "errgroup-never-waited-in-helper"}, "1000", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "audits, actx := errgroup.WithContext(background)"), min: diagnose.Medium, says: "call g.Wait() for every group"},
+			}},
 		}
 	},
 }
