@@ -96,9 +96,18 @@ func profileMisuse(t *testing.T, bin, load string, c misuseCase) (string, error)
 	if got.code != exitOK {
 		return "", fmt.Errorf("profile %s: exit %d\nstderr: %s", url, got.code, got.stderr)
 	}
+	dir, err := onlyRunDir(out)
+	if err != nil {
+		return "", fmt.Errorf("profile %s: %w", url, err)
+	}
+	return dir, nil
+}
+
+// onlyRunDir is the one run directory heapscope profile wrote under out.
+func onlyRunDir(out string) (string, error) {
 	found, err := filepath.Glob(filepath.Join(out, "*", result.FileName))
 	if err != nil || len(found) != 1 {
-		return "", fmt.Errorf("profile %s: %d run directories in %s, want 1 (%v)", url, len(found), out, err)
+		return "", fmt.Errorf("%d run directories in %s, want 1 (%v)", len(found), out, err)
 	}
 	return filepath.Dir(found[0]), nil
 }

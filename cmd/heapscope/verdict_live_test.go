@@ -30,12 +30,12 @@ func profileStarted(t *testing.T, example string, args ...string) (*result.Run, 
 	if _, err := profileURLTo(t, svc.URL, out, args...); err != nil {
 		return nil, "", err
 	}
-	found, err := filepath.Glob(filepath.Join(out, "*", result.FileName))
-	if err != nil || len(found) != 1 {
-		return nil, "", fmt.Errorf("profile %s: %d run directories in %s, want 1 (%v)", example, len(found), out, err)
+	dir, err := onlyRunDir(out)
+	if err != nil {
+		return nil, "", fmt.Errorf("profile %s: %w", example, err)
 	}
-	res, err := rundir.Read(filepath.Dir(found[0]))
-	return res, filepath.Dir(found[0]), err
+	res, err := rundir.Read(dir)
+	return res, dir, err
 }
 
 // TestProfile_VerdictsAtDefaultSettings is the README's profile command

@@ -18,8 +18,11 @@ import (
 // finding's stacks start in, or are goroutine structs, becomes a symptom
 // of the goroutine finding, which takes the worse severity: one thing to
 // fix, the blocked goroutine. Of goroutines that start in a library (a
-// client's read loops), only their structs are folded; what they hold is
-// left to the misuse catalogue.
+// client's read loops, the server's connections), only their structs are
+// folded, and a site outside the service's code that a few samples place
+// (weaklyPlaced) where half its bytes were allocated on such goroutines:
+// the buffers of the connections whose requests pile up; what else they
+// hold is left to the misuse catalogue.
 func (d *diagnosis) heldByGoroutines() {
 	if len(d.in.Heap) == 0 || len(d.in.Goroutines) == 0 {
 		return
@@ -35,13 +38,18 @@ func (d *diagnosis) heldByGoroutines() {
 		}
 		// With no start in the service's code (a library's goroutines),
 		// only the goroutines' own structs are theirs.
-		starts := d.goroutineStarts(gs, site{gf.Function, gf.File, gf.Line})
+		at := site{gf.Function, gf.File, gf.Line}
+		starts, anyStarts := d.goroutineStarts(gs, at, false), d.goroutineStarts(gs, at, true)
 		for j := range d.findings {
 			mf := d.findings[j]
 			if j == g || d.folded[j] || mf.ID != "leak.inuse-growth" || mf.Cause != "" || explainedByKnownBug(mf) {
 				continue
 			}
-			if !d.allocatedOn(heap, site{mf.Function, mf.File, mf.Line}, starts) {
+			on := starts
+			if weaklyPlaced(mf) && !d.app.is(mf.Function) {
+				on = anyStarts
+			}
+			if !d.allocatedOn(heap, site{mf.Function, mf.File, mf.Line}, on) {
 				continue
 			}
 			d.folded[j] = true
@@ -54,11 +62,11 @@ func (d *diagnosis) heldByGoroutines() {
 	}
 }
 
-// goroutineStarts returns the functions of the service's code that the
-// goroutines through at start in: the outermost frame of each stack, a
-// closure or a go statement's wrapper (main.handle.func1,
-// main.handle.gowrap1) or a named function.
-func (d *diagnosis) goroutineStarts(gs *profile.Profile, at site) map[string]bool {
+// goroutineStarts returns the functions of the service's code (of any
+// code, with anyCode) that the goroutines through at start in: the
+// outermost frame of each stack, a closure or a go statement's wrapper
+// (main.handle.func1, main.handle.gowrap1) or a named function.
+func (d *diagnosis) goroutineStarts(gs *profile.Profile, at site, anyCode bool) map[string]bool {
 	starts := map[string]bool{}
 	for _, s := range gs.Sample {
 		fs := frames(s)
@@ -69,7 +77,7 @@ func (d *diagnosis) goroutineStarts(gs *profile.Profile, at site) map[string]boo
 		if outer.function == "runtime.goexit" && len(fs) > 1 {
 			outer = fs[len(fs)-2]
 		}
-		if d.app.own(outer) {
+		if anyCode || d.app.own(outer) {
 			starts[outer.function] = true
 		}
 	}

@@ -122,3 +122,57 @@ func atLeast(fs []result.Finding, min Severity) []result.Finding {
 	}
 	return out
 }
+
+// pilingHandlers builds six snapshots 30 s apart of a service whose
+// handler waits for ever behind a library's call: the server's connection
+// goroutines, which start in net/http, pile up in it. The live heap grows
+// with the connections they keep, which samples place in net/http by
+// samples bytes' worth of samples (at 512 KiB).
+func pilingHandlers(samples int64) Input {
+	handler := fn{"main.refresh", "/src/svc/main.go", 288}
+	serve := fn{"net/http.(*conn).serve", "/go/src/net/http/server.go", 2102}
+	var in Input
+	const period = 512 << 10
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * 30 * time.Second)
+		h := newHeap(at, period)
+		conns := int64(i) * samples * period / 5
+		h.sample([4]int64{conns / 4096, conns, conns / 4096, conns},
+			fn{"net/http.(*connReader).abortPendingRead", "/go/src/net/http/server.go", 750},
+			fn{"net/http.(*response).finishRequest", "/go/src/net/http/server.go", 1710}, serve, fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700})
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		live := 20*mib + float64(i)*1.5*mib
+		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{4 + int64(i)*600}, stack: []fn{
+			{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"sync.runtime_SemacquireWaitGroup", "/go/src/runtime/sema.go", 114},
+			{"golang.org/x/sync/singleflight.(*Group).Do", "/mod/golang.org/x/sync@v0.25.0/singleflight/singleflight.go", 99},
+			handler, {"net/http.HandlerFunc.ServeHTTP", "/go/src/net/http/server.go", 2294}, serve, {"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700},
+		}}})
+		in.Goroutines = append(in.Goroutines, Profile{Name: fmt.Sprintf("goroutine-%03d", i), Time: at, Profile: p})
+	}
+	return in
+}
+
+// TestRun_connectionsOfPilingHandlersAreTheirs: handlers piling up behind
+// a call that never returns, and the connections' buffers a sample places
+// in net/http, are one finding, the goroutines'. Placed surely there, the
+// library's memory stays a finding of its own.
+func TestRun_connectionsOfPilingHandlersAreTheirs(t *testing.T) {
+	rep := Run(pilingHandlers(1))
+	serious := atLeast(rep.Findings, Low)
+	if len(serious) != 1 || serious[0].ID != "leak.goroutine-growth" {
+		t.Fatalf("findings of low or above:%s\nwant the goroutines' alone", titles(serious))
+	}
+	held := false
+	for _, s := range serious[0].Symptoms {
+		held = held || strings.HasPrefix(s.Title, "held by these goroutines: ") && s.Function == "net/http.(*connReader).abortPendingRead"
+	}
+	if !held {
+		t.Errorf("symptoms %+v: want the connections' memory held by the goroutines", serious[0].Symptoms)
+	}
+
+	rep = Run(pilingHandlers(MinPlacingSamples * 2))
+	if len(findingsWith(rep.Findings, "leak.inuse-growth")) != 1 {
+		t.Errorf("placed surely in net/http: findings%s, want the memory's own finding beside the goroutines'", titles(rep.Findings))
+	}
+}
