@@ -166,7 +166,8 @@ func (d *diagnosis) userFrameThrough(functions []string, heldOnly bool) (site, b
 // others as its symptoms and takes the worst severity: the goroutines,
 // buffers and connections of one http.Get whose bodies stay open are one
 // thing to fix, not four. An allocation hot spot at such a line is one of
-// its symptoms too.
+// its symptoms too, and so is a leak without a misuse that a few samples
+// place in the function of a misuse's finding (weaklyPlaced).
 func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Finding {
 	type cause struct {
 		misuse string
@@ -230,7 +231,15 @@ func oneFindingPerUserLine(findings []result.Finding, app appCode) []result.Find
 		j := slices.IndexFunc(findings, func(m result.Finding) bool {
 			return m.Cause != "" && isSymptom(m.ID) && m.File == f.File && sameFunctionOrClosure(m.Function, f.Function)
 		})
-		if j < 0 || folded[j] {
+		if j >= 0 && folded[j] {
+			// A folded misuse finding went to the lead of its line.
+			l, ok := leadAt[site{findings[j].Function, findings[j].File, findings[j].Line}]
+			j = -1
+			if ok && !folded[l] {
+				j = l
+			}
+		}
+		if j < 0 {
 			continue
 		}
 		folded[i] = true

@@ -123,6 +123,11 @@ func TestOneFindingPerUserLine(t *testing.T) {
 			at("leak.goroutine-growth", "high", "singleflight-call-hangs", "main.refresh.func5.1", 288),
 			placedBy(at("leak.inuse-growth", "high", "", "main.refresh.func5.1", 288), 3, false),
 		}, []string{"leak.goroutine-growth high 1"}},
+		{"a weakly placed leak beside a folded misuse finding goes to its lead", []result.Finding{
+			at("leak.inuse-growth", "medium", "channel-send-never-received", "main.lookup.func1", 330),
+			at("leak.goroutine-growth", "high", "channel-send-never-received", "main.lookup.func1", 329),
+			placedBy(at("leak.inuse-growth", "high", "", "main.lookup", 327), 1, false),
+		}, []string{"leak.goroutine-growth high 2"}},
 		{"a leak samples place surely beside a misuse stays apart", []result.Finding{
 			at("leak.goroutine-growth", "high", "channel-send-never-received", "main.lookup.func1", 329),
 			placedBy(at("leak.inuse-growth", "high", "", "main.lookup", 327), 4, false),
