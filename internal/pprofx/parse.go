@@ -109,8 +109,11 @@ func ParseWithin(data []byte, lim Limits) (p *profile.Profile, decoded int64, er
 		if err != nil {
 			return nil, 0, err
 		}
-	} else if _, decoded, _ = sizeOf(bytes.NewReader(data), len(data)); decoded > lim.MaxDecoded {
-		return nil, 0, &TooLargeError{Limit: lim.MaxDecoded, Decoded: true, Estimate: decoded}
+	} else {
+		var partial bool
+		if _, decoded, partial, _ = sizeOf(bytes.NewReader(data), len(data), lim.MaxDecoded); decoded > lim.MaxDecoded {
+			return nil, 0, tooCostly(lim.MaxDecoded, decoded, partial)
+		}
 	}
 	p, err = profile.ParseData(data)
 	if err != nil {
@@ -137,7 +140,7 @@ func gunzip(data []byte, lim Limits) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("decompress profile: %w", gzipErr(err))
 	}
 	h := &headReader{r: &limitedReader{r: zr, left: lim.MaxDecompressed, limit: lim.MaxDecompressed, gzipped: true}}
-	size, cost, err := sizeOf(h, 0)
+	size, cost, partial, err := sizeOf(h, 0, lim.MaxDecoded)
 	zr.Close()
 	switch {
 	case err != nil:
@@ -148,7 +151,7 @@ func gunzip(data []byte, lim Limits) ([]byte, int64, error) {
 	case size == 0:
 		return nil, 0, fmt.Errorf("%w: empty after decompression", ErrNotProfile)
 	case cost > lim.MaxDecoded:
-		return nil, 0, &TooLargeError{Limit: lim.MaxDecoded, Decoded: true, Estimate: cost}
+		return nil, 0, tooCostly(lim.MaxDecoded, cost, partial)
 	}
 	if err := zr.Reset(bytes.NewReader(data)); err != nil {
 		return nil, 0, fmt.Errorf("decompress profile: %w", gzipErr(err))
@@ -159,6 +162,16 @@ func gunzip(data []byte, lim Limits) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("decompress profile: %w", gzipErr(err))
 	}
 	return raw, cost, nil
+}
+
+// tooCostly is the error for a profile whose decoding would cost more
+// than limit: about cost, unless the estimate stopped early (partial)
+// and cost is only where it stopped.
+func tooCostly(limit, cost int64, partial bool) *TooLargeError {
+	if partial {
+		cost = 0
+	}
+	return &TooLargeError{Limit: limit, Decoded: true, Estimate: cost}
 }
 
 // headReader keeps the first two bytes read through it.

@@ -131,11 +131,17 @@ func decodeCost(r *bufio.Reader) (int64, error) {
 // checkWire checks the wire type of a Profile's field as profile.Parse
 // does: messages and strings (1 to 6, 11) are length-delimited, the
 // int64s (7 to 10, 12, 14, 15) varints, the comments (13) either; other
-// fields are skipped whatever their type, of those protobuf knows.
+// fields are skipped whatever their type, of those protobuf knows. Field
+// 0, which no encoder writes, profile.Parse skips too, but decodeCost
+// takes it for what it is, input that is not a protobuf: a stream of
+// zeros is then charged by the byte, not as nothing, and a gzip bomb of
+// zeros is refused from a thirty-second of its decompressed limit.
 func checkWire(field uint64, wire int) error {
 	switch {
 	case wire != 0 && wire != 1 && wire != 2 && wire != 5:
 		return formatErr("unknown wire type: %d", wire)
+	case field == 0:
+		return formatErr("field number 0")
 	case field >= 1 && field <= 6 || field == 11:
 		if wire != 2 {
 			return errTypeMismatch
@@ -298,12 +304,15 @@ func skipCounting(r *bufio.Reader, n uint64, field uint64) (int64, error) {
 }
 
 // sizeOf reads a profile's protobuf from r to its end and returns its
-// size and decoding cost. Input that is not a protobuf is read to its end
-// all the same, for its size, and costs what the decoding spent before
-// it found so, or costLegacy per byte, whichever is more. A size hint
-// above 0 says r holds no more than so many bytes: the read buffer need
-// not be larger.
-func sizeOf(r io.Reader, hint int) (size, cost int64, err error) {
+// size and decoding cost. Input that is not a protobuf is read on, for
+// its size, and costs what the decoding spent before it found so, or
+// costLegacy per byte, whichever is more; once that passes maxCost,
+// sizeOf stops reading and says so with partial: the cost is then only
+// a lower bound, and a stream of zeros inflating to the decompressed
+// limit is refused after a thirty-second of it. A size hint above 0
+// says r holds no more than so many bytes: the read buffer need not be
+// larger.
+func sizeOf(r io.Reader, hint int, maxCost int64) (size, cost int64, partial bool, err error) {
 	cr := &countingReader{r: r}
 	buf := costBuffer
 	if hint > 0 {
@@ -312,12 +321,21 @@ func sizeOf(r io.Reader, hint int) (size, cost int64, err error) {
 	br := bufio.NewReaderSize(cr, buf)
 	cost, err = decodeCost(br)
 	var format *formatError
-	if errors.As(err, &format) {
-		if _, err = io.Copy(io.Discard, br); err == nil {
-			cost = max(cost, cr.n*costLegacy)
+	if !errors.As(err, &format) {
+		return cr.n, cost, false, err
+	}
+	for {
+		_, err := br.Discard(br.Size())
+		cost = max(cost, cr.n*costLegacy)
+		switch {
+		case err == io.EOF:
+			return cr.n, cost, false, nil
+		case err != nil:
+			return cr.n, cost, false, err
+		case cost > maxCost:
+			return cr.n, cost, true, nil
 		}
 	}
-	return cr.n, cost, err
 }
 
 // countingReader counts the bytes read through it.

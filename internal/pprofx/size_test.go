@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -164,7 +165,7 @@ func TestDecodeCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, cost, err := sizeOf(bytes.NewReader(tt.raw), 0)
+			_, cost, _, err := sizeOf(bytes.NewReader(tt.raw), 0, math.MaxInt64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,8 +225,14 @@ func TestParseWithin(t *testing.T) {
 		{name: "uncompressed under the decoded limit", data: raw, lim: Limits{MaxDecoded: 1 << 10}, decoded: true, limit: 1 << 10},
 		{name: "one sample repeated", data: gzipBytes(t, repeated), lim: Limits{MaxDecoded: 16 << 20}, decoded: true, limit: 16 << 20},
 		{name: "legacy text", data: legacy, lim: Limits{MaxDecoded: int64(len(legacy))}, decoded: true, limit: int64(len(legacy))},
-		{name: "gzip bomb", data: bomb, lim: Limits{MaxDecompressed: 1 << 20, MaxDecoded: 1 << 10}, limit: 1 << 20,
+		// Zeros are not a protobuf: charged costLegacy a byte, they are
+		// refused by the decompressed size only when that is the lower
+		// limit, else by what decoding them would take, from a
+		// thirty-second of them.
+		{name: "gzip bomb", data: bomb, lim: Limits{MaxDecompressed: 1 << 20, MaxDecoded: 64 << 20}, limit: 1 << 20,
 			want: "profile decompresses to more than 1048576 bytes"},
+		{name: "gzip bomb beyond the decoded limit", data: bomb, lim: Limits{MaxDecompressed: 1 << 30, MaxDecoded: 1 << 20}, decoded: true, limit: 1 << 20,
+			want: "profile would take more than 1048576 bytes of memory to decode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,7 +244,7 @@ func TestParseWithin(t *testing.T) {
 			if !errors.As(err, &tl) || tl.Decoded != tt.decoded || tl.Limit != tt.limit {
 				t.Fatalf("error %v (%#v), want a *TooLargeError of limit %d, decoded %v", err, tl, tt.limit, tt.decoded)
 			}
-			if tt.decoded && tl.Estimate <= tl.Limit {
+			if tt.decoded && tl.Estimate != 0 && tl.Estimate <= tl.Limit {
 				t.Errorf("estimate %d is within the limit %d", tl.Estimate, tl.Limit)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
@@ -275,6 +282,28 @@ func TestParseWithin_RefusesWithoutHolding(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSizeOf_stopsOnceTooCostly feeds sizeOf zeros without end: it must
+// stop once what it read costs more than its bound, not read on.
+func TestSizeOf_stopsOnceTooCostly(t *testing.T) {
+	const maxCost = 1 << 20
+	size, cost, partial, err := sizeOf(zeros{}, 0, maxCost)
+	if err != nil || !partial || cost <= maxCost {
+		t.Fatalf("sizeOf(zeros) = cost %d, partial %v, %v; want partial beyond %d", cost, partial, err, maxCost)
+	}
+	// The read buffer's first fill, then one more before the check.
+	if most := int64(maxCost/costLegacy + 2*costBuffer); size > most {
+		t.Errorf("read %d bytes of zeros, want at most %d", size, most)
+	}
+}
+
+// zeros reads as an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 func TestReadStacks_MaxDecoded(t *testing.T) {
