@@ -84,6 +84,11 @@ func HealthOf(s Signals) Status {
 	if st.Top != nil {
 		worse(HealthProblem, fmt.Sprintf("%s problem: %s", st.Top.Severity, st.Top.Headline()))
 	}
+	for _, p := range s.Problems {
+		if p.Unconfirmed && p.State.Active() {
+			st.Reasons = append(st.Reasons, "unconfirmed until the next capture: "+p.Headline())
+		}
+	}
 	if s.BeforeOOM {
 		worse(HealthDown, "OOM-killed after its last capture ("+s.Last.UTC().Format(time.RFC3339)+"), not captured since")
 	}

@@ -12,6 +12,8 @@ func TestHealthOf(t *testing.T) {
 	low := Problem{Kind: "growth.bounded", Severity: "low", State: Open, Cause: "growth"}
 	gone := leak
 	gone.State = Resolved
+	unsure := leak
+	unsure.Severity, unsure.Unconfirmed = "low", true
 	tests := []struct {
 		name    string
 		s       Signals
@@ -28,6 +30,8 @@ func TestHealthOf(t *testing.T) {
 			HealthDown, []string{"down since 2026-12-01T03:00:00Z: connection refused", "high problem"}, leak.Cause},
 		{"OOM-killed", Signals{Captured: true, BeforeOOM: true, Last: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}, HealthDown, []string{"OOM-killed after its last capture (2026-12-01T03:00:00Z)"}, ""},
 		{"a trigger that cannot fire", Signals{Captured: true, Unarmed: []string{"memory>=80%: no memory limit"}}, HealthDegraded, []string{"trigger memory>=80%: no memory limit"}, ""},
+		{"an unconfirmed growth is said, not a problem", Signals{Captured: true, Problems: []Problem{unsure}}, HealthOK,
+			[]string{"unconfirmed until the next capture: leak.inuse-growth at cache.go:38"}, ""},
 		{"partial, and a problem", Signals{Captured: true, Partial: true, Problems: []Problem{gc}}, HealthProblem, []string{"medium problem: gc.pressure", "its last capture is partial"}, gc.Cause},
 	}
 	for _, tt := range tests {

@@ -14,7 +14,12 @@
 //     do not show the cause resolve it, dated at the first of them; a
 //     partial capture, a bundle, or one under other load says nothing;
 //  4. each problem takes its severity, title, site and evidence from the
-//     latest capture that showed it, and its trend from that evidence.
+//     latest capture that showed it, and its trend from that evidence;
+//  5. a memory growth that began about when its only capture did (see
+//     Young) is Unconfirmed, held at low, until a second capture shows it
+//     again; the next comparable capture that does not show it resolves
+//     it as growth that stopped: a process filling its caches after a
+//     start and one leaking from it look alike in one window.
 //
 // The package is pure: captures in, problems out.
 package problem
@@ -174,6 +179,26 @@ type Problem struct {
 	Evidence map[string]float64 `json:"evidence,omitempty"`
 	// Latest is the path of the latest capture that showed it.
 	Latest string `json:"latest,omitempty"`
+	// Unconfirmed marks a memory growth that only one capture showed and
+	// that began about when that capture did (Young): warm-up and a
+	// young leak look alike until the next capture. Its Severity is held
+	// at low (the finding's own is in Title's capture) until a second
+	// capture shows it; a resolved unconfirmed problem is growth that
+	// stopped.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+}
+
+// StateText is the state as people read it: the state, and for an
+// unconfirmed problem what it waits for ("open, unconfirmed") or what it
+// turned out to be ("resolved, growth stopped").
+func (p Problem) StateText() string {
+	switch {
+	case p.Unconfirmed && p.State.Active():
+		return string(p.State) + ", unconfirmed"
+	case p.Unconfirmed:
+		return string(p.State) + ", growth stopped"
+	}
+	return string(p.State)
 }
 
 // Rank orders severities: info 0, low 1, medium 2, high 3 (an unknown
@@ -247,8 +272,11 @@ func Find(target string, captures []Capture) []Problem {
 			if p.clear++; p.clear == 1 {
 				p.clearSince = c.Time
 			}
-			if p.clear >= ClearToResolve {
+			if p.clear >= ClearToResolve || p.Unconfirmed {
 				p.State, p.ResolvedAt = Resolved, p.clearSince
+			}
+			if p.Unconfirmed {
+				p.Title = "growth that stopped (the next capture did not show it): " + p.Title
 			}
 		}
 	}
@@ -333,6 +361,28 @@ func (p *tracked) describe(fs []Finding, path string) {
 	p.Severity, p.Kind, p.Title, p.Where = worst.Severity, worst.Kind, worst.Title, worst.Where
 	p.Evidence, p.Latest = worst.Evidence, path
 	p.Trend = TrendOf(worst.Evidence)
+	p.Unconfirmed = p.Captures == 1 && path != "" && Young(worst.Evidence)
+	if p.Unconfirmed && Rank(p.Severity) > Rank("low") {
+		p.Severity = "low"
+	}
+}
+
+// Young reports whether a finding's evidence is of a memory growth that
+// began about when its window did: it grew in the window by half or more
+// of what it held at the window's start (growth_bytes and first_bytes,
+// or their live_ twins). At a steady rate r over an age A, the start
+// holds r·A and the window of length W adds r·W: half or more means A ≤
+// 2W, a site or a heap younger than two windows. A process filling its
+// caches after a start is such a growth, and so is a leak from it; one
+// capture cannot tell them apart, the next one can.
+func Young(ev map[string]float64) bool {
+	for _, k := range [][2]string{{"growth_bytes", "first_bytes"}, {"live_growth_bytes", "live_first_bytes"}} {
+		first, ok := ev[k[1]]
+		if growth := ev[k[0]]; ok && growth > 0 {
+			return growth >= first/2
+		}
+	}
+	return false
 }
 
 // TrendOf reads a growth rate from a finding's evidence: bytes per

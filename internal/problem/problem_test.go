@@ -50,6 +50,17 @@ type want struct {
 	captures int
 	hasTrend bool
 	latest   string
+	// unconfirmed: a young growth only one capture showed.
+	unconfirmed bool
+}
+
+// young is the leak growing in its window by four times what its site
+// held at the window's start: a site younger than two windows.
+var young = withEvidence(leak, map[string]float64{"slope_bytes_per_minute": 2 << 20, "growth_bytes": 8 << 20, "first_bytes": 2 << 20})
+
+func withEvidence(f Finding, ev map[string]float64) Finding {
+	f.Evidence = ev
+	return f
 }
 
 func TestFind(t *testing.T) {
@@ -141,6 +152,36 @@ func TestFind(t *testing.T) {
 			},
 		},
 		{
+			name:     "a young growth in one capture waits for the next, held at low",
+			captures: []Capture{capture(0, young)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "low", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path, unconfirmed: true}},
+		},
+		{
+			name:     "a young growth the next capture does not show stopped: resolved at once",
+			captures: []Capture{capture(0, young), capture(10)},
+			want:     []want{{cause: leak.Cause, state: Resolved, severity: "low", first: at(0), last: at(0), resolved: at(10), captures: 1, hasTrend: true, latest: capture(0).Path, unconfirmed: true}},
+		},
+		{
+			name:     "a young growth the next capture shows again is the leak, at its severity",
+			captures: []Capture{capture(0, young), capture(10, young)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(10), captures: 2, hasTrend: true, latest: capture(10).Path}},
+		},
+		{
+			name:     "a growth long under way is a leak from its first capture",
+			captures: []Capture{capture(0, withEvidence(leak, map[string]float64{"slope_bytes_per_minute": 2 << 20, "growth_bytes": 1 << 20, "first_bytes": 64 << 20}))},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "high", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path}},
+		},
+		{
+			name:     "a young growth under other load is not dismissed",
+			captures: []Capture{loaded(capture(0, young), 100), loaded(capture(10), 1000)},
+			want:     []want{{cause: leak.Cause, state: Open, severity: "low", first: at(0), last: at(0), captures: 1, hasTrend: true, latest: capture(0).Path, unconfirmed: true}},
+		},
+		{
+			name:     "growth that stopped and came back is the leak",
+			captures: []Capture{capture(0, young), capture(10), capture(20, young)},
+			want:     []want{{cause: leak.Cause, state: Reopened, severity: "high", first: at(0), last: at(20), captures: 2, hasTrend: true, latest: capture(20).Path}},
+		},
+		{
 			name:     "no captures, no problems",
 			captures: nil,
 			want:     nil,
@@ -155,11 +196,39 @@ func TestFind(t *testing.T) {
 				g := got[i]
 				if g.Target != "a" || g.Cause != w.cause || g.State != w.state || g.Severity != w.severity ||
 					!g.FirstSeen.Equal(w.first) || !g.LastSeen.Equal(w.last) || !g.ResolvedAt.Equal(w.resolved) ||
-					g.Captures != w.captures || (g.Trend != nil) != w.hasTrend || g.Latest != w.latest {
+					g.Captures != w.captures || (g.Trend != nil) != w.hasTrend || g.Latest != w.latest || g.Unconfirmed != w.unconfirmed {
 					t.Errorf("problem %d:\n got %+v\nwant %+v", i, g, w)
 				}
 			}
 		})
+	}
+}
+
+func TestFind_growthThatStoppedSaysSo(t *testing.T) {
+	got := Find("a", []Capture{capture(0, young), capture(10)})
+	if len(got) != 1 || !strings.HasPrefix(got[0].Title, "growth that stopped") {
+		t.Fatalf("got %+v, want the problem titled as growth that stopped", got)
+	}
+}
+
+func TestYoung(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   map[string]float64
+		want bool
+	}{
+		{"a site new in the window", map[string]float64{"growth_bytes": 4 << 20, "first_bytes": 0}, true},
+		{"grew by half what it held", map[string]float64{"growth_bytes": 2 << 20, "first_bytes": 4 << 20}, true},
+		{"grew by a tenth of what it held", map[string]float64{"growth_bytes": 1 << 20, "first_bytes": 10 << 20}, false},
+		{"the live heap, young", map[string]float64{"live_growth_bytes": 6 << 20, "live_first_bytes": 3 << 20}, true},
+		{"the live heap, long under way", map[string]float64{"live_growth_bytes": 1 << 20, "live_first_bytes": 300 << 20}, false},
+		{"no start figure", map[string]float64{"growth_bytes": 4 << 20}, false},
+		{"no growth", map[string]float64{"growth_bytes": 0, "first_bytes": 0}, false},
+		{"no evidence", nil, false},
+	} {
+		if got := Young(tc.ev); got != tc.want {
+			t.Errorf("%s: Young(%v) = %v, want %v", tc.name, tc.ev, got, tc.want)
+		}
 	}
 }
 

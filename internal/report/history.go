@@ -193,7 +193,7 @@ func (d History) render(w io.Writer, f Format) error {
 		for i, p := range ps.order {
 			pw := p
 			pw.Where = problem.ShortWhere(p.Where)
-			t.AppendRow(table.Row{i + 1, p.Target, p.State, p.Severity, p.Captures, problem.Span(p.FirstSeen, p.LastSeen), pw.Headline()})
+			t.AppendRow(table.Row{i + 1, p.Target, p.StateText(), p.Severity, p.Captures, problem.Span(p.FirstSeen, p.LastSeen), pw.Headline()})
 		}
 		emit(t)
 	case !md:
