@@ -19,10 +19,13 @@ import (
 // of the goroutine finding, which takes the worse severity: one thing to
 // fix, the blocked goroutine. Of goroutines that start in a library (a
 // client's read loops, the server's connections), only their structs are
-// folded, and a site outside the service's code that a few samples place
-// (weaklyPlaced) where half its bytes were allocated on such goroutines:
-// the buffers of the connections whose requests pile up; what else they
-// hold is left to the misuse catalogue.
+// folded, a site outside the service's code that a few samples place
+// (weaklyPlaced) where half its bytes were allocated on such goroutines
+// (the buffers of the connections whose requests pile up), and a site in
+// the very function the goroutines wait in, where half its bytes were
+// allocated on them, however many samples place it (what a pool's opener
+// goroutine allocates while its pools pile up); what else they hold is
+// left to the misuse catalogue.
 func (d *diagnosis) heldByGoroutines() {
 	if len(d.in.Heap) == 0 || len(d.in.Goroutines) == 0 {
 		return
@@ -46,7 +49,7 @@ func (d *diagnosis) heldByGoroutines() {
 				continue
 			}
 			on := starts
-			if weaklyPlaced(mf) && !d.app.is(mf.Function) {
+			if !d.app.is(mf.Function) && (weaklyPlaced(mf) || mf.Function == gf.Function) {
 				on = anyStarts
 			}
 			if !d.allocatedOn(heap, site{mf.Function, mf.File, mf.Line}, on) {

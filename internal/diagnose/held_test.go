@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,46 @@ func TestRun_connectionsOfPilingHandlersAreTheirs(t *testing.T) {
 	rep = Run(pilingHandlers(MinPlacingSamples * 2))
 	if len(findingsWith(rep.Findings, "leak.inuse-growth")) != 1 {
 		t.Errorf("placed surely in net/http: findings%s, want the memory's own finding beside the goroutines'", titles(rep.Findings))
+	}
+}
+
+// pilingOpeners is a library's pools opened per request and dropped: each
+// keeps a goroutine waiting in the pool's opener, and the opener's memory
+// grows with them, placed surely (samples samples at the end) in the
+// function the goroutines wait in.
+func pilingOpeners(samples int64) Input {
+	opener := fn{"database/sql.(*DB).connectionOpener", "/go/src/database/sql/sql.go", 1261}
+	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
+	var in Input
+	const period = 512 << 10
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * 30 * time.Second)
+		h := newHeap(at, period)
+		held := int64(i) * samples * period / 5
+		h.sample([4]int64{held / 256, held, held / 256, held}, opener, goexit)
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		live := 20*mib + float64(i)*1.5*mib
+		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{4 + int64(i)*600}, stack: []fn{
+			{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"runtime.selectgo", "/go/src/runtime/select.go", 351}, opener, goexit,
+		}}})
+		in.Goroutines = append(in.Goroutines, Profile{Name: fmt.Sprintf("goroutine-%03d", i), Time: at, Profile: p})
+	}
+	return in
+}
+
+// TestRun_memoryWhereLibraryGoroutinesWaitIsTheirs: what a library's
+// piling goroutines allocate in the function they wait in is theirs, one
+// finding, even placed surely.
+func TestRun_memoryWhereLibraryGoroutinesWaitIsTheirs(t *testing.T) {
+	rep := Run(pilingOpeners(MinPlacingSamples * 2))
+	serious := atLeast(rep.Findings, Low)
+	if len(serious) != 1 || serious[0].ID != "leak.goroutine-growth" {
+		t.Fatalf("findings of low or above:%s\nwant the goroutines' alone", titles(serious))
+	}
+	if !slices.ContainsFunc(serious[0].Symptoms, func(s result.Symptom) bool {
+		return strings.HasPrefix(s.Title, "held by these goroutines: ") && s.Function == "database/sql.(*DB).connectionOpener"
+	}) {
+		t.Errorf("symptoms %+v: want the opener's memory held by the goroutines", serious[0].Symptoms)
 	}
 }
