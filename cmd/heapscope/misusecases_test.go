@@ -208,6 +208,69 @@ var stdlibMisuses = misuseSuite{
 			{"mutex-never-unlocked, in a method", []string{"-mode", "lock-not-released-in-method"}, "400", false, []want{
 				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "s.mu.Lock()"), min: diagnose.Medium, says: "unlock on every path"},
 			}},
+			{"context-timeout-never-cancelled, in a helper", []string{"-mode", "timeout-not-cancelled-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "bounded, _ := context.WithTimeout(background, d)"), min: diagnose.Medium, says: "call the cancel function on every path"},
+			}},
+			{"time-afterfunc-never-stopped, in a method", []string{"-mode", "afterfunc-not-stopped-in-method"}, "1000", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "time.AfterFunc(time.Hour, b.expire)"), min: diagnose.Medium, says: "call its Stop when the work it guards ends"},
+			}},
+			{"time-tick-in-function, in a helper", []string{"-mode", "tick-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "pulse := time.Tick(10 * time.Second)"), min: diagnose.Medium, says: "make the ticker with t := time.NewTicker(d) and defer t.Stop()"},
+			}},
+			{"time-newticker-never-stopped, in a worker pool", []string{"-mode", "ticker-not-stopped-in-worker"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "progress := time.NewTicker(10 * time.Second)"), min: diagnose.Medium, says: "stop every ticker when its loop ends"},
+			}},
+			{"time-newtimer-never-stopped, in a middleware", []string{"-mode", "timer-not-stopped-in-middleware"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "limit := time.NewTimer(time.Hour)"), min: diagnose.Medium, says: "stop the timer when the wait ends"},
+			}},
+			{"context-afterfunc-never-stopped, in a helper", []string{"-mode", "context-afterfunc-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "context.AfterFunc(background, f)"), min: diagnose.Medium, says: "keep the stop function context.AfterFunc returns"},
+			}},
+			{"io-readall-kept-whole, in a helper", []string{"-mode", "readall-subslice-in-helper", "-upstream", upstream}, "100", false, []want{
+				{id: "leak.*", file: "main.go", min: diagnose.Medium, says: "keep a copy of the part you need"},
+			}},
+			{"http-client-without-timeout, in a helper", []string{"-mode", "client-without-timeout-in-helper", "-upstream", upstream}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, `http.Post(*upstream+"/audit?from=helper"`), min: diagnose.Medium, says: "give every outgoing request a bound"},
+			}},
+			{"waitgroup-done-missed, in a method", []string{"-mode", "waitgroup-done-missed-in-method"}, "400", false, []want{
+				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "a.wg.Wait()"), min: diagnose.Medium, says: "call Done on every path"},
+			}},
+			{"sleep-loop-never-ends, in a helper", []string{"-mode", "poller-in-helper"}, "400", false, []want{
+				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "time.Sleep(2 * time.Second)"), min: diagnose.Medium, says: "give it a way to end"},
+			}},
+			{"channel-never-closed, in a helper", []string{"-mode", "workers-never-released-in-helper"}, "400", false, []want{
+				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "for v := range queue"), min: diagnose.Medium, says: "close the channel when the last value is sent"},
+			}},
+			{"expvar-map-key-per-request, in a middleware", []string{"-mode", "expvar-key-in-middleware"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "visitorHits.Add("), min: diagnose.Medium, says: "key expvar maps with bounded values only"},
+			}},
+			{"sync-map-never-deleted, in a middleware", []string{"-mode", "sync-map-in-middleware"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "seenAt.Store("), min: diagnose.Medium, says: "delete each key when what it tracks ends"},
+			}},
+			{"signal-notify-context-never-stopped, in a helper", []string{"-mode", "notify-context-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "signal.NotifyContext(background, syscall.SIGTERM, syscall.SIGINT)"), min: diagnose.Medium, says: "call the stop function"},
+			}},
+			{"sql-stmt-never-closed, in a method", []string{"-mode", "stmt-per-request-in-method"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "query, err := s.db.Prepare("), min: diagnose.Medium, says: "defer stmt.Close() right after Prepare"},
+			}},
+			{"sql-tx-never-ended, in a helper", []string{"-mode", "tx-never-ended-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "reservation, err := inventory.BeginTx(background"), min: diagnose.Medium, says: "defer tx.Rollback() right after BeginTx"},
+			}},
+			{"sql-db-per-request, in a helper", []string{"-mode", "db-per-request-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, `return sql.Open("inventory", "")`), min: diagnose.Medium, says: "open the database once when the service starts"},
+			}},
+			{"context-value-chain, in a middleware", []string{"-mode", "value-chain-in-middleware"}, "1000", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "chainCtx = context.WithValue(chainCtx"), min: diagnose.Medium, says: "derive per-request values from the request's context"},
+			}},
+			{"http-transport-per-request, in a helper", []string{"-mode", "transport-per-request-in-helper", "-upstream", upstream}, "100", false, []want{
+				{id: "leak.*", file: "main.go", min: diagnose.Medium, says: "make one http.Client (with its Transport)"},
+			}},
+			{"net-read-without-deadline, in a helper", []string{"-mode", "read-without-deadline-in-helper", "-upstream", upstream}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "reply, err := bufio.NewReader(c).ReadString"), min: diagnose.Medium, says: "set a deadline before each read"},
+			}},
+			{"io-pipe-reader-abandoned, in a helper", []string{"-mode", "pipe-reader-abandoned-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, `fmt.Fprintf(out, "entry`), min: diagnose.Medium, says: "close the reading end when you stop reading"},
+			}},
 		}
 	},
 }
