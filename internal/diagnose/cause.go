@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -55,11 +56,20 @@ func (d *diagnosis) userLines() {
 			continue
 		case !ok:
 			continue
+		}
+		keeps := ""
+		if into, code, ok := d.keptBelow(at); ok {
+			// What the line makes, the next ones keep in a map: the
+			// map is what to bound, its insert the line to change.
+			keeps = fmt.Sprintf(" (it keeps what line %d makes in a map: %s)", at.line, code)
+			at = into
+		}
+		switch {
 		case misuse:
 			// The misuse and the user's line lead; the symptom follows.
-			f.Title = fmt.Sprintf("%s at %s: %s", m.Name, at.where(), strings.TrimSuffix(f.Title, " — "+m.Name))
+			f.Title = fmt.Sprintf("%s at %s%s: %s", m.Name, at.where(), keeps, strings.TrimSuffix(f.Title, " — "+m.Name))
 		default:
-			f.Title += ", reached from " + at.where()
+			f.Title += ", reached from " + at.where() + keeps
 		}
 		// An upgrade or a move off a module is not made at the line.
 		if !strings.Contains(f.Fix, at.where()) && !explainedByKnownBug(*f) {
@@ -334,4 +344,42 @@ func weaklyPlaced(f result.Finding) bool {
 // a closure (at any depth) of the other: main.handle and main.handle.func1.
 func sameFunctionOrClosure(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}
+
+// keptWithin is how many lines after a call keptBelow looks for the map
+// insert that keeps its result.
+const keptWithin = 3
+
+// assignedRE matches a line that assigns a call's result to a variable
+// (l = rate.NewLimiter(10, 20), c, err := newCache()), capturing the
+// variable.
+var assignedRE = regexp.MustCompile(`^\s*(\w+)(?:\s*,\s*\w+)*\s*:?=\s*[\w.]+(?:\[[^\]]*\])?\(`)
+
+// keptBelow finds where what the line at makes is kept: at assigns a
+// call's result to a variable, and one of the next keptWithin lines
+// inserts that variable into a map (m[k] = l). It returns the insert's
+// site and code. Without the service's source, or with no such insert,
+// it returns false.
+func (d *diagnosis) keptBelow(at site) (site, string, bool) {
+	src, ok := d.sourceLine(at)
+	if !ok {
+		return site{}, "", false
+	}
+	m := assignedRE.FindStringSubmatch(src)
+	if m == nil {
+		return site{}, "", false
+	}
+	insert := regexp.MustCompile(`[\w.)]\[[^\]]+\]\s*=\s*` + regexp.QuoteMeta(m[1]) + `\s*$`)
+	for n := int64(1); n <= keptWithin; n++ {
+		next := site{at.function, at.file, at.line + n}
+		line, ok := d.sourceLine(next)
+		if !ok {
+			break
+		}
+		code, _, _ := strings.Cut(line, "//")
+		if code = strings.TrimSpace(code); insert.MatchString(code) {
+			return next, code, true
+		}
+	}
+	return site{}, "", false
 }

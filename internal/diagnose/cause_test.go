@@ -222,3 +222,34 @@ func TestRun_recordedMisuses(t *testing.T) {
 		})
 	}
 }
+
+func TestKeptBelow(t *testing.T) {
+	const file = "/src/svc/limits.go"
+	at := site{"main.(*limiterBook).limiter", file, 40}
+	tests := []struct {
+		name  string
+		lines map[int64]string
+		want  int64 // the insert's line, 0 for none
+	}{
+		{"the next line keeps it", map[int64]string{40: "\t\tl = rate.NewLimiter(10, 20)", 41: "\t\tb.byClient[client] = l // remember it"}, 41},
+		{"a declaration, an error check, then the insert", map[int64]string{
+			40: "\tc, err := ristretto.NewCache[string, string](cfg)", 41: "\tif err != nil {", 42: "\t\treturn err", 43: "\tcaches[name] = c"}, 43},
+		{"another variable is inserted", map[int64]string{40: "\t\tl = rate.NewLimiter(10, 20)", 41: "\t\tb.byClient[client] = other"}, 0},
+		{"the insert is too far", map[int64]string{40: "\tl := newLimiter()", 41: "\tlog()", 42: "\tlog()", 43: "\tlog()", 44: "\tm[k] = l"}, 0},
+		{"the line is no assignment", map[int64]string{40: "\tlimiters[client] = rate.NewLimiter(10, 20)", 41: "\tm[k] = l"}, 0},
+		{"no source", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := mapSource{}
+			for n, text := range tt.lines {
+				src[fn{file: file, line: n}] = text
+			}
+			d := &diagnosis{in: Input{Source: src}}
+			into, _, ok := d.keptBelow(at)
+			if got := into.line; ok != (tt.want > 0) || got != tt.want {
+				t.Errorf("keptBelow = line %d (%v), want %d", got, ok, tt.want)
+			}
+		})
+	}
+}
