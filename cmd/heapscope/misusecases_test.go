@@ -371,6 +371,39 @@ var moduleMisuses = misuseSuite{
 			{"errgroup-never-waited, in a helper", []string{"-mode", "errgroup-never-waited-in-helper"}, "1000", false, []want{
 				{id: "leak.*", file: "main.go", line: lineOf(t, src, "audits, actx := errgroup.WithContext(background)"), min: diagnose.Medium, says: "call g.Wait() for every group"},
 			}},
+			{"grpc-client-per-request, in a method", []string{"-mode", "grpc-client-in-method", "-upstream", grpcTarget}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "conn, err := grpc.NewClient(h.target"), min: diagnose.Medium, says: "make one grpc.ClientConn per target"},
+			}},
+			{"grpc-stream-never-ended, in a helper", []string{"-mode", "grpc-stream-in-helper", "-upstream", grpcTarget}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "s, err := client.Watch(background"), min: diagnose.Medium, says: "cancel the stream's context when you are done with it"},
+			}},
+			// The callers waiting in the method's Do are the service's
+			// own frames on the piling goroutines: the Do is the line,
+			// and the fix bounds the function passed to it.
+			{"singleflight-call-hangs, in a method", []string{"-mode", "singleflight-in-method"}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, `c.refreshes.Do("catalogue"`), min: diagnose.Medium, says: "give the function passed to Do a bound"},
+			}},
+			{"semaphore-slot-never-released, in a helper", []string{"-mode", "semaphore-in-helper"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "if err := thumbSlots.Acquire(background, 1); err != nil {"), min: diagnose.Medium, says: "defer sem.Release(n) right after a successful Acquire"},
+			}},
+			{"go-cache-without-janitor, in a middleware", []string{"-mode", "cache-without-janitor-in-middleware"}, "1000", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "visits.Set(r.URL.Query()"), min: diagnose.Medium, says: "give the cache a cleanup interval"},
+			}},
+			{"logrus-hook-per-request, in a middleware", []string{"-mode", "logrus-hook-in-middleware"}, "400", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "logger.AddHook(&userHook{user: caller})"), min: diagnose.Medium, says: "add hooks once, when the logger is set up"},
+			}},
+			{"cron-job-per-request, in a helper", []string{"-mode", "cron-job-in-helper"}, "1000", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, `return reminders.AddFunc("@every 2h"`), min: diagnose.Medium, says: "call Remove(id) when the job is no longer wanted"},
+			}},
+			{"rate-limiter-per-client-never-evicted, in a method", []string{"-mode", "limiter-in-method"}, "1000", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "b.byClient[client] = l"), min: diagnose.Medium, says: "keep the limiters in a cache that evicts"},
+			}},
+			{"expirable-lru-per-call, in a helper", []string{"-mode", "lru-in-helper"}, "100", false, []want{
+				{id: "leak.*", file: "main.go", min: diagnose.Medium, says: "make the expirable LRU once and share it"},
+			}},
+			{"ristretto-cache-never-closed, in a method", []string{"-mode", "ristretto-in-method"}, "100", false, []want{
+				{id: "leak.*", file: "main.go", line: lineOf(t, src, "return ristretto.NewCache(&ristretto.Config[string, string]{NumCounters: 2000"), min: diagnose.Medium, says: "make the cache once when the service starts"},
+			}},
 		}
 	},
 }
