@@ -413,14 +413,17 @@ func TestRun_httpTargetDiesMidRun(t *testing.T) {
 	const answered = 20
 	var served atomic.Int64
 	died := make(chan struct{})
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The handler reads the server through srvp: the race detector cannot
+	// see that the server is stored before the load, over TCP, calls it.
+	var srvp atomic.Pointer[httptest.Server]
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch n := served.Add(1); {
 		case n < answered:
 			jsonHandler(w, r)
 		case n == answered:
 			jsonHandler(w, r)
 			go func() {
+				srv := srvp.Load()
 				srv.Listener.Close()
 				srv.CloseClientConnections()
 				close(died)
@@ -430,6 +433,8 @@ func TestRun_httpTargetDiesMidRun(t *testing.T) {
 			panic(http.ErrAbortHandler)
 		}
 	}))
+	srvp.Store(srv)
+	srv.Start()
 	defer srv.Close()
 	stop := make(chan struct{})
 	var stopped atomic.Bool
