@@ -3,13 +3,18 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/heapscope/heapscope/internal/store"
@@ -160,5 +165,56 @@ func TestRun_hungWebhookHoldsNoBundle(t *testing.T) {
 	// problem the captures found may have queued one more.
 	if failed != 1 || dropped < 2 || delivered != 0 {
 		t.Errorf("webhook events: %v failed, %v dropped, %v delivered; want the hung one failed at the drain deadline and the queued ones (two bundles' at least) dropped", failed, dropped, delivered)
+	}
+}
+
+// TestOutbox_fullQueueDropsTheOldest: while a receiver holds the first
+// event, the target's queue fills; each event past outboxDepth drops the
+// oldest waiting one, counted, and the rest arrive in order once the
+// receiver answers.
+func TestOutbox_fullQueueDropsTheOldest(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	first := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev Event
+		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+			t.Errorf("decode body: %v", err)
+		}
+		mu.Lock()
+		got = append(got, ev.Text)
+		n := len(got)
+		mu.Unlock()
+		if n == 1 {
+			close(first)
+			<-release
+		}
+	}))
+	defer srv.Close()
+	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outcomes_total", Help: "by outcome"}, []string{"outcome"})
+	o := newOutbox(&Webhook{URL: srv.URL, Timeout: time.Minute}, slog.New(slog.DiscardHandler), outcomes)
+	const target, extra = "http://127.0.0.1:6060/debug/pprof/", 3
+	o.post(Event{Text: "event 0", Target: target})
+	<-first // event 0 in flight, the queue empty
+	for i := 1; i <= outboxDepth+extra; i++ {
+		o.post(Event{Text: fmt.Sprintf("event %d", i), Target: target})
+	}
+	if n := testutil.ToFloat64(outcomes.WithLabelValues("dropped")); n != extra {
+		t.Errorf("dropped %v events, want %d", n, extra)
+	}
+	close(release)
+	o.drain(time.Minute)
+	want := []string{"event 0"}
+	for i := 1 + extra; i <= outboxDepth+extra; i++ {
+		want = append(want, fmt.Sprintf("event %d", i))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Errorf("receiver got %q, want %q: the oldest waiting dropped, the rest in order", got, want)
+	}
+	if n := testutil.ToFloat64(outcomes.WithLabelValues("delivered")); n != float64(len(want)) {
+		t.Errorf("delivered %v, want %d", n, len(want))
 	}
 }
