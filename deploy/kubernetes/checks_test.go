@@ -1,9 +1,11 @@
 package kubernetes_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,6 +55,7 @@ func check(objs []object) []error {
 		pods     []podTemplate
 		claims   = map[string]*corev1.PersistentVolumeClaim{}
 		cms      = map[string]*corev1.ConfigMap{}
+		secrets  = map[string]*corev1.Secret{}
 		sas      = map[string]bool{}
 		roles    = map[string]*rbacv1.ClusterRole{}
 		bindings []*rbacv1.ClusterRoleBinding
@@ -76,6 +79,8 @@ func check(objs []object) []error {
 			claims[v.Name] = v
 		case *corev1.ConfigMap:
 			cms[v.Name] = v
+		case *corev1.Secret:
+			secrets[v.Name] = v
 		case *corev1.ServiceAccount:
 			sas[v.Name] = true
 		case *rbacv1.ClusterRole:
@@ -93,6 +98,9 @@ func check(objs []object) []error {
 	for _, p := range pods {
 		errs = append(errs, checkPod(p)...)
 		errs = append(errs, checkVolumeRefs(p, claims, cms)...)
+		if p.Serves {
+			errs = append(errs, checkAuth(p, secrets)...)
+		}
 	}
 	errs = append(errs, checkWorkloads(crons, deploys, daemons, claims)...)
 	errs = append(errs, checkRBAC(pods, sas, roles, bindings)...)
@@ -324,6 +332,42 @@ func checkServing(name string, c corev1.Container) []error {
 		}
 		if got, ok := containerPort(c, probe.HTTPGet.Port.String()); !ok || got != port {
 			add("%s probe port %s is not container port %d", kind, probe.HTTPGet.Port.String(), port)
+		}
+	}
+	return errs
+}
+
+// checkAuth checks that a serving pod's watch containers, listening
+// beyond loopback, require a credential: --auth-tokens or --htpasswd, of
+// a file in a volume mounted from a Secret of the manifests.
+func checkAuth(p podTemplate, secrets map[string]*corev1.Secret) []error {
+	var errs []error
+	fromSecret := map[string]string{} // volume name: its Secret's
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil {
+			fromSecret[v.Name] = v.Secret.SecretName
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if len(c.Args) == 0 || c.Args[0] != "watch" {
+			continue
+		}
+		file := cmp.Or(flagValue(c.Args, "--auth-tokens"), flagValue(c.Args, "--htpasswd"))
+		if file == "" {
+			errs = append(errs, fmt.Errorf("%s: container %s serves beyond loopback without --auth-tokens or --htpasswd", p.Name, c.Name))
+			continue
+		}
+		secret := ""
+		for _, m := range c.VolumeMounts {
+			if name, ok := fromSecret[m.Name]; ok && path.Dir(file) == path.Clean(m.MountPath) {
+				secret = name
+			}
+		}
+		switch {
+		case secret == "":
+			errs = append(errs, fmt.Errorf("%s: container %s: its credentials %s are not in a volume of a Secret", p.Name, c.Name, file))
+		case secrets[secret] == nil:
+			errs = append(errs, fmt.Errorf("%s: container %s: no Secret %s in the manifests", p.Name, c.Name, secret))
 		}
 	}
 	return errs
