@@ -26,6 +26,7 @@ func Run(in Input) Report {
 	d.contention()
 	d.regressions()
 	d.heldByGoroutines()
+	d.unplacedWithGoroutines()
 	d.misuses()
 	d.userLines()
 	d.dropFolded()

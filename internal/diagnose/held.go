@@ -1,10 +1,12 @@
 package diagnose
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/pprofx"
 	"github.com/heapscope/heapscope/internal/result"
 )
@@ -61,6 +63,50 @@ func (d *diagnosis) heldByGoroutines() {
 			if SeverityOf(mf) > SeverityOf(*gf) {
 				gf.Severity = mf.Severity
 			}
+		}
+	}
+}
+
+// maxHeldPerGoroutine is the most live heap a blocked goroutine is taken
+// to hold, besides its stack, when growth no sample places rises beside
+// goroutines piling up: what it waits with (a request, a waiter's
+// record, a closure), not buffers.
+const maxHeldPerGoroutine = 16 << 10
+
+// unplacedWithGoroutines runs after heldByGoroutines: a live heap that
+// grows steadily where no sample places it (leak.live-growth without a
+// site), while goroutines pile up at a pace that puts at most
+// maxHeldPerGoroutine of that growth on each, is theirs: a symptom of the
+// goroutine finding, which takes the worse severity. Blocked goroutines
+// each keep a few hundred bytes — too few, scattered over the sites that
+// made them, for the samples of one window to place. Of several goroutine
+// findings, the one piling up fastest takes it.
+func (d *diagnosis) unplacedWithGoroutines() {
+	for j := range d.findings {
+		mf := d.findings[j]
+		if d.folded[j] || mf.ID != "leak.live-growth" || mf.Function != "" || mf.Cause != "" {
+			continue
+		}
+		slope := mf.Evidence["live_slope_bytes_per_minute"]
+		best, pace := -1, 0.0
+		for g := range d.findings {
+			gf := d.findings[g]
+			if d.folded[g] || gf.ID != "leak.goroutine-growth" || SeverityOf(gf) < Medium {
+				continue
+			}
+			if p := gf.Evidence["goroutines_per_minute"]; p > pace {
+				best, pace = g, p
+			}
+		}
+		if best < 0 || slope <= 0 || slope/pace > maxHeldPerGoroutine {
+			continue
+		}
+		gf := &d.findings[best]
+		d.folded[j] = true
+		gf.Symptoms = append(gf.Symptoms, result.Symptom{ID: mf.ID, Severity: mf.Severity,
+			Title: fmt.Sprintf("held by these goroutines, about %s each: %s", humanize.Bytes(slope/pace), mf.Title)})
+		if SeverityOf(mf) > SeverityOf(*gf) {
+			gf.Severity = mf.Severity
 		}
 	}
 }

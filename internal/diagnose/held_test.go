@@ -218,3 +218,29 @@ func TestRun_memoryWhereLibraryGoroutinesWaitIsTheirs(t *testing.T) {
 		t.Errorf("symptoms %+v: want the opener's memory held by the goroutines", serious[0].Symptoms)
 	}
 }
+
+// TestRun_unplacedGrowthBesidePilingGoroutinesIsTheirs: a live heap that
+// grows where no sample places it, a few KiB per goroutine piling up
+// beside it, is those goroutines' memory: one finding. Growing by far
+// more than a blocked goroutine holds, it stays a finding of its own.
+func TestRun_unplacedGrowthBesidePilingGoroutinesIsTheirs(t *testing.T) {
+	in := pilingHandlers(0) // no site's samples rise; 1.5 MiB and 600 goroutines a snapshot
+	rep := Run(in)
+	serious := atLeast(rep.Findings, Low)
+	if len(serious) != 1 || serious[0].ID != "leak.goroutine-growth" {
+		t.Fatalf("findings of low or above:%s\nwant the goroutines' alone", titles(serious))
+	}
+	if !slices.ContainsFunc(serious[0].Symptoms, func(s result.Symptom) bool {
+		return s.ID == "leak.live-growth" && strings.HasPrefix(s.Title, "held by these goroutines, about 2.6 KiB each: ")
+	}) {
+		t.Errorf("symptoms %+v: want the unplaced growth held by the goroutines, 2.6 KiB each", serious[0].Symptoms)
+	}
+
+	for i := range in.Live {
+		in.Live[i].Bytes = uint64(20*mib + float64(i)*64*mib)
+		in.Live[i].Objects = in.Live[i].Bytes / 64
+	}
+	if rep := Run(in); len(findingsWith(rep.Findings, "leak.live-growth")) != 1 {
+		t.Errorf("64 MiB a snapshot, 110 KiB a goroutine: findings%s, want the growth's own finding beside the goroutines'", titles(rep.Findings))
+	}
+}
