@@ -271,6 +271,9 @@ var stdlibMisuses = misuseSuite{
 			{"io-pipe-reader-abandoned, in a helper", []string{"-mode", "pipe-reader-abandoned-in-helper"}, "400", false, []want{
 				{id: "leak.*", file: "main.go", line: lineOf(t, src, `fmt.Fprintf(out, "entry`), min: diagnose.Medium, says: "close the reading end when you stop reading"},
 			}},
+			{"cond-waiter-never-woken, in a helper", []string{"-mode", "cond-never-signalled-in-helper"}, "400", false, []want{
+				{id: "leak.goroutine-growth", file: "main.go", line: lineOf(t, src, "b.cond.Wait()"), min: diagnose.Medium, says: "wake every waiter with Broadcast"},
+			}},
 		}
 	},
 }
