@@ -329,6 +329,8 @@ func (s *httpSession) roundTrip(deadline time.Time) (fresh bool, err error) {
 		err = wc.bw.Flush()
 	}
 	if err == nil {
+		// A HEAD response says the length of a body it does not send.
+		s.resp.SkipBody = s.cur != nil && s.cur.method == http.MethodHead
 		err = s.resp.ReadLimitBody(wc.br, s.c.opts.MaxBody)
 	}
 	if err != nil || s.resp.ConnectionClose() || s.c.opts.NoKeepAlive {

@@ -752,3 +752,42 @@ func TestRun_httpStop(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_httpHead: a HEAD response gives the length of a body it does
+// not send; reading that body would wait for the timeout, request after
+// request. Closed and open model, each read path.
+func TestRun_httpHead(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1024")
+		if r.Method != http.MethodHead {
+			w.Write(make([]byte, 1024))
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"closed model", Options{Connections: 2, MaxRequests: 50}},
+		{"open model", Options{Rate: 500, MaxRequests: 50}},
+		{"without keep-alive", Options{Connections: 2, MaxRequests: 20, NoKeepAlive: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			opts.Targets = []Request{{Method: http.MethodHead, URL: srv.URL + "/item"}}
+			opts.Timeout = 5 * time.Second
+			res, err := Run(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := uint64(opts.MaxRequests)
+			if res.Completed != want || res.Errors != 0 || res.StatusCodes[200] != want {
+				t.Errorf("completed, errors, 200s = %d, %d, %d; want %d, 0, %d (errors %v)", res.Completed, res.Errors, res.StatusCodes[200], want, want, res.ErrorKinds)
+			}
+			if res.Latency.Max >= opts.Timeout {
+				t.Errorf("slowest HEAD took %s: it waited for a body that never comes", res.Latency.Max)
+			}
+		})
+	}
+}

@@ -551,6 +551,8 @@ func (l *eventLoop) read(c *loopConn) {
 		// fasthttp's, also to say how a response cut short failed.
 		l.rd.reset(c.rbuf[:c.rlen], c.eof)
 		l.br.Reset(&l.rd)
+		// A HEAD response says the length of a body it does not send.
+		l.resp.SkipBody = c.head
 		err := l.resp.ReadLimitBody(l.br, l.r.g.opts.MaxBody)
 		if err != nil && l.rd.short {
 			if c.rlen >= l.r.g.opts.MaxBody+readBufferSize {
