@@ -3,6 +3,7 @@ package diagnose
 import (
 	_ "embed"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -93,20 +94,24 @@ func (d *diagnosis) misuses() {
 		return
 	}
 	for _, m := range list {
+		var goroutines, memory []int
+		var share float64
 		// Most entries' functions are in no profile of the input: a
 		// look at the profiles' function tables rules them out before
 		// any stack is walked.
-		if !d.signatureInStacks(m.Goroutines) && !d.signatureInStacks(m.Memory) {
-			continue
-		}
-		goroutines, _ := d.explainedBy(KindGoroutine, m.Goroutines)
-		if len(m.WhenWaitingIn) > 0 {
-			waiting, _ := d.explainedBy(KindGoroutine, m.WhenWaitingIn)
-			if !slices.ContainsFunc(waiting, func(i int) bool { return !d.folded[i] }) {
-				continue
+		if d.signatureInStacks(m.Goroutines) || d.signatureInStacks(m.Memory) {
+			goroutines, _ = d.explainedBy(KindGoroutine, m.Goroutines)
+			if len(m.WhenWaitingIn) > 0 {
+				waiting, _ := d.explainedBy(KindGoroutine, m.WhenWaitingIn)
+				if !slices.ContainsFunc(waiting, func(i int) bool { return !d.folded[i] }) {
+					continue
+				}
 			}
+			memory, share = d.explainedBy(KindMemory, m.Memory)
 		}
-		memory, share := d.explainedBy(KindMemory, m.Memory)
+		if len(m.Memory) > 0 {
+			memory = append(memory, d.explainedBySource(m.Calls)...)
+		}
 		for _, i := range append(goroutines, memory...) {
 			f := &d.findings[i]
 			if m.InServiceCode && !d.app.own(frame{f.Function, f.File, f.Line}) {
@@ -131,6 +136,61 @@ func (d *diagnosis) misuses() {
 			d.keptByCalls(m)
 		}
 	}
+}
+
+// explainedBySource returns the leak findings at a line of the service's
+// own code whose source calls one of calls' package functions (by the
+// name the source writes: context.WithValue, rate.NewLimiter): the
+// statement that makes the library's memory makes what the samples
+// caught at the line too (the value it hands the library, boxed), however
+// few of the library's own allocations they caught. Methods are left out:
+// their receiver's name is the service's.
+func (d *diagnosis) explainedBySource(calls []string) []int {
+	var names []string
+	for _, c := range calls {
+		if strings.ContainsAny(c, "()") {
+			continue
+		}
+		names = append(names, strings.TrimSuffix(path.Base(c), "[...]"))
+	}
+	var out []int
+	for i, f := range d.findings {
+		if len(names) == 0 || !strings.HasPrefix(f.ID, "leak.") || f.ID == "leak.goroutine-growth" || !d.app.own(frame{f.Function, f.File, f.Line}) {
+			continue
+		}
+		src, ok := d.sourceLine(site{f.Function, f.File, f.Line})
+		if !ok {
+			continue
+		}
+		code, _, _ := strings.Cut(src, "//")
+		if slices.ContainsFunc(names, func(name string) bool { return callsName(code, name) }) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// callsName reports whether code calls name: name followed by its
+// arguments or its type arguments, and not the tail of a longer name.
+func callsName(code, name string) bool {
+	for off := 0; ; {
+		i := strings.Index(code[off:], name)
+		if i < 0 {
+			return false
+		}
+		start, end := off+i, off+i+len(name)
+		off = end
+		if start > 0 && (isIdentByte(code[start-1]) || code[start-1] == '.') {
+			continue
+		}
+		if end < len(code) && (code[end] == '(' || code[end] == '[') {
+			return true
+		}
+	}
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // keptByCalls explains by m the live heap's growth that its samples do

@@ -170,3 +170,50 @@ func TestRun_keptByCalls(t *testing.T) {
 		})
 	}
 }
+
+func TestCallsName(t *testing.T) {
+	for _, tc := range []struct {
+		code, name string
+		want       bool
+	}{
+		{"\tchainCtx = context.WithValue(chainCtx, requestKey{}, v)", "context.WithValue", true},
+		{"\tseen := expirable.NewLRU[string, int](256, nil, time.Minute)", "expirable.NewLRU", true},
+		{"\tl = rate.NewLimiter(10, 20)", "rate.NewLimiter", true},
+		{"\tctx = mycontext.WithValue(ctx, k, v)", "context.WithValue", false},
+		{"\tctx = x.context.WithValue(ctx, k, v)", "context.WithValue", false},
+		{"\tf := context.WithValueish(ctx)", "context.WithValue", false},
+		{"\t// context.WithValue is not called here", "context.WithValue", false},
+		{"\tname := \"context.WithValue\"", "context.WithValue", false},
+	} {
+		if got := callsName(tc.code, tc.name); got != tc.want {
+			t.Errorf("callsName(%q, %q) = %v, want %v", tc.code, tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRun_misuseOfTheLineItsSourceCalls: the samples catch the value a
+// handler boxes for context.WithValue at its own line, none of
+// WithValue's contexts: the line's source calls WithValue, so the leak is
+// that misuse, with its fix. Without the source it stays a plain leak.
+func TestRun_misuseOfTheLineItsSourceCalls(t *testing.T) {
+	tag := fn{"main.tagged", "/src/svc/main.go", 40}
+	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
+	var in Input
+	for i := range 8 {
+		at := t0.Add(time.Duration(i) * 5 * time.Second)
+		h := newHeap(at, 512<<10)
+		held := int64(i) * 512 << 10
+		h.sampleWithSize(32, [4]int64{held / 32, held, held / 32, held}, tag, goexit)
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		in.Live = append(in.Live, Live{Bytes: uint64(2*mib + float64(i)*mib/2)})
+	}
+	plain := atLeast(Run(in).Findings, Medium)
+	if len(plain) != 1 || plain[0].Cause != "" && strings.Contains(plain[0].Cause, "context-value-chain") {
+		t.Fatalf("without the source: findings%s, want one leak with no misuse", titles(plain))
+	}
+	in.Source = mapSource{{file: tag.file, line: tag.line}: "\ttagCtx = context.WithValue(tagCtx, requestKey{}, info) // chain it"}
+	serious := atLeast(Run(in).Findings, Medium)
+	if len(serious) != 1 || !strings.Contains(serious[0].Cause, "context-value-chain") || !strings.Contains(serious[0].Fix, "derive per-request values from the request's context") {
+		t.Fatalf("with the source: findings%s, want the context-value-chain misuse at main.go:40", titles(serious))
+	}
+}
