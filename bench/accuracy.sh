@@ -3,9 +3,9 @@
 # examples started normally and profiled with the README's commands, five
 # runs of each fixed twin, a server whose pool fills once as its load
 # begins, a public module at a release with a known leak and at the
-# release that fixed it, a service making each catalogued misuse, the
-# fixed twin of each misuse of a module — and
-# writes the accuracy table of
+# release that fixed it, a service making each catalogued misuse in two
+# shapes of code, the fixed twin of each misuse — and writes the accuracy
+# table of
 # docs/findings.md from what each case found, missed and raised falsely.
 # Run it after a change to the diagnosis and commit the table with it: a
 # change that trades a true finding for a false alarm shows in the diff.
