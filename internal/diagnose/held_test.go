@@ -130,25 +130,32 @@ func atLeast(fs []result.Finding, min Severity) []result.Finding {
 // with the connections they keep, which samples place in net/http by
 // samples bytes' worth of samples (at 512 KiB).
 func pilingHandlers(samples int64) Input {
-	handler := fn{"main.refresh", "/src/svc/main.go", 288}
 	serve := fn{"net/http.(*conn).serve", "/go/src/net/http/server.go", 2102}
+	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
+	return piling(samples, 4096,
+		[]fn{{"net/http.(*connReader).abortPendingRead", "/go/src/net/http/server.go", 750},
+			{"net/http.(*response).finishRequest", "/go/src/net/http/server.go", 1710}, serve, goexit},
+		[]fn{{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"sync.runtime_SemacquireWaitGroup", "/go/src/runtime/sema.go", 114},
+			{"golang.org/x/sync/singleflight.(*Group).Do", "/mod/golang.org/x/sync@v0.25.0/singleflight/singleflight.go", 99},
+			{"main.refresh", "/src/svc/main.go", 288}, {"net/http.HandlerFunc.ServeHTTP", "/go/src/net/http/server.go", 2294}, serve, goexit})
+}
+
+// piling builds six snapshots 30 s apart: 600 more goroutines on
+// goroutineStack at each, the live heap 1.5 MiB more, and objects of
+// objectSize on heapStack whose in-use bytes rise by samples samples (at
+// 512 KiB) over the six.
+func piling(samples, objectSize int64, heapStack, goroutineStack []fn) Input {
 	var in Input
 	const period = 512 << 10
 	for i := range 6 {
 		at := t0.Add(time.Duration(i) * 30 * time.Second)
 		h := newHeap(at, period)
-		conns := int64(i) * samples * period / 5
-		h.sample([4]int64{conns / 4096, conns, conns / 4096, conns},
-			fn{"net/http.(*connReader).abortPendingRead", "/go/src/net/http/server.go", 750},
-			fn{"net/http.(*response).finishRequest", "/go/src/net/http/server.go", 1710}, serve, fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700})
+		held := int64(i) * samples * period / 5
+		h.sample([4]int64{held / objectSize, held, held / objectSize, held}, heapStack...)
 		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
 		live := 20*mib + float64(i)*1.5*mib
 		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
-		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{4 + int64(i)*600}, stack: []fn{
-			{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"sync.runtime_SemacquireWaitGroup", "/go/src/runtime/sema.go", 114},
-			{"golang.org/x/sync/singleflight.(*Group).Do", "/mod/golang.org/x/sync@v0.25.0/singleflight/singleflight.go", 99},
-			handler, {"net/http.HandlerFunc.ServeHTTP", "/go/src/net/http/server.go", 2294}, serve, {"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700},
-		}}})
+		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{4 + int64(i)*600}, stack: goroutineStack}})
 		in.Goroutines = append(in.Goroutines, Profile{Name: fmt.Sprintf("goroutine-%03d", i), Time: at, Profile: p})
 	}
 	return in
@@ -185,22 +192,8 @@ func TestRun_connectionsOfPilingHandlersAreTheirs(t *testing.T) {
 func pilingOpeners(samples int64) Input {
 	opener := fn{"database/sql.(*DB).connectionOpener", "/go/src/database/sql/sql.go", 1261}
 	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
-	var in Input
-	const period = 512 << 10
-	for i := range 6 {
-		at := t0.Add(time.Duration(i) * 30 * time.Second)
-		h := newHeap(at, period)
-		held := int64(i) * samples * period / 5
-		h.sample([4]int64{held / 256, held, held / 256, held}, opener, goexit)
-		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
-		live := 20*mib + float64(i)*1.5*mib
-		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
-		p := countProfile([]string{"goroutine"}, at, 0, []countSample{{values: []int64{4 + int64(i)*600}, stack: []fn{
-			{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"runtime.selectgo", "/go/src/runtime/select.go", 351}, opener, goexit,
-		}}})
-		in.Goroutines = append(in.Goroutines, Profile{Name: fmt.Sprintf("goroutine-%03d", i), Time: at, Profile: p})
-	}
-	return in
+	return piling(samples, 256, []fn{opener, goexit},
+		[]fn{{"runtime.gopark", "/go/src/runtime/proc.go", 462}, {"runtime.selectgo", "/go/src/runtime/select.go", 351}, opener, goexit})
 }
 
 // TestRun_memoryWhereLibraryGoroutinesWaitIsTheirs: what a library's
