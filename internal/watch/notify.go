@@ -195,8 +195,9 @@ func (w *Webhook) post(ctx context.Context, client *http.Client, timeout time.Du
 const outboxDepth = 16
 
 // outboxDrain bounds how long watch, stopping, waits for the events it
-// still holds to be delivered.
-const outboxDrain = 10 * time.Second
+// still holds to be delivered: short enough that watch ends within 5 s of
+// SIGTERM when a receiver hangs.
+const outboxDrain = 3 * time.Second
 
 // outbox delivers events to the webhook beside the triggers: a hung or
 // failing receiver holds no bundle and no sample. Each target has a
