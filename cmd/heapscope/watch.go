@@ -187,7 +187,7 @@ func newStoreCmd(e *env) *cobra.Command {
 		Short: "Check the index, the run directories and every file of every run; change nothing without --repair",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := store.OpenExisting(data) // reading never creates a store
+			st, err := store.OpenToCheck(data, repair) // without --repair, nothing changes
 			if err != nil {
 				return err
 			}

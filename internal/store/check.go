@@ -169,6 +169,18 @@ func (s *Embedded) Check(repair bool) (CheckReport, error) {
 	if err := s.checkIndex(&r); err != nil {
 		return fail(err)
 	}
+	for _, d := range s.missingDirs {
+		rel, err := filepath.Rel(s.dir, d)
+		if err != nil {
+			return fail(err)
+		}
+		r.Found = append(r.Found, Problem{Kind: ProblemMissing, Path: filepath.ToSlash(rel), Detail: "the store's directory is missing: repair makes it"})
+	}
+	if v := s.staleSchema; v[0] != 0 {
+		r.Found = append(r.Found, Problem{Kind: ProblemIndex, Path: IndexFile,
+			Detail: fmt.Sprintf("schema version %d, older than this heapscope's %d: repair migrates it, as watch does when it starts; nothing else was checked", v[0], v[1])})
+		return r, nil
+	}
 	indexed, err := s.indexedPaths()
 	if err != nil {
 		return fail(err)

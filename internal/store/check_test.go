@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -440,8 +442,8 @@ func TestStore_CheckReadsBackEveryFile(t *testing.T) {
 	}
 	before := snapshot(t, dir)
 
-	// What store check does: open the store for reading, check.
-	s, err = OpenExisting(dir)
+	// What store check does: open the store to check it, check.
+	s, err = OpenToCheck(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,4 +570,85 @@ func TestStore_SizeIsTheFilesBytes(t *testing.T) {
 	if got, err := s.Size(); err != nil || got != want {
 		t.Errorf("Size: %d (%v), want the %d bytes of the files under %s and %s", got, err, want, RunsDir, BundlesDir)
 	}
+}
+
+// TestStore_CheckWithoutRepairChangesNothing takes an index back a schema
+// version and removes the bundles directory: Check without repair opens
+// the store as it is, reports both and changes no file and no version;
+// with repair, opening migrates and makes the directory.
+func TestStore_CheckWithoutRepairChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitProfiled(t, s, "a", Entry{Time: at(0)})
+	var latest int
+	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&latest); err != nil {
+		t.Fatal(err)
+	}
+	if latest != 6 {
+		t.Fatalf("the index is at version %d: take it back to %d here, as toVersion5 takes it back to 5", latest, latest-1)
+	}
+	toVersion5(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, BundlesDir)); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+
+	s, err = OpenToCheck(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Check(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]ProblemKind{}
+	for _, p := range r.Found {
+		found[p.Path] = p.Kind
+	}
+	if r.OK() || len(r.Found) != 2 || found[BundlesDir] != ProblemMissing || found[IndexFile] != ProblemIndex ||
+		!strings.Contains(r.String(), fmt.Sprintf("schema version %d, older than this heapscope's %d", latest-1, latest)) {
+		t.Errorf("Check of an older index without bundles/: %s\nwant both reported", r)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
+		t.Errorf("Check without repair changed the store's files:\n%v\nwant\n%v", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
+	}
+	if v := schemaVersion(t, dir); v != latest-1 {
+		t.Errorf("Check without repair left the index at version %d, want %d as it was", v, latest-1)
+	}
+
+	if s, err = OpenToCheck(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r, err = s.Check(true); err != nil || !r.OK() || len(r.Found) != 0 {
+		t.Errorf("Check with repair after opening to repair: %s (%v), want the store migrated and whole", r, err)
+	}
+	if v := schemaVersion(t, dir); v != latest {
+		t.Errorf("opening to repair left the index at version %d, want %d", v, latest)
+	}
+}
+
+// schemaVersion reads the index's schema version as a process of its own
+// would: with a connection of its own.
+func schemaVersion(t *testing.T, dir string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, IndexFile)+"?_query_only=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

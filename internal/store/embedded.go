@@ -67,6 +67,12 @@ type Embedded struct {
 	mu sync.Mutex
 	// pending counts this process's captures in progress under .tmp.
 	pending int
+	// missingDirs lists the store's directories that were missing when it
+	// was opened without making them (OpenToCheck).
+	missingDirs []string
+	// staleSchema is the index's schema version and this heapscope's, when
+	// the index was opened older without migrating it (OpenToCheck).
+	staleSchema [2]int
 
 	now func() time.Time
 }
@@ -74,29 +80,51 @@ type Embedded struct {
 // Open opens the store in dir, creating dir and the index when missing
 // and migrating an older index. When no other process has the store open,
 // it removes what captures killed mid-way left under dir/.tmp.
-func Open(dir string) (*Embedded, error) { return open(dir, true) }
+func Open(dir string) (*Embedded, error) {
+	return open(dir, openMode{create: true, clean: true, migrate: true})
+}
 
-// open opens the store in dir; clean says whether to empty .tmp when no
-// other process has the store open.
-func open(dir string, clean bool) (*Embedded, error) {
+// openMode says what opening a store may change.
+type openMode struct {
+	// create makes the data directory and its subdirectories when missing.
+	create bool
+	// clean empties .tmp when no other process has the store open.
+	clean bool
+	// migrate brings an older index up to this heapscope's schema. Without
+	// it, an older index is opened as it is and staleSchema says so.
+	migrate bool
+}
+
+// open opens the store in dir, changing what mode allows.
+func open(dir string, mode openMode) (*Embedded, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	s := &Embedded{dir: abs, now: time.Now}
 	for _, d := range []string{abs, filepath.Join(abs, TempDir), filepath.Join(abs, RunsDir), filepath.Join(abs, BundlesDir)} {
+		if !mode.create {
+			if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+				s.missingDirs = append(s.missingDirs, d)
+			}
+			continue
+		}
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
 	}
-	s := &Embedded{dir: abs, now: time.Now}
-	if s.tmpLock, err = os.Open(filepath.Join(abs, TempDir)); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	// Without .tmp no watch has the store open (each makes it at start):
+	// there is nothing to lock.
+	if !slices.Contains(s.missingDirs, filepath.Join(abs, TempDir)) {
+		if s.tmpLock, err = os.Open(filepath.Join(abs, TempDir)); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
+		if err := s.lockAndClean(mode.clean); err != nil {
+			s.tmpLock.Close()
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
 	}
-	if err := s.lockAndClean(clean); err != nil {
-		s.tmpLock.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	if err := s.openIndex(); err != nil {
+	if err := s.openIndex(mode.migrate); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -108,16 +136,35 @@ func open(dir string, clean bool) (*Embedded, error) {
 // error that says so, and it leaves .tmp as it is (what a dead process
 // left there is for Check to report, and its repair to remove).
 func OpenExisting(dir string) (*Embedded, error) {
+	if err := isStore(dir); err != nil {
+		return nil, err
+	}
+	return open(dir, openMode{create: true, migrate: true})
+}
+
+// OpenToCheck opens a store for Check. With repair it is OpenExisting;
+// without, opening changes nothing at all: no directory is made, .tmp is
+// left as it is and an older index is not migrated (Check reports what
+// is missing and how old the index is).
+func OpenToCheck(dir string, repair bool) (*Embedded, error) {
+	if err := isStore(dir); err != nil {
+		return nil, err
+	}
+	return open(dir, openMode{create: repair, migrate: repair})
+}
+
+// isStore says why dir is no store watch has written, or nil when it is.
+func isStore(dir string) error {
 	if dir == "" {
-		return nil, errors.New("no store directory: give the --data DIR of a watch")
+		return errors.New("no store directory: give the --data DIR of a watch")
 	}
 	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s is not a heapscope store (no %s): give the --data of a watch", dir, IndexFile)
+			return fmt.Errorf("%s is not a heapscope store (no %s): give the --data of a watch", dir, IndexFile)
 		}
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return open(dir, false)
+	return nil
 }
 
 // lockAndClean takes the shared lock on .tmp, emptying it first (with
@@ -141,6 +188,9 @@ func (s *Embedded) lockAndClean(clean bool) error {
 // process holds it, and says whether it did. flock converts by releasing
 // first, so the caller must have nothing under .tmp of its own at stake.
 func (s *Embedded) tryExclusive() (bool, error) {
+	if s.tmpLock == nil {
+		return true, nil
+	}
 	err := flock(s.tmpLock, syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return false, nil
@@ -169,7 +219,12 @@ func (s *Embedded) removeTemporary(keep []string) ([]string, error) {
 	return removed, nil
 }
 
+// flock locks f as how says; a store opened without .tmp has no file to
+// lock, and nothing to lock it against.
 func flock(f *os.File, how int) error {
+	if f == nil {
+		return nil
+	}
 	for {
 		err := syscall.Flock(int(f.Fd()), how)
 		if !errors.Is(err, syscall.EINTR) {
@@ -200,13 +255,17 @@ func (s *Embedded) dsn(readOnly bool) string {
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
 }
 
-func (s *Embedded) openIndex() error {
+func (s *Embedded) openIndex(migrate bool) error {
 	var err error
 	if s.writer, err = sql.Open("sqlite", s.dsn(false)); err != nil {
 		return err
 	}
 	s.writer.SetMaxOpenConns(1)
-	if err := s.migrate(); err != nil {
+	if migrate {
+		if err := s.migrate(); err != nil {
+			return err
+		}
+	} else if err := s.readSchemaVersion(); err != nil {
 		return err
 	}
 	if s.reader, err = sql.Open("sqlite", s.dsn(true)); err != nil {
@@ -240,6 +299,25 @@ func (s *Embedded) migrate() error {
 	}
 	if latest := files[len(files)-1].version; v > latest {
 		return fmt.Errorf("the index has schema version %d, newer than the %d this heapscope knows: upgrade heapscope", v, latest)
+	}
+	return nil
+}
+
+// readSchemaVersion notes in staleSchema the index's schema version when
+// it is older than this heapscope's.
+func (s *Embedded) readSchemaVersion() error {
+	files, err := schemaVersions()
+	if err != nil {
+		return err
+	}
+	var v int
+	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if latest := files[len(files)-1].version; v > latest {
+		return fmt.Errorf("the index has schema version %d, newer than the %d this heapscope knows: upgrade heapscope", v, latest)
+	} else if v < latest {
+		s.staleSchema = [2]int{v, latest}
 	}
 	return nil
 }

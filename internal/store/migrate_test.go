@@ -40,13 +40,7 @@ func TestOpen_MovesFindingsToProblems(t *testing.T) {
 	wantProblems := dump(t, s.reader, problemsQ)
 	wantSightings := dump(t, s.reader, "SELECT entry_id, ord, severity FROM sightings ORDER BY entry_id, ord")
 
-	// Version 5: the findings of entries in findings, as its commits wrote them.
-	if _, err := s.writer.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
-		SELECT e.id, e.target_id, e.time_ns, e.path, e.kind, s.severity, p.kind, p.title, p.location, p.cause, p.evidence
-		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id ORDER BY e.id, s.ord;
-		DROP TABLE sightings; DROP TABLE problems; PRAGMA user_version = 5`); err != nil {
-		t.Fatal(err)
-	}
+	toVersion5(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +94,17 @@ func TestRetain_RemovesProblemsNoCaptureShows(t *testing.T) {
 		if n := count(t, s.reader, table); n != 0 {
 			t.Errorf("%d rows in %s after removing every capture, want none", n, table)
 		}
+	}
+}
+
+// toVersion5 takes s's index back to schema version 5: the findings of
+// entries in findings, as its commits wrote them.
+func toVersion5(t *testing.T, s *Embedded) {
+	t.Helper()
+	if _, err := s.writer.Exec(`INSERT INTO findings (entry_id, target_id, time_ns, path, source, severity, kind, title, location, cause, evidence)
+		SELECT e.id, e.target_id, e.time_ns, e.path, e.kind, s.severity, p.kind, p.title, p.location, p.cause, p.evidence
+		FROM sightings s JOIN entries e ON e.id = s.entry_id JOIN problems p ON p.id = s.problem_id ORDER BY e.id, s.ord;
+		DROP TABLE sightings; DROP TABLE problems; PRAGMA user_version = 5`); err != nil {
+		t.Fatal(err)
 	}
 }
