@@ -23,14 +23,18 @@ func TestServer_indexLeadsWithTheAnswer(t *testing.T) {
 	tests := []struct {
 		name, fixture string
 		bundle        bool
+		// compareJSON gives the bundle its comparison's compare.json, as
+		// a bundle with a baseline has.
+		compareJSON bool
 		// reorder writes the findings least severe first, the worst
 		// with a symptom folded in.
 		reorder bool
 	}{
-		{"a run", storetest.Leaky, false, false},
-		{"findings least severe first", storetest.Leaky, false, true},
-		{"a partial run", storetest.Partial, false, false},
-		{"a bundle", storetest.Leaky, true, false},
+		{"a run", storetest.Leaky, false, false, false},
+		{"findings least severe first", storetest.Leaky, false, false, true},
+		{"a partial run", storetest.Partial, false, false, false},
+		{"a bundle without a baseline", storetest.Leaky, true, false, false},
+		{"a bundle", storetest.Leaky, true, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,6 +61,9 @@ func TestServer_indexLeadsWithTheAnswer(t *testing.T) {
 			if tt.bundle {
 				os.WriteFile(filepath.Join(dir, "compare.md"), []byte(compareMD), 0o644)
 				os.WriteFile(filepath.Join(dir, "missing.txt"), []byte(missing), 0o644)
+			}
+			if tt.compareJSON {
+				os.WriteFile(filepath.Join(dir, "compare.json"), []byte("{}\n"), 0o644)
 			}
 			s, err := Open(dir, Options{})
 			if err != nil {
@@ -104,6 +111,15 @@ func TestServer_indexLeadsWithTheAnswer(t *testing.T) {
 			for _, w := range want {
 				if !strings.Contains(body, w) {
 					t.Errorf("index: no %q", w)
+				}
+			}
+			// The comparison's files are linked when they are there: a
+			// bundle whose comparison failed, or that had no baseline,
+			// has compare.md saying so, and no compare.json.
+			for _, name := range []string{"compare.md", "compare.json"} {
+				_, err := os.Stat(filepath.Join(dir, name))
+				if linked := strings.Contains(body, `href="run/`+name+`"`); linked != (err == nil) {
+					t.Errorf("index links run/%s: %t; the file is there: %t", name, linked, err == nil)
 				}
 			}
 			if strings.Index(body, "<h2>Verdict</h2>") > strings.Index(body, `id="profiles"`) {

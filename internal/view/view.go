@@ -397,6 +397,9 @@ type indexData struct {
 	// Comparison is a bundle's compare.md: the bundle against the
 	// target's last healthy run.
 	Comparison string
+	// ComparisonJSON says the bundle has compare.json too: a comparison
+	// that could not be made (no baseline) has compare.md alone.
+	ComparisonJSON bool
 	// Files are every file of the run directory.
 	Files []file
 	// Summary is the run's result.json, or result.json.gz in a store.
@@ -439,7 +442,7 @@ pre#comparison { background: #f7f7f7; padding: 8px; overflow-x: auto; font-size:
 {{range $.Findings}}<tr class="severity-{{.Severity}}"><td>{{.Severity}}</td><td>{{.Title}}{{if .Symptoms}}<ul class="symptoms">{{range .Symptoms}}<li>{{.Severity}}: {{.Title}}{{with .Where}} ({{.}}){{end}}</li>{{end}}</ul>{{end}}</td><td><code>{{.Where}}</code></td><td>{{.Fix}}</td></tr>
 {{end}}</table>{{else}}<p id="verdict">No finding: nothing in this run calls for a fix.</p>{{end}}
 {{if $.Comparison}}<h2>Against the last healthy run</h2>
-<p><a href="run/compare.md">compare.md</a> · <a href="run/compare.json">compare.json</a></p>
+<p><a href="run/compare.md">compare.md</a>{{if $.ComparisonJSON}} · <a href="run/compare.json">compare.json</a>{{end}}</p>
 <pre id="comparison">{{$.Comparison}}</pre>{{end}}
 <h2>Reports</h2>
 <ul id="reports">
@@ -484,6 +487,11 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		data.Findings = findingsOf(s.run)
 		data.Missing = lines(readSmall(s.dir, "missing.txt"))
 		data.Comparison = readSmall(s.dir, "compare.md")
+		// Linked when it is served: under the rules of /run/.
+		if f, _, err := webguard.OpenFile(s.dir, "compare.json"); err == nil {
+			f.Close()
+			data.ComparisonJSON = true
+		}
 		data.Files = filesOf(s.dir)
 	}
 	if err := indexTemplate.Execute(&buf, data); err != nil {
