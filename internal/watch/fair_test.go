@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/heapscope/heapscope/internal/rundir"
@@ -402,4 +403,59 @@ func firstRun(t *testing.T, st store.Store) store.Entry {
 		}
 		return h.Runs[len(h.Runs)-1], true
 	})
+}
+
+// loneFleet is a fleet of one watcher that owns every target and claims
+// every slot, with a short lease: the fleet's schedule without a database.
+type loneFleet struct{ lease time.Duration }
+
+func (f loneFleet) Owns(string) bool                                       { return true }
+func (f loneFleet) Changes() <-chan struct{}                               { return nil }
+func (f loneFleet) Lease() time.Duration                                   { return f.lease }
+func (f loneFleet) Claim(context.Context, string, time.Time) (bool, error) { return true, nil }
+func (f loneFleet) Done(context.Context, pgx.Tx, string, time.Time) error  { return nil }
+func (f loneFleet) Holds(context.Context, pgx.Tx, string) error            { return nil }
+func (f loneFleet) Release(context.Context, string, time.Time) error       { return nil }
+func (f loneFleet) Taken(context.Context, string, time.Time) (bool, error) { return false, nil }
+
+// TestRunShared_missedTheMomentItIsLate is TestRun_missedTheMomentItIsLate
+// in a fleet, where a slot that comes while the capture of an earlier one
+// runs waits to be caught up: it is counted missed the moment it is later
+// than two lease periods, not when the next slot comes or the hung
+// capture ends.
+func TestRunShared_missedTheMomentItIsLate(t *testing.T) {
+	stall := stallTarget(t)
+	s := config.Settings{Every: time.Second, Window: 100 * time.Millisecond, Timeout: 3 * time.Second,
+		Profiles: []string{"heap"}}
+	w, _, rec := fairWatcher(t, []string{stall}, s, 1)
+	f := loneFleet{lease: 100 * time.Millisecond}
+	w.opts.Fleet = f
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	missed, failed := rec.of(stall, "slot missed"), rec.of(stall, "capture failed")
+	if len(missed) < 2 || len(failed) == 0 {
+		t.Fatalf("%d slots missed, %d captures failed; want at least 2 missed before the first failure", len(missed), len(failed))
+	}
+	if !missed[1].at.Before(failed[0].at) {
+		t.Errorf("second slot counted missed at %s, after the hung capture failed at %s", missed[1].at, failed[0].at)
+	}
+	bound := lateBound(f)
+	for _, m := range missed[:2] {
+		slot, err := time.Parse(time.RFC3339Nano, m.attrs["slot"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Counted once late: after the bound, and before the next slot
+		// (a second after it) takes its place, as it did when it waited
+		// for that.
+		if d := m.at.Sub(slot); d < bound || d >= s.Every*7/10 {
+			t.Errorf("slot %s counted missed %s after it came, want just after %s", slot, d, bound)
+		}
+	}
+	if n := testutil.ToFloat64(w.metrics.missed); int(n) != len(missed) {
+		t.Errorf("missed_slots_total %v, want the %d lines", n, len(missed))
+	}
 }

@@ -96,10 +96,11 @@ func (w *Watcher) startTriggers(wt *watched) {
 // scheduleShared is schedule for a watcher of a fleet: each slot the
 // target's owner claims is captured, and a slot that went by while the
 // target was moving to this watcher is captured late if no one did. As
-// out of a fleet, a capture runs beside the schedule, and a slot that
-// comes while the capture of an earlier one is not over is missed, and
-// counted then. Late is at most two lease periods (lateBound): one
-// measured later than a move takes is no longer that slot's measure.
+// out of a fleet, a capture runs beside the schedule; a slot that comes
+// while the capture of an earlier one is not over waits for it, and is
+// missed, and counted, the moment it is later than two lease periods
+// (lateBound): one measured later than a move takes is no longer that
+// slot's measure.
 func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 	every := wt.target.Settings.Every
 	offset := Offset(wt.target.Key, every)
@@ -110,34 +111,53 @@ func (w *Watcher) scheduleShared(ctx context.Context, wt *watched) {
 	}
 	next := NextSlot(w.opts.now(), every, offset)
 	// pending is a slot that came while the last capture ran: it is
-	// caught up when that one ends, unless later than lateBound by then
-	// (captureSlot counts it missed). A watcher resumed after losing its
-	// lease ends its stale captures in seconds (their claims were taken
-	// over), and the slots that came meanwhile are still its to capture.
+	// caught up when that one ends, and missed the moment it is later
+	// than lateBound while that one still runs. A watcher resumed after
+	// losing its lease ends its stale captures in seconds (their claims
+	// were taken over), and the slots that came meanwhile are still its
+	// to capture.
 	var pending time.Time
 	for {
 		w.setHealth(wt, func(h *Health) { h.NextSlot = next })
 		timer := time.NewTimer(next.Sub(w.opts.now()))
-		var ended <-chan struct{}
+		var (
+			ended    <-chan struct{}
+			tooLate  <-chan time.Time
+			lateness *time.Timer
+		)
 		if !pending.IsZero() {
 			ended = c.ended()
+			lateness = time.NewTimer(pending.Add(lateBound(w.opts.Fleet)).Sub(w.opts.now()))
+			tooLate = lateness.C
+		}
+		stop := func() {
+			timer.Stop()
+			if lateness != nil {
+				lateness.Stop()
+			}
 		}
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			stop()
 			return
 		case <-wt.gained:
-			timer.Stop()
+			stop()
 			if !c.busy() {
 				capture(next.Add(-every))
 			}
 			continue
 		case <-ended:
-			timer.Stop()
+			stop()
 			capture(pending)
 			pending = time.Time{}
 			continue
+		case <-tooLate:
+			stop()
+			w.missIfUntaken(ctx, wt, pending, c.waiting())
+			pending = time.Time{}
+			continue
 		case <-timer.C:
+			stop()
 		}
 		switch {
 		case !c.busy():
@@ -167,17 +187,13 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time, 
 	// it resumed, would still be stored under its claim. A slot captured
 	// or in a live watcher's hands is not missed.
 	if late := w.opts.now().Sub(slot); late > lateBound(f) {
-		taken, err := f.Taken(ctx, key, slot)
-		if err != nil {
+		if taken, err := f.Taken(ctx, key, slot); err != nil {
 			w.log.Error("look up a slot", "target", key, "err", err)
-			return
+		} else if !taken {
+			w.metrics.missed.Inc()
+			w.log.Warn("slot missed: later than two lease periods", "target", key,
+				"slot", slot.UTC().Format(time.RFC3339Nano), "late", late.Round(time.Millisecond))
 		}
-		if taken {
-			return
-		}
-		w.metrics.missed.Inc()
-		w.log.Warn("slot missed: later than two lease periods", "target", key,
-			"slot", slot.UTC().Format(time.RFC3339Nano), "late", late.Round(time.Millisecond))
 		return
 	}
 	mine, err := f.Claim(ctx, key, slot)
@@ -203,6 +219,21 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time, 
 		return
 	}
 	w.afterScheduled(ctx, wt, res)
+}
+
+// missIfUntaken counts missed a pending slot that became later than
+// lateBound while the capture of an earlier one still waits (waiting) or
+// runs, unless another watcher took it.
+func (w *Watcher) missIfUntaken(ctx context.Context, wt *watched, slot time.Time, waiting bool) {
+	if !w.opts.Fleet.Owns(wt.target.Key) || slot.Before(wt.since) {
+		return
+	}
+	switch taken, err := w.opts.Fleet.Taken(ctx, wt.target.Key, slot); {
+	case err != nil:
+		w.log.Error("look up a slot", "target", wt.target.Key, "err", err)
+	case !taken:
+		w.missSlot(wt, slot, waiting)
+	}
 }
 
 // lateBound is how late after its instant a slot may still be captured:
