@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -207,13 +209,17 @@ type source struct {
 	files    map[string][]Target // by path
 	problems []error             // of the last refresh
 	next     time.Time
+	// read1 is each file's last read, by path: an unchanged file is not
+	// read again. reads counts the files read.
+	read1 map[string]lastRead
+	reads int
 }
 
 func newDiscovery(c *Config) *discovery {
 	d := &discovery{c: c}
 	for gi := range c.Groups {
 		for _, sd := range c.Groups[gi].FileSD {
-			d.sources = append(d.sources, &source{group: gi, g: &c.Groups[gi], sd: sd, files: map[string][]Target{}})
+			d.sources = append(d.sources, &source{group: gi, g: &c.Groups[gi], sd: sd, files: map[string][]Target{}, read1: map[string]lastRead{}})
 		}
 		if c.Groups[gi].Kubernetes != nil {
 			d.pods = append(d.pods, &podSource{group: gi, g: &c.Groups[gi]})
@@ -247,7 +253,7 @@ func (s *source) refresh() {
 				continue
 			}
 			seen[p] = true
-			ts, err := readSDFile(p, s.g)
+			ts, err := s.read(p)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				delete(s.files, p)
@@ -266,6 +272,65 @@ func (s *source) refresh() {
 			delete(s.files, p)
 		}
 	}
+	for p := range s.read1 {
+		if !seen[p] {
+			delete(s.read1, p)
+		}
+	}
+}
+
+// read reads the file_sd file at path, unless it is the very file of the
+// last read, unchanged: then the last read's targets or error are
+// returned again without opening it. Unchanged means the same inode,
+// size and modification time (stat follows a symbolic link, so a
+// Kubernetes ConfigMap's file changes with the link it is reached by).
+func (s *source) read(path string) ([]Target, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		delete(s.read1, path)
+		return nil, err
+	}
+	st := stampOf(fi)
+	if last, ok := s.read1[path]; ok && last.stamp == st {
+		return last.targets, last.err
+	}
+	ts, err := readSDFile(path, s.g)
+	s.reads++
+	// A file written again within the clock's granularity of its last
+	// write may keep its stamp: one written lately is read again next
+	// time, as git does with its racily clean files.
+	if fi.Mode().IsRegular() && time.Since(st.mtime) > racyWindow {
+		s.read1[path] = lastRead{stamp: st, targets: ts, err: err}
+	} else {
+		delete(s.read1, path)
+	}
+	return ts, err
+}
+
+// racyWindow is how long after its last write a file's stamp is trusted.
+const racyWindow = 2 * time.Second
+
+// fileStamp tells a file's version: a file written again gets a new
+// modification time, one replaced by a rename a new inode.
+type fileStamp struct {
+	ino, size int64
+	mtime     time.Time
+}
+
+// stampOf is fi's stamp.
+func stampOf(fi fs.FileInfo) fileStamp {
+	st := fileStamp{size: fi.Size(), mtime: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = int64(sys.Ino)
+	}
+	return st
+}
+
+// lastRead is what reading a file_sd file gave, and the version it read.
+type lastRead struct {
+	stamp   fileStamp
+	targets []Target
+	err     error
 }
 
 // targets lists the targets, static then discovered, group by group; a

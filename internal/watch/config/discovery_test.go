@@ -318,3 +318,60 @@ func TestTargets_SkipsWhatIsNotAFile(t *testing.T) {
 		t.Errorf("errors\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+// TestRefresh_ReadsOnlyWhatChanged refreshes a file_sd entry again and
+// again: a file is read again only when its stamp changed (written,
+// replaced) or when it was written too lately to trust its stamp, and a
+// broken file's error is kept with it.
+func TestRefresh_ReadsOnlyWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	c := sdConfig(t, dir, func(err error) { t.Errorf("warned: %v", err) })
+	s := newDiscovery(c).sources[0]
+	a := filepath.Join(dir, "sd", "a.json")
+	old := time.Now().Add(-time.Hour)
+	// write puts content in the file in place (same inode), dated at.
+	write := func(content string, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(a, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(a, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, wantReads int, wantKeys ...string) {
+		t.Helper()
+		s.refresh()
+		if s.reads != wantReads {
+			t.Errorf("%s: %d reads in all, want %d", step, s.reads, wantReads)
+		}
+		var got []string
+		for _, ts := range s.files {
+			got = append(got, keys(ts)...)
+		}
+		if !slices.Equal(got, wantKeys) {
+			t.Errorf("%s: targets %v, want %v", step, got, wantKeys)
+		}
+	}
+
+	write(`[{"targets": ["10.0.0.1:6060"]}]`, old)
+	check("first", 1, "10.0.0.1:6060")
+	check("unchanged", 1, "10.0.0.1:6060")
+	write(`[{"targets": ["10.0.0.2:6060"]}]`, old.Add(time.Second)) // same size, written again
+	check("written again", 2, "10.0.0.2:6060")
+	writeFile(t, a, `[{"targets": ["10.0.0.3:6060"]}]`) // replaced: a new inode
+	if err := os.Chtimes(a, old.Add(time.Second), old.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	check("replaced, its time kept", 3, "10.0.0.3:6060")
+	write(`[{"targets": ["10.0.0.4:6060"]}]`, time.Now())
+	check("written just now", 4, "10.0.0.4:6060")
+	check("still recent: not trusted", 5, "10.0.0.4:6060")
+
+	write(`[{"targets": [`, old)
+	s.refresh()
+	s.refresh()
+	if s.reads != 6 || len(s.problems) != 1 || !strings.Contains(s.problems[0].Error(), "a.json") {
+		t.Errorf("a broken file refreshed twice: %d reads, problems %v; want it read once and its error kept", s.reads, s.problems)
+	}
+}
