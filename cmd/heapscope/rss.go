@@ -10,6 +10,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/rss"
+	"github.com/heapscope/heapscope/internal/rss/live"
 )
 
 // rssOptions are the flags of rss.
@@ -20,7 +21,7 @@ type rssOptions struct {
 	// noDiscover: without a target, do not look for pprof on the ports.
 	noDiscover bool
 	// proc reads /proc; sysmem.Proc{} when nil (tests replace it).
-	proc rss.Proc
+	proc live.Proc
 }
 
 func newRSSCmd(e *env) *cobra.Command {
@@ -50,18 +51,18 @@ func runRSS(ctx context.Context, e *env, pidArg string, o *rssOptions) error {
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("rss: PID %q is not a process id (a positive number)", pidArg)
 	}
-	if err := rss.Supported(); err != nil {
+	if err := live.Supported(); err != nil {
 		return err
 	}
 	topts, _, err := o.target.options(o.url)
 	if err != nil {
 		return err
 	}
-	look, err := rss.NewLookup(topts, !o.noDiscover)
+	look, err := live.NewLookup(topts, !o.noDiscover)
 	if err != nil {
 		return err
 	}
-	in, err := rss.Gather(ctx, o.proc, look, pid)
+	in, err := live.Gather(ctx, o.proc, look, pid)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,8 @@ import (
 // boundaries lists what a package must not link, directly or through
 // another: the history server and the reports read what was collected,
 // and do not carry the collector (the load generator and its HTTP
-// client, its histograms, the command's flags).
+// client, its histograms, the command's flags); the analyses do not
+// fetch what they analyse.
 var boundaries = []struct {
 	pkg   string
 	never []string
@@ -17,6 +18,11 @@ var boundaries = []struct {
 	{"internal/server", []string{module + "internal/load", module + "internal/run", "github.com/valyala/fasthttp", "github.com/HdrHistogram/hdrhistogram-go", "github.com/spf13/pflag"}},
 	{"internal/report", []string{module + "internal/load", "github.com/valyala/fasthttp", "github.com/HdrHistogram/hdrhistogram-go", "github.com/spf13/pflag"}},
 	{"internal/compare", []string{module + "internal/load", module + "internal/run", "github.com/spf13/pflag"}},
+	// The analyses take data: the HTTP client that fetches it from a
+	// target (and package rss/live, which gathers rss's input) are not
+	// theirs.
+	{"internal/diagnose", []string{module + "internal/target", module + "internal/rss/live", "net/http", "github.com/spf13/pflag"}},
+	{"internal/rss", []string{module + "internal/target", module + "internal/rss/live", "net/http"}},
 }
 
 // TestBoundaries checks the packages each package links, as go list

@@ -31,8 +31,6 @@
 // has mapped and not released, the kernel counts pages that are
 // resident, and the report reconciles the two.
 //
-// Gather reads what Build explains from a live process, through a Proc
-// (sysmem.Proc) and the MemStats lookups it is given (target.Client's
-// for a pprof the user names, target.Local's for one found on the
-// process's listening ports); everything else in the package is pure.
+// The package reads nothing: package live gathers its Input from a live
+// process (/proc and the process's pprof).
 package rss

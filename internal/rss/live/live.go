@@ -1,4 +1,9 @@
-package rss
+// Package live gathers what package rss explains from a live process: its
+// mappings, status and cgroup from /proc (sysmem.Proc), and the runtime's
+// MemStats from its pprof (target.Client for one the user names,
+// target.Local for one found on the process's listening ports). Package
+// rss itself takes the data and reads nothing.
+package live
 
 import (
 	"context"
@@ -8,6 +13,7 @@ import (
 	"runtime"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/rss"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -73,16 +79,16 @@ func NewLookup(opts target.Options, discover bool) (Lookup, error) {
 // to give them.
 const noRuntimeHint = "give --target URL, the process's pprof"
 
-// Gather reads what Build explains of process pid: the runtime's MemStats
+// Gather reads what rss.Build explains of process pid: the runtime's MemStats
 // first, when they can be had, then the mappings right after, so that the
 // two views are close in time; then status and cgroup, whose failure is
 // only a warning. Only a failing Given and an unreadable smaps are
 // errors. A nil proc reads /proc (sysmem.Proc).
-func Gather(ctx context.Context, proc Proc, look Lookup, pid int) (Input, error) {
+func Gather(ctx context.Context, proc Proc, look Lookup, pid int) (rss.Input, error) {
 	if proc == nil {
 		proc = sysmem.Proc{}
 	}
-	in := Input{PID: pid}
+	in := rss.Input{PID: pid}
 	if err := look.memStats(ctx, proc, pid, &in); err != nil {
 		return in, err
 	}
@@ -90,7 +96,7 @@ func Gather(ctx context.Context, proc Proc, look Lookup, pid int) (Input, error)
 	if err != nil && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
 		in.Warnings = append(in.Warnings, err.Error())
 	}
-	c := Classifier{Exe: exe}
+	c := rss.Classifier{Exe: exe}
 	if err := proc.ScanSmaps(pid, c.Add); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return in, fmt.Errorf("rss of process %d: %w (run as the process's user, or as root)", pid, err)
@@ -113,7 +119,7 @@ func Gather(ctx context.Context, proc Proc, look Lookup, pid int) (Input, error)
 
 // memStats sets in.MemStats from Given, or from Find over the process's
 // ports; when neither yields them, in.RuntimeUnknown says why.
-func (l Lookup) memStats(ctx context.Context, proc Proc, pid int, in *Input) error {
+func (l Lookup) memStats(ctx context.Context, proc Proc, pid int, in *rss.Input) error {
 	switch {
 	case l.Given != nil:
 		ms, err := l.Given(ctx)

@@ -1,4 +1,4 @@
-package rss_test
+package live_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
-	"github.com/heapscope/heapscope/internal/rss"
+	"github.com/heapscope/heapscope/internal/rss/live"
 	"github.com/heapscope/heapscope/internal/sysmem"
 	"github.com/heapscope/heapscope/internal/target"
 )
@@ -63,7 +63,7 @@ func (p fakeProc) ListeningPorts(int) ([]int, error) {
 }
 
 func TestGather(t *testing.T) {
-	const smaps = "../sysmem/testdata/smaps/service.txt"
+	const smaps = "../../sysmem/testdata/smaps/service.txt"
 	ms := &gcstats.MemStats{HeapSys: 103 << 20, Sys: 110 << 20}
 	var calls []string
 	given := func(context.Context) (*gcstats.MemStats, error) {
@@ -80,7 +80,7 @@ func TestGather(t *testing.T) {
 	tests := []struct {
 		name       string
 		proc       fakeProc
-		look       rss.Lookup
+		look       live.Lookup
 		wantCalls  string // in order, for the cases that record them
 		wantURL    string
 		discovered bool
@@ -89,23 +89,23 @@ func TestGather(t *testing.T) {
 	}{
 		{
 			name: "given pprof, read before the mappings", proc: fakeProc{smaps: smaps},
-			look:      rss.Lookup{Given: given, GivenURL: "http://127.0.0.1:6060/debug/pprof/", Find: found},
+			look:      live.Lookup{Given: given, GivenURL: "http://127.0.0.1:6060/debug/pprof/", Find: found},
 			wantCalls: "memstats exe smaps status cgroup", wantURL: "http://127.0.0.1:6060/debug/pprof/",
 		},
 		{
-			name: "found on a listening port", proc: fakeProc{smaps: smaps, ports: []int{8080, 6060}}, look: rss.Lookup{Find: found},
+			name: "found on a listening port", proc: fakeProc{smaps: smaps, ports: []int{8080, 6060}}, look: live.Lookup{Find: found},
 			wantCalls: "ports find [8080 6060] exe smaps status cgroup", wantURL: "http://127.0.0.1:6060/debug/pprof/", discovered: true,
 		},
 		{
-			name: "no port serves pprof", proc: fakeProc{smaps: smaps, ports: []int{8080}}, look: rss.Lookup{Find: notFound},
+			name: "no port serves pprof", proc: fakeProc{smaps: smaps, ports: []int{8080}}, look: live.Lookup{Find: notFound},
 			unknown: "none of the process's listening ports (8080) serves pprof; give --target URL",
 		},
 		{
-			name: "listens on no port", proc: fakeProc{smaps: smaps}, look: rss.Lookup{Find: found},
+			name: "listens on no port", proc: fakeProc{smaps: smaps}, look: live.Lookup{Find: found},
 			unknown: "the process listens on no TCP port of a loopback or wildcard address; give --target URL",
 		},
 		{
-			name: "ports unreadable", proc: fakeProc{smaps: smaps, portsErr: fs.ErrPermission}, look: rss.Lookup{Find: found},
+			name: "ports unreadable", proc: fakeProc{smaps: smaps, portsErr: fs.ErrPermission}, look: live.Lookup{Find: found},
 			unknown: "its listening ports could not be listed (permission denied); give --target URL",
 		},
 		{
@@ -115,19 +115,19 @@ func TestGather(t *testing.T) {
 		{
 			name: "status, cgroup and exe unreadable are warnings",
 			proc: fakeProc{smaps: smaps, statusErr: errors.New("read /proc/42/status: odd"), cgroupErr: errors.New("no v2 entry"), exeErr: errors.New("read /proc/42/exe: odd")},
-			look: rss.Lookup{Given: given}, wantURL: "",
+			look: live.Lookup{Given: given}, wantURL: "",
 			warnings: []string{"read /proc/42/exe: odd", "read /proc/42/status: odd", "cgroup: no v2 entry"},
 		},
 		{
 			name: "an exe that may not be read is no warning", proc: fakeProc{smaps: smaps, exeErr: fs.ErrPermission},
-			look: rss.Lookup{Given: given},
+			look: live.Lookup{Given: given},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls = nil
 			tt.proc.calls = &calls
-			in, err := rss.Gather(t.Context(), tt.proc, tt.look, 42)
+			in, err := live.Gather(t.Context(), tt.proc, tt.look, 42)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,19 +161,19 @@ func TestGather_errors(t *testing.T) {
 	tests := []struct {
 		name string
 		proc fakeProc
-		look rss.Lookup
+		look live.Lookup
 		is   error
 		want string
 	}{
-		{"given pprof fails", fakeProc{}, rss.Lookup{Given: failing}, nil, "rss of process 42: fetch MemStats: cannot reach"},
-		{"smaps not readable", fakeProc{smapsErr: fmt.Errorf("read /proc/42/smaps: %w", fs.ErrPermission)}, rss.Lookup{}, fs.ErrPermission,
+		{"given pprof fails", fakeProc{}, live.Lookup{Given: failing}, nil, "rss of process 42: fetch MemStats: cannot reach"},
+		{"smaps not readable", fakeProc{smapsErr: fmt.Errorf("read /proc/42/smaps: %w", fs.ErrPermission)}, live.Lookup{}, fs.ErrPermission,
 			"rss of process 42: read /proc/42/smaps: permission denied (run as the process's user, or as root)"},
-		{"process gone", fakeProc{smapsErr: fmt.Errorf("process 42 not found: %w", fs.ErrNotExist)}, rss.Lookup{}, fs.ErrNotExist,
+		{"process gone", fakeProc{smapsErr: fmt.Errorf("process 42 not found: %w", fs.ErrNotExist)}, live.Lookup{}, fs.ErrNotExist,
 			"rss of process 42: process 42 not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := rss.Gather(t.Context(), tt.proc, tt.look, 42)
+			_, err := live.Gather(t.Context(), tt.proc, tt.look, 42)
 			if err == nil || err.Error() != tt.want && !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -200,7 +200,7 @@ func TestNewLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			look, err := rss.NewLookup(tt.opts, tt.discover)
+			look, err := live.NewLookup(tt.opts, tt.discover)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -219,7 +219,7 @@ func TestNewLookup(t *testing.T) {
 }
 
 func TestSupported(t *testing.T) {
-	if err := rss.Supported(); (err == nil) != (runtime.GOOS == "linux") || err != nil && !strings.Contains(err.Error(), "Linux only") {
+	if err := live.Supported(); (err == nil) != (runtime.GOOS == "linux") || err != nil && !strings.Contains(err.Error(), "Linux only") {
 		t.Errorf("Supported() = %v on %s", err, runtime.GOOS)
 	}
 }
