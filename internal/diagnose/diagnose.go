@@ -90,6 +90,9 @@ type diagnosis struct {
 	// stacks hashes the heap profiles' stacks for the checks that
 	// compare them across snapshots.
 	stacks *stackHasher
+	// declared caches whether a source file declares a receiver of a
+	// type (declares), by file, receiver and type.
+	declared map[string]bool
 
 	findings []result.Finding
 	notes    []string

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -139,23 +140,26 @@ func (d *diagnosis) misuses() {
 }
 
 // explainedBySource returns the leak findings at a line of the service's
-// own code whose source calls one of calls' package functions (by the
-// name the source writes: context.WithValue, rate.NewLimiter): the
-// statement that makes the library's memory makes what the samples
-// caught at the line too (the value it hands the library, boxed), however
-// few of the library's own allocations they caught. Methods are left out:
-// their receiver's name is the service's.
+// own code whose source calls one of calls (by the name the source
+// writes: context.WithValue, rate.NewLimiter): the statement that makes
+// the library's memory makes what the samples caught at the line too (the
+// value it hands the library, boxed), however few of the library's own
+// allocations they caught. A method (sync.(*Map).Store) is called on a
+// receiver the service names: the line calls it when its receiver is
+// declared of the method's type in the same file (callsMethod).
 func (d *diagnosis) explainedBySource(calls []string) []int {
-	var names []string
+	var funcs []string
+	var methods []method
 	for _, c := range calls {
-		if strings.ContainsAny(c, "()") {
-			continue
+		if m, ok := methodOf(c); ok {
+			methods = append(methods, m)
+		} else if !strings.ContainsAny(c, "()") {
+			funcs = append(funcs, strings.TrimSuffix(path.Base(c), "[...]"))
 		}
-		names = append(names, strings.TrimSuffix(path.Base(c), "[...]"))
 	}
 	var out []int
 	for i, f := range d.findings {
-		if len(names) == 0 || !strings.HasPrefix(f.ID, "leak.") || f.ID == "leak.goroutine-growth" || !d.app.own(frame{f.Function, f.File, f.Line}) {
+		if len(funcs)+len(methods) == 0 || !strings.HasPrefix(f.ID, "leak.") || f.ID == "leak.goroutine-growth" || !d.app.own(frame{f.Function, f.File, f.Line}) {
 			continue
 		}
 		src, ok := d.sourceLine(site{f.Function, f.File, f.Line})
@@ -163,11 +167,96 @@ func (d *diagnosis) explainedBySource(calls []string) []int {
 			continue
 		}
 		code, _, _ := strings.Cut(src, "//")
-		if slices.ContainsFunc(names, func(name string) bool { return callsName(code, name) }) {
+		if slices.ContainsFunc(funcs, func(name string) bool { return callsName(code, name) }) ||
+			slices.ContainsFunc(methods, func(m method) bool { return d.callsMethod(f.File, code, m) }) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// method is a method of a catalogue entry's calls: Store of sync's Map.
+type method struct {
+	pkg, typ, name string
+}
+
+// methodOf splits a call written pkg.(*T).M or pkg.T.M into its package's
+// name (the last element of its path), type and method.
+func methodOf(call string) (method, bool) {
+	open := strings.Index(call, ".(")
+	if open < 0 {
+		return method{}, false
+	}
+	typ, name, ok := strings.Cut(call[open+2:], ").")
+	if !ok || name == "" || strings.ContainsAny(name, "().") {
+		return method{}, false
+	}
+	return method{pkg: path.Base(call[:open]), typ: strings.TrimPrefix(typ, "*"), name: name}, true
+}
+
+// callsMethod reports whether code, a line of file, calls m on a receiver
+// that file declares of m's type: a variable, field or parameter written
+// "recv sync.Map" or "recv *sync.Map", or assigned "recv = &sync.Map{}"
+// or "recv := new(sync.Map)". A receiver declared in another file is not
+// seen.
+func (d *diagnosis) callsMethod(file, code string, m method) bool {
+	for _, recv := range receiversOf(code, m.name) {
+		if d.declares(file, recv, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// receiversOf returns the last identifier of each receiver code calls
+// name on: seenAt in "seenAt.Store(", cache in "s.cache.Store(".
+func receiversOf(code, name string) []string {
+	var out []string
+	call := "." + name + "("
+	for off := 0; ; {
+		i := strings.Index(code[off:], call)
+		if i < 0 {
+			return out
+		}
+		end := off + i
+		off = end + len(call)
+		start := end
+		for start > 0 && isIdentByte(code[start-1]) {
+			start--
+		}
+		if start < end {
+			out = append(out, code[start:end])
+		}
+	}
+}
+
+// maxDeclarationLines bounds the lines of a file read to find where a
+// receiver is declared.
+const maxDeclarationLines = 20000
+
+// declares reports whether file declares recv of m's type (see
+// callsMethod). Its answers are kept: a file is read once per receiver.
+func (d *diagnosis) declares(file, recv string, m method) bool {
+	key := file + "\x00" + recv + "\x00" + m.pkg + "." + m.typ
+	if got, ok := d.declared[key]; ok {
+		return got
+	}
+	typ := `[A-Za-z_][A-Za-z0-9_]*\.` + regexp.QuoteMeta(m.typ) + `\b`
+	decl := regexp.MustCompile(`(^|[^A-Za-z0-9_.])` + regexp.QuoteMeta(recv) + `(\s+\*?|\s*:?=\s*(&|new\()?)` + typ)
+	found := false
+	for n := int64(1); n <= maxDeclarationLines && !found; n++ {
+		line, ok := d.in.Source.Line(file, n)
+		if !ok {
+			break
+		}
+		code, _, _ := strings.Cut(line, "//")
+		found = strings.Contains(code, m.pkg+"."+m.typ) && decl.MatchString(code)
+	}
+	if d.declared == nil {
+		d.declared = map[string]bool{}
+	}
+	d.declared[key] = found
+	return found
 }
 
 // callsName reports whether code calls name: name followed by its

@@ -217,3 +217,66 @@ func TestRun_misuseOfTheLineItsSourceCalls(t *testing.T) {
 		t.Fatalf("with the source: findings%s, want the context-value-chain misuse at main.go:40", titles(serious))
 	}
 }
+
+func TestMethodOf(t *testing.T) {
+	for _, tc := range []struct {
+		call string
+		want method
+		ok   bool
+	}{
+		{"sync.(*Map).Store", method{"sync", "Map", "Store"}, true},
+		{"github.com/patrickmn/go-cache.(*Cache).Set", method{"go-cache", "Cache", "Set"}, true},
+		{"expvar.Map.Add", method{}, false},
+		{"context.WithValue", method{}, false},
+		{"sync.(*Map).Store.func1", method{}, false},
+	} {
+		if got, ok := methodOf(tc.call); got != tc.want || ok != tc.ok {
+			t.Errorf("methodOf(%q) = %+v, %v; want %+v, %v", tc.call, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestRun_methodMisuseOfTheLineItsSourceCalls: the samples catch the key
+// a middleware formats for sync.Map's Store at its own line, none of the
+// map's entries. The line calls Store on a receiver its file declares a
+// sync.Map, so the leak is that misuse; a receiver of another type, or one
+// the file does not declare, is not.
+func TestRun_methodMisuseOfTheLineItsSourceCalls(t *testing.T) {
+	track := fn{"main.tracked.func1", "/src/svc/main.go", 40}
+	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
+	var in Input
+	for i := range 8 {
+		at := t0.Add(time.Duration(i) * 5 * time.Second)
+		h := newHeap(at, 512<<10)
+		held := int64(i) * 512 << 10
+		h.sampleWithSize(32, [4]int64{held / 32, held, held / 32, held}, track, goexit)
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
+		in.Live = append(in.Live, Live{Bytes: uint64(2*mib + float64(i)*mib/2)})
+	}
+	const call = "\t\tseenAt.Store(fmt.Sprintf(\"%s-%d\", r.RemoteAddr, time.Now().UnixNano()), time.Now())"
+	for _, tc := range []struct {
+		name string
+		decl string // line 30 of the file
+		want bool
+	}{
+		{"a package variable", "var seenAt sync.Map", true},
+		{"a field of a pointer", "\tseenAt *sync.Map // by client", true},
+		{"assigned", "\tseenAt := new(sync.Map)", true},
+		{"another type", "var seenAt atomic.Pointer[string]", false},
+		{"declared elsewhere", "var lastSeen sync.Map", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in.Source = mapSource{{file: track.file, line: 30}: tc.decl, {file: track.file, line: track.line}: call}
+			for n := int64(1); n <= 45; n++ {
+				if _, ok := in.Source.(mapSource)[fn{file: track.file, line: n}]; !ok {
+					in.Source.(mapSource)[fn{file: track.file, line: n}] = ""
+				}
+			}
+			serious := atLeast(Run(in).Findings, Medium)
+			got := len(serious) == 1 && strings.Contains(serious[0].Cause, "sync-map-never-deleted")
+			if got != tc.want {
+				t.Errorf("findings%s: sync-map misuse %v, want %v", titles(serious), got, tc.want)
+			}
+		})
+	}
+}
