@@ -18,6 +18,12 @@ var (
 // the map's keys) and a small decoded value per entry. scale scales the
 // sampled growth (not the live heap's).
 func holderInput(source bool, scale float64) Input {
+	return holderInputWith(source, scale, nil)
+}
+
+// holderInputWith is holderInput, with what more adds to the i-th
+// snapshot.
+func holderInputWith(source bool, scale float64, more func(h *heapBuilder, i int)) Input {
 	var in Input
 	const period = 512 << 10
 	for i := range 6 {
@@ -29,6 +35,9 @@ func holderInput(source bool, scale float64) Input {
 		h.sample([4]int64{tables / (48 << 10), tables, tables / (48 << 10), tables}, cacheAdd, handler)
 		h.sample([4]int64{lines / 48, lines, lines / 48, lines}, readLine, httpRead)
 		h.sample([4]int64{values / 32, values, values / 32, values}, decode, handler)
+		if more != nil {
+			more(h, i)
+		}
 		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
 		live := 20*mib + float64(i)*mib
 		in.Live = append(in.Live, Live{Bytes: uint64(live), Objects: uint64(live / 64)})
@@ -248,5 +257,30 @@ func namesTheHolderFromItsAllocations(t *testing.T, linesAlone bool) {
 		if strings.Contains(f.Title, "holds the leak") {
 			t.Errorf("finding %q names a holder without evidence that the line fills a container", f.Title)
 		}
+	}
+}
+
+// TestRun_aCacheIsNoContextItDidNotMake: among what the cache of
+// holderInput keeps grow, at the last snapshot, the cancellable contexts
+// net/http makes per request (in flight, on its own stacks): the cache
+// holds the leak, and is no context the service leaves uncancelled.
+func TestRun_aCacheIsNoContextItDidNotMake(t *testing.T) {
+	withCancel := fn{"context.withCancel", "/go/src/context/context.go", 268}
+	WithCancel := fn{"context.WithCancel", "/go/src/context/context.go", 237}
+	in := holderInputWith(true, 1, func(h *heapBuilder, i int) {
+		ctxs := int64(i) * 64 << 10
+		h.sample([4]int64{ctxs / 96, ctxs, ctxs / 96, ctxs}, withCancel, WithCancel, httpRead)
+	})
+	var leaks []string
+	for _, f := range Run(in).Findings {
+		if strings.HasPrefix(f.ID, "leak.") {
+			leaks = append(leaks, fmt.Sprintf("%s at %s:%d (cause %q)", f.ID, f.Function, f.Line, f.Cause))
+			if f.Cause == "leak/context-cancel-never-called" || strings.Contains(f.Fix, "call the cancel function") {
+				t.Errorf("%s at %s:%d is called contexts never cancelled: the service makes none", f.ID, f.Function, f.Line)
+			}
+		}
+	}
+	if len(leaks) != 1 || !strings.Contains(leaks[0], cacheAdd.name) {
+		t.Errorf("leak findings %v, want one, at the map", leaks)
 	}
 }

@@ -108,7 +108,7 @@ func (d *diagnosis) misuses() {
 					continue
 				}
 			}
-			memory, share = d.explainedBy(KindMemory, m.Memory)
+			memory, share = d.explainedByServiceCalls(KindMemory, m.Memory)
 		}
 		if len(m.Memory) > 0 {
 			memory = append(memory, d.explainedBySource(m.Calls)...)

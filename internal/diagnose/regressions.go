@@ -289,6 +289,23 @@ func (d *diagnosis) foldLeaksInto(lead int, led map[int]bool) {
 // when MinSignatureShare or more of the heap's growth runs through them —
 // and that share.
 func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64) {
+	return d.explainedThrough(kind, signature, false)
+}
+
+// explainedByServiceCalls is explainedBy for a misuse, a call the
+// service makes: a container's finding is explained by what it keeps
+// only where the service's own code made it, a frame of the service's on
+// the stack that runs through the signature. net/http makes a
+// cancellable context per request: a cache of the service's that keeps
+// what the requests read, some of it caught beside the contexts in
+// flight, is no context the service leaves uncancelled.
+func (d *diagnosis) explainedByServiceCalls(kind string, signature []string) ([]int, float64) {
+	return d.explainedThrough(kind, signature, true)
+}
+
+// explainedThrough is explainedBy; byService asks the stacks of what a
+// container keeps to hold a frame of the service's own code too.
+func (d *diagnosis) explainedThrough(kind string, signature []string, byService bool) ([]int, float64) {
 	if len(signature) == 0 {
 		return nil, 0
 	}
@@ -323,7 +340,12 @@ func (d *diagnosis) explainedBy(kind string, signature []string) ([]int, float64
 			through = mostStacksThrough(stacks, at, signature)
 		default:
 			through = stacksThrough(stacks, at, signature) ||
-				slices.ContainsFunc(d.holds[at], func(held site) bool { return stacksThrough(stacks, held, signature) })
+				slices.ContainsFunc(d.holds[at], func(held site) bool {
+					if byService {
+						return d.serviceStacksThrough(stacks, held, signature)
+					}
+					return stacksThrough(stacks, held, signature)
+				})
 		}
 		if lead || through {
 			out = append(out, i)
@@ -411,6 +433,23 @@ func stacksThrough(p *profile.Profile, at site, functions []string) bool {
 			holds = holds || inSignature(functions, f.function)
 		}
 		if through && holds {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceStacksThrough is stacksThrough for stacks that also hold a frame
+// of the service's own code.
+func (d *diagnosis) serviceStacksThrough(p *profile.Profile, at site, functions []string) bool {
+	for _, s := range p.Sample {
+		through, holds, own := false, false, false
+		for _, f := range frames(s) {
+			through = through || f.site() == at
+			holds = holds || inSignature(functions, f.function)
+			own = own || d.app.own(f)
+		}
+		if through && holds && own {
 			return true
 		}
 	}
