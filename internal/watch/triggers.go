@@ -174,7 +174,30 @@ func (w *Watcher) noteRestart(ctx context.Context, wt *watched, prev, cur trigge
 	if !r.Restarted && !r.OOMKilled() {
 		return
 	}
+	if r.Restarted {
+		w.mu.Lock()
+		again := sameProcess(wt.restartedTo, cur)
+		wt.restartedTo = cur
+		w.mu.Unlock()
+		if again && !r.OOMKilled() {
+			// The restart already noted, told again by a sample that
+			// knows the new process better (its PID, where the last
+			// still had the old one's beside the new start time).
+			return
+		}
+	}
 	w.recordRestart(ctx, wt, cur.Time, r.Restarted, r.OOMKilled(), r.Reason)
+}
+
+// sameProcess reports whether two samples are of one process: the same
+// start time when both know it (a sample may take its PID from one
+// process and its start time from the next, while one replaces the
+// other), else the same PID.
+func sameProcess(a, b trigger.Sample) bool {
+	if a.Has(trigger.KnownStart) && b.Has(trigger.KnownStart) {
+		return a.Start.Sub(b.Start).Abs() <= time.Second
+	}
+	return a.Has(trigger.KnownPID) && b.Has(trigger.KnownPID) && a.PID == b.PID
 }
 
 // podRestarted records that a pod's container restarted, as its status

@@ -125,6 +125,9 @@ type watched struct {
 	limit        float64          // the memory limit last seen by the triggers, bytes
 	pod          config.PodStatus // the pod's status now (target.Pod's at start)
 	lastOOM      time.Time        // when the last OOM kill noted was
+	// restartedTo is the process the last restart noted came back as
+	// (its PID and start time, as far as they were known).
+	restartedTo trigger.Sample
 	// told is what the webhook was told of the target's problems, by
 	// cause; nil before the first look.
 	told map[string]told
