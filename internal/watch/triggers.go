@@ -79,7 +79,7 @@ func (w *Watcher) watchTriggers(ctx context.Context, wt *watched) {
 					continue
 				}
 				w.metrics.triggers.WithLabelValues(f.Expr).Inc()
-				w.log.Warn("trigger fired", "target", t.Key, "expr", f.Expr, "value", f.Value, "threshold", f.Threshold)
+				w.log.Warn("trigger fired", "target", t.Key, "expr", f.Expr, "value", trigger.FormatValue(f.Value, f.Unit), "threshold", trigger.FormatValue(f.Threshold, f.Unit))
 				w.bundle(ctx, wt, f)
 			}
 			// The kernel's notification, for the first memory rule with
