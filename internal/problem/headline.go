@@ -7,10 +7,11 @@ import (
 )
 
 // Headline is the problem in one line: its kind, where, how fast it
-// grows and how soon it reaches the limit, then its title, as in
-// "leak.inuse-growth at cache/cache.go:42, +1.2 MiB/min, limit in 3.0
-// hours: inuse_space grows …". The site is shortened (ShortWhere),
-// figures are humanized.
+// grows and how soon it reaches the limit, then what it is (Gist of its
+// title), as in "leak.inuse-growth at cache/cache.go:42, +1.2 MiB/min,
+// limit in 3.0 hours: a map that only grows holds the leak". The site is
+// shortened (ShortWhere), figures are humanized; the whole title is the
+// evidence's.
 func (p Problem) Headline() string {
 	var b strings.Builder
 	b.WriteString(p.Kind)
@@ -26,11 +27,34 @@ func (p Problem) Headline() string {
 			b.WriteString(humanize.Hours(t.SecondsToLimit / 3600))
 		}
 	}
-	if p.Title != "" {
+	if g := Gist(p.Title); g != "" {
 		b.WriteString(": ")
-		b.WriteString(strings.Join(strings.Fields(p.Title), " "))
+		b.WriteString(g)
 	}
 	return b.String()
+}
+
+// gistWidth bounds a title's gist.
+const gistWidth = 100
+
+// Gist is what a finding's title says the problem is, in a few words:
+// the catalogue's name of the misuse when the title ends with one ("… —
+// a sync.Map used as a cache that nothing evicts"), else the title's
+// first clause, before its figures and sites ("a map that only grows
+// holds the leak (the line inserts …): at …" is "a map that only grows
+// holds the leak").
+func Gist(title string) string {
+	t := strings.Join(strings.Fields(title), " ")
+	if i := strings.LastIndex(t, " — "); i >= 0 {
+		return Fit(t[i+len(" — "):], gistWidth)
+	}
+	cut := len(t)
+	for _, sep := range []string{": ", " (", "; "} {
+		if i := strings.Index(t, sep); i > 0 && i < cut {
+			cut = i
+		}
+	}
+	return Fit(t[:cut], gistWidth)
 }
 
 // Speed is the trend's rate for people: "+1.2 MiB/min", "+3.5 goroutines/min".

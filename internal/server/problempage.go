@@ -45,6 +45,9 @@ type problemView struct {
 	Finding  *result.Finding
 	Evidence []string
 	Symptoms []string
+	// FindingTitle is the latest capture's finding's title in full, with
+	// every figure and site: the headline gives its gist.
+	FindingTitle string
 	// Healthy is the last capture before the latest that showed the
 	// problem, complete and without it; Diff compares it with that one.
 	Healthy  *problemCapture
@@ -92,6 +95,7 @@ func (s *Server) problemPage(w http.ResponseWriter, r *http.Request) {
 	if !p.ResolvedAt.IsZero() {
 		v.Resolved = when(p.ResolvedAt)
 	}
+	v.FindingTitle = strings.Join(strings.Fields(p.Title), " ")
 	for _, name := range slices.Sorted(maps.Keys(p.Evidence)) {
 		v.Evidence = append(v.Evidence, name+" "+report.EvidenceValue(name, p.Evidence[name]))
 	}

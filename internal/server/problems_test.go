@@ -102,7 +102,7 @@ func TestUI_targetPageLeadsWithItsProblems(t *testing.T) {
 		if !strings.Contains(body, row) {
 			t.Errorf("target page: no link of the problem %q to its page", p.Headline())
 		}
-		row = fmt.Sprintf(`">%s</a></td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%d</td>`, p.Headline(), p.Where,
+		row = fmt.Sprintf(`">%s</a></td><td><code title="%s">%s</code></td><td>%s</td><td>%s</td><td>%d</td>`, p.Headline(), p.Where, problem.ShortWhere(p.Where),
 			p.FirstSeen.UTC().Format("2006-01-02 15:04Z"), p.LastSeen.UTC().Format("2006-01-02 15:04Z"), p.Captures)
 		i := strings.Index(body, row)
 		if i < 0 {

@@ -403,8 +403,9 @@ func latest(a, b time.Time) time.Time {
 // problemRow is a problem as the target page lists it.
 type problemRow struct {
 	// State is the state's name (a class), StateText as people read it.
-	State, StateText, Severity, Headline, Link, Where, FirstSeen, LastSeen, Latest, LatestLink string
-	Captures                                                                                   int
+	// Where is the site shortened (problem.ShortWhere), WhereFull whole.
+	State, StateText, Severity, Headline, Link, Where, WhereFull, FirstSeen, LastSeen, Latest, LatestLink string
+	Captures                                                                                              int
 }
 
 // problemRowsOf lists problems as a page does, each linking to its page
@@ -412,7 +413,7 @@ type problemRow struct {
 func problemRowsOf(ps []problem.Problem, from, to time.Time) []problemRow {
 	rows := make([]problemRow, 0, len(ps))
 	for _, p := range ps {
-		row := problemRow{State: string(p.State), StateText: p.StateText(), Severity: p.Severity, Headline: p.Headline(), Link: problemLink(p.Target, p.Cause, from, to), Where: p.Where,
+		row := problemRow{State: string(p.State), StateText: p.StateText(), Severity: p.Severity, Headline: p.Headline(), Link: problemLink(p.Target, p.Cause, from, to), Where: problem.ShortWhere(p.Where), WhereFull: p.Where,
 			FirstSeen: when(p.FirstSeen), LastSeen: when(p.LastSeen), Captures: p.Captures, Latest: p.Latest}
 		if p.Latest != "" {
 			row.LatestLink = runLink(p.Latest)
