@@ -45,6 +45,14 @@ const gistWidth = 100
 // holds the leak").
 func Gist(title string) string {
 	t := strings.Join(strings.Fields(title), " ")
+	// A bundle's finding of a known problem leads with its age ("known
+	// since 2026-12-03T19:03:31Z (2 captures): …"): the problem's own
+	// first seen says that.
+	if rest, ok := strings.CutPrefix(t, "known since "); ok {
+		if _, after, ok := strings.Cut(rest, ": "); ok {
+			t = after
+		}
+	}
 	if i := strings.LastIndex(t, " — "); i >= 0 {
 		return Fit(t[i+len(" — "):], gistWidth)
 	}

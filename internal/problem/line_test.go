@@ -89,6 +89,7 @@ func TestGist(t *testing.T) {
 			"a sync.Map used as a cache that nothing evicts"},
 		{"goroutines grow:\n  +120 a minute", "goroutines grow"},
 		{"heap after GC grows", "heap after GC grows"},
+		{"known since 2026-12-03T19:03:31Z (2 captures): a map that only grows holds the leak (the line…", "a map that only grows holds the leak"},
 		{"", ""},
 		{strings.Repeat("word ", 40), strings.Repeat("word ", 19) + "word…"},
 	} {
