@@ -171,10 +171,14 @@ const weakHolder = 0.7
 // library's allocation for the service's call may be kept by the library
 // itself (a known leak of a dependency), and a second container of the
 // service's code would be as likely a holder: either leaves it open.
+// Beside a container the samples place (MinPlacingSamples or more), a
+// place of fewer is chance, as the leak check says: it neither keeps the
+// choice open nor is kept.
 func (d *diagnosis) keptByOne(places []place, at int, hs heapSites) bool {
 	kept := false
+	placed := places[at].n >= MinPlacingSamples
 	for i, p := range places {
-		if i == at {
+		if i == at || placed && p.n < MinPlacingSamples {
 			continue
 		}
 		if d.app.is(p.s.at.function) && !inDependency(p.s.at.file) {
