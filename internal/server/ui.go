@@ -70,6 +70,20 @@ func (s *Server) failPage(w http.ResponseWriter, r *http.Request, err error) {
 // when formats a time for a page: to the minute, in UTC.
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }
 
+// timeTicks formats a time axis's ticks (Unix seconds, UTC) as finely as
+// a range of span needs to tell them apart: seconds within a quarter of
+// an hour, minutes within a few days, the day beyond.
+func timeTicks(span time.Duration) func(float64) string {
+	layout := "01-02 15:04"
+	switch {
+	case span <= 15*time.Minute:
+		layout = "15:04:05"
+	case span > 4*24*time.Hour:
+		layout = "2006-01-02"
+	}
+	return func(v float64) string { return time.Unix(int64(v), 0).UTC().Format(layout) }
+}
+
 // targetLink is the target page of a target over the default range.
 func targetLink(key string) string { return "/target?target=" + url.QueryEscape(key) }
 
@@ -264,7 +278,7 @@ func (s *Server) targetPage(w http.ResponseWriter, r *http.Request) {
 		}
 		unit, _ := store.MetricUnit(m.metric)
 		c := chart.Chart{ID: "chart-" + m.metric, Title: m.title, Width: 960, Height: 260,
-			X: chart.Axis{Format: func(v float64) string { return time.Unix(int64(v), 0).UTC().Format("01-02 15:04") },
+			X: chart.Axis{Format: timeTicks(to.Sub(from)),
 				Tight: true, Min: unixSeconds(from), Max: unixSeconds(to)},
 			Y: chart.Axis{Bytes: unit == "bytes", Format: valueFormat(unit)}, Marks: tl.marks, Bands: tl.bands, Keys: tl.keys, MarksLabel: "events"}
 		series := chart.Series{Name: m.title, Color: "#4e79a7", Style: chart.Dots}
