@@ -28,6 +28,7 @@ import (
 	"github.com/heapscope/heapscope/internal/problem"
 	"github.com/heapscope/heapscope/internal/server"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/testserver/crawl"
 	"github.com/heapscope/heapscope/internal/trigger"
 	watcher "github.com/heapscope/heapscope/internal/watch"
@@ -245,7 +246,7 @@ func TestWatch_LeakyAndHealthyFromTargetsToBundle(t *testing.T) {
 	t.Logf("leaky service's RSS after warm-up: %s; trigger %s", humanize.Bytes(float64(smp.RSS)), triggerExpr)
 	cfg := watchConfig(t, leaky.URL, healthy.URL, hook.URL, srv.URL, triggerExpr)
 	leakyKey, healthyKey := keyOf(t, cfg, leaky.URL), keyOf(t, cfg, healthy.URL)
-	var logBuf syncBuffer
+	var logBuf testserver.Buffer
 	w, err := watcher.New(watcher.Options{Config: cfg, Store: st, Version: "test", BundleWindow: 4 * time.Second,
 		Log: slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
@@ -505,21 +506,3 @@ func pprofViewKey(u *url.URL) string {
 // rawFloat is a float as %v or %g write it past a million: no page
 // says a number so.
 var rawFloat = regexp.MustCompile(`\d\.\d+e[+-]\d\d`)
-
-// syncBuffer is a buffer that a logger and the test may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

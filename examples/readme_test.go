@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/heapscope/heapscope/internal/diagnose"
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/rundir"
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 // The README's promise: every command shown in README.md and
@@ -332,7 +332,7 @@ type session struct {
 
 type service struct {
 	readme string
-	stderr *syncBuffer
+	stderr *testserver.Buffer
 }
 
 func newSession(t *testing.T, bins map[string]string) *session {
@@ -419,7 +419,7 @@ func (s *session) background(readme, line string) {
 	t := s.t
 	cmd := exec.Command("bash", "-c", "exec "+line)
 	cmd.Dir = s.dir
-	stderr := new(syncBuffer)
+	stderr := new(testserver.Buffer)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", readme, err)
@@ -454,24 +454,6 @@ func (s *session) background(readme, line string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // serve starts a command that serves until stopped, fetches the URL it

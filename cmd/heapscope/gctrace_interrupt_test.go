@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/gcstats"
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 // gcChildEnv makes the test binary a program that allocates until it is
@@ -89,7 +90,7 @@ func TestGCTrace_commandInterrupted(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr testserver.Buffer
 			done := make(chan int, 1)
 			go func() {
 				done <- execute(ctx, []string{"gctrace", "--format", "json", "--", os.Args[0]}, strings.NewReader(""), &stdout, &stderr)
@@ -141,7 +142,7 @@ func TestGCTrace_commandInterrupted(t *testing.T) {
 
 // waitForGCChild waits until the child of gcChild has said its PID and GC
 // count on heapscope's stderr.
-func waitForGCChild(t *testing.T, stderr *syncBuffer, done <-chan int) (pid, cycles int) {
+func waitForGCChild(t *testing.T, stderr *testserver.Buffer, done <-chan int) (pid, cycles int) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {

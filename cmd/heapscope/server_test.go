@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 func TestServer_usageErrors(t *testing.T) {
@@ -42,7 +44,7 @@ func TestServer_usageErrors(t *testing.T) {
 func serving(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testserver.Buffer
 	done := make(chan int, 1)
 	go func() { done <- execute(ctx, args, strings.NewReader(""), &out, &out) }()
 	t.Cleanup(func() {

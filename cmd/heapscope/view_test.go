@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,31 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 // viewProfile is a heap profile written by a real runtime.
 const viewProfile = "../../internal/flame/testdata/heap-after.pb.gz"
-
-// syncBuffer is a buffer the server goroutine and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -62,7 +44,7 @@ func TestRunView_ServesUntilInterrupted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr testserver.Buffer
 			ready := make(chan string, 1)
 			var opened string
 			o := &viewOptions{addr: defaultViewAddr, open: tt.open,

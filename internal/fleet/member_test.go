@@ -1,13 +1,11 @@
 package fleet_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,24 +54,6 @@ func join(t *testing.T, s *shared.Store, id string) (m *fleet.Member, stop func(
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
 	return m, stop
-}
-
-// lockedBuffer is a log's output, written and read from two goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // waitMembers waits until m sees the members want.
@@ -309,7 +289,7 @@ func TestMember_ownsNothingOnceItsLeaseRunsOut(t *testing.T) {
 func TestMember_oneNameTwoProcesses(t *testing.T) {
 	s := fleetStore(t)
 	ctx := t.Context()
-	var oldLog lockedBuffer
+	var oldLog testserver.Buffer
 	old, err := fleet.Join(ctx, s.Pool(), fleet.Options{ID: "w", Lease: 2 * time.Second, Log: slog.New(slog.NewTextHandler(&oldLog, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,9 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,24 +11,6 @@ import (
 	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
-
-// syncBuffer is a log a test reads while the watcher writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRun_saysWhatItWatchesAndWhatCannotFire starts watch on a local
 // service with no memory limit and a memory>=80% trigger: it must say at
@@ -50,7 +30,7 @@ func TestRun_saysWhatItWatchesAndWhatCannotFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var log syncBuffer
+	var log testserver.Buffer
 	w, err := New(Options{Config: cfg, Store: st, Version: "test", Log: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
