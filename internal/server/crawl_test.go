@@ -140,10 +140,6 @@ func makeWatchedStore() (_ watched, err error) {
 	return watched{st: st, target: h.Runs[0].Target, runs: h.Runs, bundle: h.Bundles[0], trigger: expr}, nil
 }
 
-// rawFloat is a float as %v or %g write it past a million: no page
-// says a number so.
-var rawFloat = regexp.MustCompile(`\d\.\d+e[+-]\d\d`)
-
 // crawlKey visits pprof's UI once per view: its links only change the
 // view's query.
 func crawlKey(u *url.URL) string {
@@ -173,11 +169,8 @@ func TestUI_everyLinkWorks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Truncated {
-		t.Errorf("more than %d URLs: the crawl stopped", crawl.DefaultMax)
-	}
-	for _, b := range res.Broken() {
-		t.Error(b)
+	for _, f := range res.Faults() {
+		t.Error(f)
 	}
 	kinds := map[string]*regexp.Regexp{
 		"targets":         regexp.MustCompile(`^/$`),
@@ -200,15 +193,6 @@ func TestUI_everyLinkWorks(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no page of %s (%s) reached from /", name, re)
-		}
-	}
-	for _, p := range res.Pages {
-		if !p.HTML() || p.Status != 200 {
-			continue
-		}
-		if m := rawFloat.FindString(crawl.Text(p.Body)); m != "" {
-			i := strings.Index(p.Body, m)
-			t.Errorf("GET %s: raw float %s in %q", p.URL, m, p.Body[max(0, i-80):min(len(p.Body), i+40)])
 		}
 	}
 	t.Logf("%d URLs crawled", len(res.Pages))

@@ -8,7 +8,6 @@ import (
 	"os"
 	pathpkg "path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +21,6 @@ import (
 // profile writes them and as a store keeps them (lean: its report drawn
 // on request): every link answers, and no page writes a raw float.
 func TestServer_everyLinkWorks(t *testing.T) {
-	rawFloat := regexp.MustCompile(`\d\.\d+e[+-]\d\d`)
 	for _, tc := range []struct {
 		name        string
 		lean, empty bool
@@ -61,11 +59,8 @@ func TestServer_everyLinkWorks(t *testing.T) {
 			if index := res.Pages[0].Body; tc.empty && (strings.Contains(index, `href="flamegraph/allocs-delta"`) || !strings.Contains(index, "no samples")) {
 				t.Errorf("the index links the views of a profile without samples:\n%s", index)
 			}
-			if res.Truncated {
-				t.Errorf("more than %d URLs: the crawl stopped", crawl.DefaultMax)
-			}
-			for _, b := range res.Broken() {
-				t.Error(b)
+			for _, f := range res.Faults() {
+				t.Error(f)
 			}
 			for _, want := range []string{"/flamegraph/heap-000", "/pprof/heap-000/", "/run/profiles/heap-000.pb.gz", "/run/result.json"} {
 				found := false
@@ -78,11 +73,6 @@ func TestServer_everyLinkWorks(t *testing.T) {
 			}
 			slowest := slices.MaxFunc(res.Pages, func(a, b crawl.Page) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
 			t.Logf("%d URLs; the slowest %s in %s", len(res.Pages), slowest.URL, slowest.Elapsed)
-			for _, p := range res.Pages {
-				if m := rawFloat.FindString(crawl.Text(p.Body)); p.HTML() && m != "" {
-					t.Errorf("GET %s: raw float %s", p.URL, m)
-				}
-			}
 		})
 	}
 }

@@ -81,7 +81,30 @@ func (r Result) Broken() []string {
 	return out
 }
 
+// Faults lists what no crawl of a UI should find, one line each: the
+// crawl cut short at Max, every broken page (Broken), and a raw float in
+// an HTML page's text ("2.464e+07": a figure not formatted for people).
+func (r Result) Faults() []string {
+	var out []string
+	if r.Truncated {
+		out = append(out, fmt.Sprintf("more than %d URLs: the crawl stopped", len(r.Pages)))
+	}
+	out = append(out, r.Broken()...)
+	for _, p := range r.Pages {
+		if !p.HTML() || p.Status != http.StatusOK {
+			continue
+		}
+		text := Text(p.Body)
+		if loc := rawFloat.FindStringIndex(text); loc != nil {
+			out = append(out, fmt.Sprintf("GET %s: raw float %s in %q", p.URL, text[loc[0]:loc[1]], text[max(0, loc[0]-80):min(len(text), loc[1]+40)]))
+		}
+	}
+	return out
+}
+
 var (
+	// rawFloat is a float as %v or %g write it past a million.
+	rawFloat = regexp.MustCompile(`\d\.\d+e[+-]\d\d`)
 	linkAttr = regexp.MustCompile(`(?i)\s(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)')`)
 	script   = regexp.MustCompile(`(?is)<script\b[^>]*>.*?</script>`)
 )

@@ -62,3 +62,26 @@ func TestSite_namesTheBrokenLinksAndWhereTheyAre(t *testing.T) {
 		t.Errorf("Max 2: %d pages, truncated %v; want 2 and truncated", len(res.Pages), res.Truncated)
 	}
 }
+
+// TestResult_Faults: a crawl cut short, a broken page and a raw float in
+// an HTML page's text are faults; a float in a script or in a JSON
+// answer is not.
+func TestResult_Faults(t *testing.T) {
+	html := func(url, body string) Page {
+		return Page{URL: url, Status: 200, ContentType: "text/html; charset=utf-8", Body: body}
+	}
+	res := Result{Truncated: true, Pages: []Page{
+		html("/", `<p>RSS 23.5 MiB</p><script>const rss = 2.464e+07;</script>`),
+		html("/target", `<td>2.464e+07</td>`),
+		{URL: "/api", Status: 200, ContentType: "application/json", Body: `{"rss": 2.464e+07}`},
+		{URL: "/gone", Status: 404, From: "/target", Body: "404 page not found"},
+	}}
+	faults := res.Faults()
+	if len(faults) != 3 || !strings.Contains(faults[0], "the crawl stopped") || !strings.Contains(faults[1], "GET /gone: 404") ||
+		!strings.Contains(faults[2], "GET /target: raw float 2.464e+07") {
+		t.Errorf("faults %q: want the crawl cut short, /gone, and the float of /target", faults)
+	}
+	if f := (Result{Pages: res.Pages[:1]}).Faults(); len(f) != 0 {
+		t.Errorf("faults of a sound page: %q", f)
+	}
+}
