@@ -197,16 +197,7 @@ func TestCallsName(t *testing.T) {
 // that misuse, with its fix. Without the source it stays a plain leak.
 func TestRun_misuseOfTheLineItsSourceCalls(t *testing.T) {
 	tag := fn{"main.tagged", "/src/svc/main.go", 40}
-	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
-	var in Input
-	for i := range 8 {
-		at := t0.Add(time.Duration(i) * 5 * time.Second)
-		h := newHeap(at, 512<<10)
-		held := int64(i) * 512 << 10
-		h.sampleWithSize(32, [4]int64{held / 32, held, held / 32, held}, tag, goexit)
-		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
-		in.Live = append(in.Live, Live{Bytes: uint64(2*mib + float64(i)*mib/2)})
-	}
+	in := leakAtOwnLine(tag)
 	plain := atLeast(Run(in).Findings, Medium)
 	if len(plain) != 1 || plain[0].Cause != "" && strings.Contains(plain[0].Cause, "context-value-chain") {
 		t.Fatalf("without the source: findings%s, want one leak with no misuse", titles(plain))
@@ -243,16 +234,7 @@ func TestMethodOf(t *testing.T) {
 // the file does not declare, is not.
 func TestRun_methodMisuseOfTheLineItsSourceCalls(t *testing.T) {
 	track := fn{"main.tracked.func1", "/src/svc/main.go", 40}
-	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
-	var in Input
-	for i := range 8 {
-		at := t0.Add(time.Duration(i) * 5 * time.Second)
-		h := newHeap(at, 512<<10)
-		held := int64(i) * 512 << 10
-		h.sampleWithSize(32, [4]int64{held / 32, held, held / 32, held}, track, goexit)
-		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: at, Profile: h.build()})
-		in.Live = append(in.Live, Live{Bytes: uint64(2*mib + float64(i)*mib/2)})
-	}
+	in := leakAtOwnLine(track)
 	const call = "\t\tseenAt.Store(fmt.Sprintf(\"%s-%d\", r.RemoteAddr, time.Now().UnixNano()), time.Now())"
 	for _, tc := range []struct {
 		name string
@@ -279,4 +261,21 @@ func TestRun_methodMisuseOfTheLineItsSourceCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leakAtOwnLine is eight snapshots, 5 s apart, of a live heap growing
+// 0.5 MiB a snapshot, whose samples catch 32-byte objects growing at at,
+// a line of the service's own code, on a goroutine of its own.
+func leakAtOwnLine(at fn) Input {
+	goexit := fn{"runtime.goexit", "/go/src/runtime/asm_amd64.s", 1700}
+	var in Input
+	for i := range 8 {
+		t := t0.Add(time.Duration(i) * 5 * time.Second)
+		h := newHeap(t, 512<<10)
+		held := int64(i) * 512 << 10
+		h.sampleWithSize(32, [4]int64{held / 32, held, held / 32, held}, at, goexit)
+		in.Heap = append(in.Heap, Profile{Name: fmt.Sprintf("heap-%03d", i), Time: t, Profile: h.build()})
+		in.Live = append(in.Live, Live{Bytes: uint64(2*mib + float64(i)*mib/2)})
+	}
+	return in
 }

@@ -246,24 +246,7 @@ func TestTimeoutSetting(t *testing.T) {
 // hangs past its next slots: each slot that comes while the capture
 // hangs is counted missed as it comes, before the capture fails.
 func TestRun_missedTheMomentItIsLate(t *testing.T) {
-	stall := stallTarget(t)
-	s := config.Settings{Every: time.Second, Window: 100 * time.Millisecond, Timeout: 3 * time.Second,
-		Profiles: []string{"heap"}}
-	w, _, rec := fairWatcher(t, []string{stall}, s, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second)
-	defer cancel()
-	if err := w.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	missed, failed := rec.of(stall, "slot missed"), rec.of(stall, "capture failed")
-	if len(missed) < 2 || len(failed) == 0 {
-		t.Fatalf("%d slots missed, %d captures failed; want at least 2 missed before the first failure", len(missed), len(failed))
-	}
-	// The capture hangs for its window and timeout, 3.1 s: the two
-	// slots after its own are missed before it fails.
-	if !missed[1].at.Before(failed[0].at) {
-		t.Errorf("second slot counted missed at %s, after the hung capture failed at %s", missed[1].at, failed[0].at)
-	}
+	w, missed := missedBehindAHang(t, nil, 6*time.Second)
 	for _, m := range missed[:2] {
 		slot, err := time.Parse(time.RFC3339Nano, m.attrs["slot"].(string))
 		if err != nil {
@@ -279,6 +262,33 @@ func TestRun_missedTheMomentItIsLate(t *testing.T) {
 	if n := testutil.ToFloat64(w.metrics.missed); int(n) != len(missed) {
 		t.Errorf("missed_slots_total %v, want the %d lines", n, len(missed))
 	}
+}
+
+// missedBehindAHang runs a watcher (in fleet f, when not nil) of a
+// target that answers, then hangs for its window and timeout, 3.1 s,
+// past its next slots, every second, for the time given; it checks that
+// two slots or more were missed before the hung capture failed, and
+// returns the watcher and the lines of the slots missed.
+func missedBehindAHang(t *testing.T, f Fleet, run time.Duration) (*Watcher, []record) {
+	t.Helper()
+	stall := stallTarget(t)
+	s := config.Settings{Every: time.Second, Window: 100 * time.Millisecond, Timeout: 3 * time.Second,
+		Profiles: []string{"heap"}}
+	w, _, rec := fairWatcher(t, []string{stall}, s, 1)
+	w.opts.Fleet = f
+	ctx, cancel := context.WithTimeout(t.Context(), run)
+	defer cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	missed, failed := rec.of(stall, "slot missed"), rec.of(stall, "capture failed")
+	if len(missed) < 2 || len(failed) == 0 {
+		t.Fatalf("%d slots missed, %d captures failed; want at least 2 missed before the first failure", len(missed), len(failed))
+	}
+	if !missed[1].at.Before(failed[0].at) {
+		t.Errorf("second slot counted missed at %s, after the hung capture failed at %s", missed[1].at, failed[0].at)
+	}
+	return w, missed
 }
 
 // TestRun_lateRunDatedAtItsWindow holds the one concurrency slot past a
@@ -424,25 +434,10 @@ func (f loneFleet) Taken(context.Context, string, time.Time) (bool, error) { ret
 // than two lease periods, not when the next slot comes or the hung
 // capture ends.
 func TestRunShared_missedTheMomentItIsLate(t *testing.T) {
-	stall := stallTarget(t)
-	s := config.Settings{Every: time.Second, Window: 100 * time.Millisecond, Timeout: 3 * time.Second,
-		Profiles: []string{"heap"}}
-	w, _, rec := fairWatcher(t, []string{stall}, s, 1)
 	f := loneFleet{lease: 100 * time.Millisecond}
-	w.opts.Fleet = f
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := w.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	missed, failed := rec.of(stall, "slot missed"), rec.of(stall, "capture failed")
-	if len(missed) < 2 || len(failed) == 0 {
-		t.Fatalf("%d slots missed, %d captures failed; want at least 2 missed before the first failure", len(missed), len(failed))
-	}
-	if !missed[1].at.Before(failed[0].at) {
-		t.Errorf("second slot counted missed at %s, after the hung capture failed at %s", missed[1].at, failed[0].at)
-	}
+	w, missed := missedBehindAHang(t, f, 5*time.Second)
 	bound := lateBound(f)
+	every := w.opts.Config.Groups[0].Settings.Every
 	for _, m := range missed[:2] {
 		slot, err := time.Parse(time.RFC3339Nano, m.attrs["slot"].(string))
 		if err != nil {
@@ -451,7 +446,7 @@ func TestRunShared_missedTheMomentItIsLate(t *testing.T) {
 		// Counted once late: after the bound, and before the next slot
 		// (a second after it) takes its place, as it did when it waited
 		// for that.
-		if d := m.at.Sub(slot); d < bound || d >= s.Every*7/10 {
+		if d := m.at.Sub(slot); d < bound || d >= every*7/10 {
 			t.Errorf("slot %s counted missed %s after it came, want just after %s", slot, d, bound)
 		}
 	}
