@@ -85,6 +85,13 @@ var ErrClaimLost = errors.New("the slot's claim was taken over by another member
 // or to none while this member's lease is lost.
 var ErrNotOwner = errors.New("the target belongs to another member")
 
+// Store is what a fleet needs of the store its watchers share: the
+// PostgreSQL database it keeps its members and claims in, beside the
+// store's index. The shared store is one; the embedded store is none.
+type Store interface {
+	Pool() *pgxpool.Pool
+}
+
 // Join takes a lease for a new member and reads the live members, so
 // that Owns answers from the start; Run keeps the lease.
 func Join(ctx context.Context, pool *pgxpool.Pool, o Options) (*Member, error) {

@@ -44,3 +44,19 @@ func TestBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchAPIHasNoDatabase: watch's exported API does not name the
+// database driver the shared store and the fleet use (their guards say
+// what a commit is stored under), so that a watch caller, or another
+// store, is not tied to it.
+func TestWatchAPIHasNoDatabase(t *testing.T) {
+	out, err := exec.Command("go", "doc", "-all", "../../internal/watch").Output()
+	if err != nil {
+		t.Fatalf("go doc internal/watch: %v", err)
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(line, "pgx") {
+			t.Errorf("watch's API names pgx: %s", strings.TrimSpace(line))
+		}
+	}
+}

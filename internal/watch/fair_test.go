@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/heapscope/heapscope/internal/rundir"
 	"github.com/heapscope/heapscope/internal/store"
+	"github.com/heapscope/heapscope/internal/store/shared"
 	"github.com/heapscope/heapscope/internal/testserver"
 	"github.com/heapscope/heapscope/internal/watch/config"
 )
@@ -423,8 +423,8 @@ func (f loneFleet) Owns(string) bool                                       { ret
 func (f loneFleet) Changes() <-chan struct{}                               { return nil }
 func (f loneFleet) Lease() time.Duration                                   { return f.lease }
 func (f loneFleet) Claim(context.Context, string, time.Time) (bool, error) { return true, nil }
-func (f loneFleet) Done(context.Context, pgx.Tx, string, time.Time) error  { return nil }
-func (f loneFleet) Holds(context.Context, pgx.Tx, string) error            { return nil }
+func (f loneFleet) Done(string, time.Time) shared.Guard                    { return nil }
+func (f loneFleet) Holds(string) shared.Guard                              { return nil }
 func (f loneFleet) Release(context.Context, string, time.Time) error       { return nil }
 func (f loneFleet) Taken(context.Context, string, time.Time) (bool, error) { return false, nil }
 

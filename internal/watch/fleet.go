@@ -27,13 +27,15 @@ type Fleet interface {
 	// Claim claims a target's slot: true when it is this watcher's to
 	// capture.
 	Claim(ctx context.Context, key string, slot time.Time) (bool, error)
-	// Done marks a claimed slot captured in tx, the transaction that
-	// stores its capture; it fails (fleet.ErrClaimLost) when another
-	// watcher took the claim over meanwhile, and the capture is dropped.
-	Done(ctx context.Context, tx pgx.Tx, key string, slot time.Time) error
-	// Holds checks in tx that this watcher still owns the target
-	// (fleet.ErrNotOwner otherwise): a bundle is stored only then.
-	Holds(ctx context.Context, tx pgx.Tx, key string) error
+	// Done is what a claimed slot's capture is stored under: it marks
+	// the slot captured in the transaction that stores the capture, and
+	// fails (fleet.ErrClaimLost) when another watcher took the claim
+	// over meanwhile, and the capture is dropped.
+	Done(key string, slot time.Time) shared.Guard
+	// Holds is what a bundle is stored under: it checks in the
+	// transaction that stores the bundle that this watcher still owns
+	// the target (fleet.ErrNotOwner otherwise).
+	Holds(key string) shared.Guard
 	// Release gives a claimed slot up after a failed capture.
 	Release(ctx context.Context, key string, slot time.Time) error
 	// Taken says whether a slot is captured, or claimed by a live
@@ -207,7 +209,7 @@ func (w *Watcher) captureSlot(ctx context.Context, wt *watched, slot time.Time, 
 	bg := context.WithoutCancel(ctx)
 	o := scheduled(slot)
 	o.admitted = admitted
-	o.guard = func(ctx context.Context, tx pgx.Tx) error { return f.Done(ctx, tx, key, slot) }
+	o.guard = f.Done(key, slot)
 	_, res, err := w.capture(ctx, wt, o)
 	if errors.Is(err, fleet.ErrClaimLost) {
 		return // capture said so
@@ -244,16 +246,30 @@ func lateBound(f Fleet) time.Duration { return 2 * f.Lease() }
 // st, when st is a shared store, and keeps its lease until leave is
 // called; for the embedded store it returns a nil Fleet.
 func JoinFleet(ctx context.Context, st store.Store, o fleet.Options) (f Fleet, leave func(), err error) {
-	sh, ok := st.(*shared.Store)
+	db, ok := st.(fleet.Store)
 	if !ok {
 		return nil, func() {}, nil
 	}
-	m, err := fleet.Join(ctx, sh.Pool(), o)
+	m, err := fleet.Join(ctx, db.Pool(), o)
 	if err != nil {
 		return nil, nil, err
 	}
 	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	left := make(chan struct{})
 	go func() { m.Run(mctx); close(left) }()
-	return m, func() { stop(); <-left }, nil
+	return member{m}, func() { stop(); <-left }, nil
+}
+
+// member is a fleet.Member as a watcher's Fleet: its checks as the
+// guards the shared store commits under.
+type member struct{ *fleet.Member }
+
+// Done is the guard of fleet.Member.Done for the slot.
+func (m member) Done(key string, slot time.Time) shared.Guard {
+	return func(ctx context.Context, tx pgx.Tx) error { return m.Member.Done(ctx, tx, key, slot) }
+}
+
+// Holds is the guard of fleet.Member.Holds for the target.
+func (m member) Holds(key string) shared.Guard {
+	return func(ctx context.Context, tx pgx.Tx) error { return m.Member.Holds(ctx, tx, key) }
 }

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/heapscope/heapscope/internal/humanize"
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/sysmem"
@@ -130,7 +128,7 @@ func (w *Watcher) bundle(ctx context.Context, wt *watched, f trigger.Firing) {
 			w.log.Info("trigger fired as the target moved to another watcher: no bundle here", "target", key, "expr", f.Expr)
 			return
 		}
-		o.guard = func(ctx context.Context, tx pgx.Tx) error { return fl.Holds(ctx, tx, key) }
+		o.guard = fl.Holds(key)
 	}
 	e, _, err := w.capture(ctx, wt, o)
 	if err != nil {
