@@ -10,6 +10,7 @@ import (
 
 	"github.com/heapscope/heapscope/internal/allocbench"
 	"github.com/heapscope/heapscope/internal/report"
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 type allocbenchOptions struct {
@@ -41,7 +42,7 @@ func newAllocbenchCmd(e *env) *cobra.Command {
 	fs.Float64Var(&o.Analysis.Alpha, "alpha", allocbench.DefaultAlpha, "significance level of the Mann-Whitney U test")
 	fs.Float64Var(&o.Analysis.MinEffect, "min-effect", allocbench.DefaultMinEffect, "smallest relative difference of RSS/heap that is flagged, such as 0.25 for 25%")
 	fs.IntVar(&o.liveMiB, "live", allocbench.DefaultLive>>20, "MiB each pattern keeps live")
-	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "limit of one child run")
+	fs.Var(units.NewDuration(&o.Timeout, time.Minute), "timeout", "limit of one child run")
 	fs.StringVar(&o.from, "from", "", "analyse the runs of a saved --format json report instead of running (- for stdin): other thresholds, another format")
 	return withHelp(cmd, "allocbench")
 }

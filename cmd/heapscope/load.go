@@ -13,6 +13,7 @@ import (
 	"github.com/heapscope/heapscope/internal/load"
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/target"
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 // loadFlags are the request and model flags of load, shared with profile
@@ -27,7 +28,7 @@ type loadFlags struct {
 // timeout (profile's --timeout is pprof's).
 func (f *loadFlags) register(fs *pflag.FlagSet, timeoutName string, defaultRate float64) {
 	fs.Float64Var(&f.Rate, "rate", defaultRate, "open model: requests per second, sent at their intended times whatever the service does")
-	fs.DurationVar(&f.Ramp, "ramp", 0, "open model: grow the rate linearly from 0 over this long")
+	fs.Var(units.NewDuration(&f.Ramp, 0), "ramp", "open model: grow the rate linearly from 0 over this long")
 	fs.IntVar(&f.Connections, "connections", 0, "closed model: connections sending back to back (with --rate 0 or omitted)")
 	fs.IntVar(&f.MaxInFlight, "max-in-flight", 0, fmt.Sprintf("open model: most requests outstanding at once (default %d)", load.DefaultMaxInFlight))
 	fs.StringVar(&f.source.Body, "body", "", "request body")
@@ -36,7 +37,7 @@ func (f *loadFlags) register(fs *pflag.FlagSet, timeoutName string, defaultRate 
 	fs.BoolVar(&f.NoKeepAlive, "no-keepalive", false, "open a new connection for every request")
 	fs.BoolVar(&f.http1, "http1", false, "speak HTTP/1.1 only, also to https URLs")
 	fs.BoolVar(&f.http2, "http2", false, "speak HTTP/2 only: over TLS for https URLs, h2c for http URLs")
-	fs.DurationVar(&f.Timeout, timeoutName, load.DefaultTimeout, "timeout of each load request, to the end of its response")
+	fs.Var(units.NewDuration(&f.Timeout, load.DefaultTimeout), timeoutName, "timeout of each load request, to the end of its response")
 	fs.Int64Var(&f.Seed, "seed", 1, "seed of the {rand:N} and {pick:FILE} placeholders")
 }
 
@@ -97,7 +98,7 @@ func newLoadCmd(e *env) *cobra.Command {
 	o.register(fs, "timeout", 0)
 	fs.StringVarP(&o.source.Method, "method", "X", http.MethodGet, "request method")
 	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header 'Name: value' sent with every request (repeatable)")
-	fs.DurationVarP(&o.Duration, "duration", "d", 10*time.Second, "how long to send requests (with --requests and no --duration: until they are sent)")
+	fs.VarP(units.NewDuration(&o.Duration, 10*time.Second), "duration", "d", "how long to send requests (with --requests and no --duration: until they are sent)")
 	fs.Uint64VarP(&o.MaxRequests, "requests", "n", 0, "stop after this many requests")
 	fs.BoolVar(&o.Series, "series", false, "add a per-second time series to the results")
 	fs.BoolVar(&o.progress, "progress", false, "show progress on stderr even when it is not a terminal")

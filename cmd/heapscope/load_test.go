@@ -343,7 +343,7 @@ func TestProfile_LoadFlagErrors(t *testing.T) {
 		{"load and targets", []string{"--load", "GET /x", "--targets", "t.txt"}, "--load and --targets both set"},
 		{"both models", []string{"--load", "GET /x", "--rate", "10", "--connections", "2"}, "--rate and --connections both set"},
 		{"bad targets file", []string{"--targets", filepath.Join(out, "missing.txt")}, "--targets: open"},
-		{"bad load timeout", []string{"--load", "GET /x", "--load-timeout", "-1s"}, "--load-timeout -1s"},
+		{"bad load timeout", []string{"--load", "GET /x", "--load-timeout", "-1s"}, `"--load-timeout" flag: -1s is negative`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/heapscope/heapscope/internal/option"
 	"github.com/heapscope/heapscope/internal/progress"
 	"github.com/heapscope/heapscope/internal/target"
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 // exactArgs is cobra.ExactArgs with an error that names what is missing.
@@ -84,7 +85,7 @@ func (f *targetFlags) register(fs *pflag.FlagSet, what, timeoutUsage string, def
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header 'Name: value' sent with every request to "+what+" (repeatable)")
 	fs.StringVar(&f.CACertFile, "cacert", "", "PEM file of CA certificates to trust for https")
 	fs.BoolVar(&f.Insecure, "insecure", false, "do not verify the target's TLS certificate")
-	fs.DurationVar(&f.Timeout, "timeout", defaultTimeout, timeoutUsage)
+	fs.Var(units.NewDuration(&f.Timeout, defaultTimeout), "timeout", timeoutUsage)
 	if maxBodyUsage != "" {
 		fs.Int64Var(&f.MaxBody, "max-body", target.DefaultMaxBody, maxBodyUsage)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/heapscope/heapscope/internal/result"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 // profileOptions are the flags of profile, shared with demo.
@@ -30,18 +31,18 @@ type profileOptions struct {
 // shared by profile and demo.
 func (o *profileOptions) addWindowFlags(fs *pflag.FlagSet, defaultDuration, defaultWarmup time.Duration) {
 	c := &o.cfg
-	fs.DurationVarP(&c.Duration, "duration", "d", defaultDuration, "collection window; load runs for the same window")
-	fs.DurationVar(&c.Warmup, "warmup", defaultWarmup, "drive the load this long before the window opens, so caches and connections reach their steady size first")
+	fs.VarP(units.NewDuration(&c.Duration, defaultDuration), "duration", "d", "collection window; load runs for the same window")
+	fs.Var(units.NewDuration(&c.Warmup, defaultWarmup), "warmup", "drive the load this long before the window opens, so caches and connections reach their steady size first")
 	fs.IntVar(&c.Snapshots, "snapshots", run.DefaultSnapshots, "heap snapshots over the window, start and end included")
-	fs.DurationVar(&c.Interval, "interval", 0, "take a heap snapshot this often instead of --snapshots")
+	fs.Var(units.NewDuration(&c.Interval, 0), "interval", "take a heap snapshot this often instead of --snapshots")
 	fs.StringSliceVar(&c.Extra, "profiles", nil, "extra profiles over the window: block, mutex (comma-separated)")
 	fs.BoolVar(&o.noCPU, "no-cpu", false, "skip the CPU profile")
-	fs.DurationVar(&c.Trace, "trace", 0, "also capture an execution trace of this long (whole seconds) from the window's start: profiles/trace.out and its GC timeline")
+	fs.Var(units.NewDuration(&c.Trace, 0), "trace", "also capture an execution trace of this long (whole seconds) from the window's start: profiles/trace.out and its GC timeline")
 	fs.StringVar(&c.OutDir, "out", run.DefaultOutDir, "directory where the run directory is created")
 	fs.StringVar(&o.format, "format", "text", "summary printed on stdout: text, json or markdown")
 	fs.IntVar(&c.Repeat, "repeat", 1, "record `N` consecutive windows under windows/NNN/ of one run directory, for heapscope compare's significance tests")
 	fs.BoolVar(&c.UntilConfident, "until-confident", true, "while the live heap grows but the samples cannot yet place the growth, keep the window open (and the load running) a snapshot interval at a time")
-	fs.DurationVar(&c.MaxDuration, "max-duration", 0, "longest window --until-confident keeps open (default 5 × --duration)")
+	fs.Var(units.NewDuration(&c.MaxDuration, 0), "max-duration", "longest window --until-confident keeps open (default 5 × --duration)")
 	fs.BoolVar(&c.AllFindings, "all", false, "keep the allocation hot spots too small to matter among the findings")
 	o.load.register(fs, "load-timeout", 200)
 }

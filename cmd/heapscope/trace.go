@@ -11,6 +11,7 @@ import (
 	"github.com/heapscope/heapscope/internal/report"
 	"github.com/heapscope/heapscope/internal/run"
 	"github.com/heapscope/heapscope/internal/target"
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 type traceOptions struct {
@@ -31,7 +32,7 @@ func newTraceCmd(e *env) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.DurationVarP(&o.source.Duration, "duration", "d", 5*time.Second, "how long to trace TARGET (whole seconds, at least 1s)")
+	fs.VarP(units.NewDuration(&o.source.Duration, 5*time.Second), "duration", "d", "how long to trace TARGET (whole seconds, at least 1s)")
 	fs.StringVarP(&o.out, "output", "o", "", "also draw the timeline: .svg or .html")
 	fs.StringVar(&o.source.Save, "save", "", "keep the trace captured from TARGET in this file")
 	fs.StringVar(&o.format, "format", "text", "output: text or json")

@@ -17,6 +17,7 @@ import (
 	"github.com/heapscope/heapscope/internal/store"
 	"github.com/heapscope/heapscope/internal/store/location"
 	"github.com/heapscope/heapscope/internal/trigger"
+	"github.com/heapscope/heapscope/internal/units"
 	"github.com/heapscope/heapscope/internal/watch"
 	"github.com/heapscope/heapscope/internal/watch/config"
 	"github.com/heapscope/heapscope/internal/watch/kubesd"
@@ -45,7 +46,7 @@ func newWatchCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.config, "config", "", "watch configuration `FILE` (YAML); without it, the URLs with the flags below")
 	storeFlags(fs, &o.loc, "store `DIR`: run directories and their index (or --postgres and --objects)")
-	fs.DurationVar(&o.lease, "fleet-lease", fleet.DefaultLease, "shared store: watchers split the targets; one that stops heartbeating loses its targets after this")
+	fs.Var(units.NewDuration(&o.lease, fleet.DefaultLease), "fleet-lease", "shared store: watchers split the targets; one that stops heartbeating loses its targets after this")
 	fs.StringVar(&o.member, "fleet-member", "", "shared store: this watcher's `NAME` in the fleet (default: host name and a random suffix)")
 	fs.BoolVar(&o.once, "once", false, "capture every target once and exit")
 	fs.StringVar(&o.listen, "listen", "", "serve /metrics, /healthz and the history API (as heapscope server) on `ADDR`, such as 127.0.0.1:7071")
@@ -53,9 +54,9 @@ func newWatchCmd(e *env) *cobra.Command {
 	fs.StringVar(&o.tokens, "auth-tokens", "", "require a bearer token of `FILE` (one a line) of every request to --listen but a bare /healthz; needed beyond loopback")
 	fs.StringVar(&o.htpasswd, "htpasswd", "", "require a user and password of `FILE` (htpasswd -B) of every request to --listen but a bare /healthz; needed beyond loopback")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines on stderr: text or json")
-	fs.DurationVar(&o.every, "every", d.Every, "capture each target this often")
-	fs.DurationVar(&o.window, "window", d.Window, "each scheduled capture's window")
-	fs.DurationVar(&o.timeout, "timeout", d.Timeout, "bound of each request to a target, and of a capture beyond its window")
+	fs.Var(units.NewDuration(&o.every, d.Every), "every", "capture each target this often")
+	fs.Var(units.NewDuration(&o.window, d.Window), "window", "each scheduled capture's window")
+	fs.Var(units.NewDuration(&o.timeout, d.Timeout), "timeout", "bound of each request to a target, and of a capture beyond its window")
 	fs.StringArrayVar(&o.triggers, "trigger", nil, "capture a bundle when `EXPR` holds, such as 'memory>=80%' or 'goroutines>=10000'; repeatable")
 	fs.StringVar(&o.webhook, "webhook", "", "POST each bundle's summary as JSON to `URL`")
 	fs.IntVar(&o.pid, "pid", 0, "the target's process, when it cannot be found from its port (one URL only)")

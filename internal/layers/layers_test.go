@@ -18,7 +18,7 @@ const module = "github.com/heapscope/heapscope/"
 // where the pair is listed in sideways.
 var layer = map[string]int{
 	// 0: data types and leaf helpers, importing nothing of heapscope's.
-	"internal/humanize": 0, "internal/goldenfile": 0, "internal/webguard": 0,
+	"internal/humanize": 0, "internal/units": 0, "internal/goldenfile": 0, "internal/webguard": 0,
 	"internal/escape": 0, "internal/gcstats": 0, "internal/sysmem": 0,
 	"internal/pprofx": 0, "internal/gate": 0, "internal/layers": 0,
 	"internal/atomicfile": 0, "internal/option": 0, "internal/progress": 0,

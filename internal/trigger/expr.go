@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 // Metric names what an expression watches. The package documentation says
@@ -250,7 +252,7 @@ func parse(expr string) (Expr, error) {
 	}
 	e := Expr{Metric: m, Op: op}
 	if spec.units[0] == Seconds {
-		d, err := parseDuration(value)
+		d, err := units.ParseDuration(value)
 		if err != nil {
 			return Expr{}, fmt.Errorf("%w: %s needs %s", err, m, spec.needs)
 		}
@@ -276,9 +278,9 @@ func parse(expr string) (Expr, error) {
 	case suffix == "":
 		unit = Count
 	default:
-		s, ok := sizeUnits[suffix]
+		s, ok := units.SizeUnit(suffix)
 		if !ok {
-			return Expr{}, fmt.Errorf("unknown unit %q in %q (want %% or a size unit: %s)", suffix, value, sizeUnitList)
+			return Expr{}, fmt.Errorf("unknown unit %q in %q (want %% or a size unit: %s)", suffix, value, units.SizeUnits)
 		}
 		unit, scale = Bytes, s
 	}
@@ -316,81 +318,18 @@ func splitNumber(v string) (num, unit string) {
 // loses its meaning and a count its precision.
 const maxNumber = 1 << 53
 
-// parseNumber reads a non-negative decimal number, digits with at most one
-// point: "80", "1.5", ".5".
+// parseNumber reads a non-negative decimal number (units.ParseNumber) of
+// at most maxNumber.
 func parseNumber(s string) (float64, error) {
-	digits, points := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			digits++
-		case c == '.':
-			points++
-		default:
-			return 0, fmt.Errorf("%q is not a number", s)
-		}
+	v, err := units.ParseNumber(s)
+	if err != nil {
+		return 0, err
 	}
-	if digits == 0 || points > 1 {
-		return 0, fmt.Errorf("%q is not a number", s)
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v > maxNumber {
+	if v > maxNumber {
 		return 0, fmt.Errorf("%s is out of range", s)
 	}
 	return v, nil
 }
-
-// sizeUnits gives the bytes of each size unit.
-var sizeUnits = map[string]float64{
-	"B":   1,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
-	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-}
-
-const sizeUnitList = "B, KiB, MiB, GiB, TiB, KB, MB, GB or TB"
-
-// parseDuration reads a duration as time.ParseDuration does, with days
-// ("d", 24h) and weeks ("w", 7d) besides: "6h", "1h30m", "30d", "1d12h".
-func parseDuration(s string) (time.Duration, error) {
-	orig := s
-	var total time.Duration
-	for s != "" {
-		i := 0
-		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-			i++
-		}
-		j := i
-		for j < len(s) && !(s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
-			j++
-		}
-		num, unit := s[:i], strings.TrimSpace(s[i:j])
-		s = s[j:]
-		if _, err := parseNumber(num); err != nil {
-			return 0, fmt.Errorf("%q is not a duration", orig)
-		}
-		mult := time.Duration(1)
-		switch unit {
-		case "d":
-			unit, mult = "h", 24
-		case "w":
-			unit, mult = "h", 24*7
-		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
-		case "":
-			return 0, fmt.Errorf("%q is not a duration: %s has no unit (want s, m, h, d or w)", orig, num)
-		default:
-			return 0, fmt.Errorf("%q is not a duration: unknown unit %q (want s, m, h, d or w)", orig, unit)
-		}
-		d, err := time.ParseDuration(num + unit)
-		if err != nil || d > maxDuration/mult || total > maxDuration-d*mult {
-			return 0, fmt.Errorf("%q is out of range", orig)
-		}
-		total += d * mult
-	}
-	return total, nil
-}
-
-// maxDuration bounds durations: a century is far beyond any projection.
-const maxDuration = 100 * 365 * 24 * time.Hour
 
 // formatDuration writes d for parseDuration: whole days as "30d", others
 // as time.Duration.String does without its trailing zero units ("6h",

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 func TestParse(t *testing.T) {
@@ -30,12 +32,15 @@ func TestParse(t *testing.T) {
 		{"gomemlimit>=120%", GoMemLimit, GE, Percent, 120, "gomemlimit>=120%"},
 		{"rss_high>=64MiB", RSSHigh, GE, Bytes, 64 << 20, "rss_high>=64MiB"},
 		{"rss_high>100MB", RSSHigh, GT, Bytes, 100e6, "rss_high>100MB"},
+		{"rss_high>=64Mi", RSSHigh, GE, Bytes, 64 << 20, "rss_high>=64Mi"},
+		{"memory>=1gib", Memory, GE, Bytes, 1 << 30, "memory>=1gib"},
 		{"heap_time_to_limit<=6h", HeapTimeToLimit, LE, Seconds, 6 * 3600, "heap_time_to_limit<=6h"},
 		{"heap_time_to_limit<90m", HeapTimeToLimit, LT, Seconds, 90 * 60, "heap_time_to_limit<1h30m"},
 		{"heap_time_to_limit<=1h30m", HeapTimeToLimit, LE, Seconds, 5400, "heap_time_to_limit<=1h30m"},
 		{"heap_time_to_limit<=30d", HeapTimeToLimit, LE, Seconds, 30 * 86400, "heap_time_to_limit<=30d"},
 		{"heap_time_to_limit<=1d12h", HeapTimeToLimit, LE, Seconds, 36 * 3600, "heap_time_to_limit<=36h"},
 		{"heap_time_to_limit<=2w", HeapTimeToLimit, LE, Seconds, 14 * 86400, "heap_time_to_limit<=14d"},
+		{"heap_time_to_limit<=1y", HeapTimeToLimit, LE, Seconds, 365 * 86400, "heap_time_to_limit<=365d"},
 		{"heap_time_to_limit<=1.5d", HeapTimeToLimit, LE, Seconds, 36 * 3600, "heap_time_to_limit<=36h"},
 		{"heap_time_to_limit <= 45s", HeapTimeToLimit, LE, Seconds, 45, "heap_time_to_limit<=45s"},
 		{"heap_time_to_limit<=1500ms", HeapTimeToLimit, LE, Seconds, 1.5, "heap_time_to_limit<=1.5s"},
@@ -83,20 +88,20 @@ func TestParse_errors(t *testing.T) {
 		{"memory>=1.2.3%", `trigger "memory>=1.2.3%": "1.2.3" is not a number: memory needs a percentage of the limit or a size, e.g. memory>=80%`},
 		{"memory>=-5%", `trigger "memory>=-5%": "-5%" is not a number: memory needs a percentage of the limit or a size, e.g. memory>=80%`},
 		{"memory>=120%", `trigger "memory>=120%": 120% is above 100%: memory needs a percentage of the limit or a size, e.g. memory>=80%`},
-		{"memory>=1.5Gb", `trigger "memory>=1.5Gb": unknown unit "Gb" in "1.5Gb" (want % or a size unit: B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)`},
+		{"memory>=1.5Gbit", `trigger "memory>=1.5Gbit": unknown unit "Gbit" in "1.5Gbit" (want % or a size unit: B, KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti), KB, MB, GB or TB)`},
 		{"rss>=80%", `trigger "rss>=80%": rss needs a size, e.g. rss>=1GiB`},
 		{"rss>=1000", `trigger "rss>=1000": rss needs a size, e.g. rss>=1GiB`},
 		{"gomemlimit>=1GiB", `trigger "gomemlimit>=1GiB": gomemlimit needs a percentage of GOMEMLIMIT, e.g. gomemlimit>=90%`},
 		{"rss_high<=64MiB", `trigger "rss_high<=64MiB": rss_high takes >= or >, not <=, e.g. rss_high>=64MiB`},
 		{"rss_high>=0MiB", `trigger "rss_high>=0MiB": rss_high needs a step above 0, e.g. rss_high>=64MiB`},
 		{"heap_time_to_limit>=6h", `trigger "heap_time_to_limit>=6h": heap_time_to_limit takes <= or <, not >=, e.g. heap_time_to_limit<=6h`},
-		{"heap_time_to_limit<=6", `trigger "heap_time_to_limit<=6": "6" is not a duration: 6 has no unit (want s, m, h, d or w): heap_time_to_limit needs a duration, e.g. heap_time_to_limit<=6h`},
-		{"heap_time_to_limit<=6y", `trigger "heap_time_to_limit<=6y": "6y" is not a duration: unknown unit "y" (want s, m, h, d or w): heap_time_to_limit needs a duration, e.g. heap_time_to_limit<=6h`},
+		{"heap_time_to_limit<=6", `trigger "heap_time_to_limit<=6": "6" is not a duration: 6 has no unit (want ms, s, m, h, d, w or y): heap_time_to_limit needs a duration, e.g. heap_time_to_limit<=6h`},
+		{"heap_time_to_limit<=6x", `trigger "heap_time_to_limit<=6x": "6x" is not a duration: unknown unit "x" (want ms, s, m, h, d, w or y): heap_time_to_limit needs a duration, e.g. heap_time_to_limit<=6h`},
 		{"heap_time_to_limit<=soon", `trigger "heap_time_to_limit<=soon": "soon" is not a duration: heap_time_to_limit needs a duration, e.g. heap_time_to_limit<=6h`},
 		{"heap_time_to_limit<=0s", `trigger "heap_time_to_limit<=0s": heap_time_to_limit needs a duration above 0, e.g. heap_time_to_limit<=6h`},
 		{"heap_time_to_limit<=999999d", `trigger "heap_time_to_limit<=999999d": "999999d" is out of range: heap_time_to_limit needs a duration, e.g. heap_time_to_limit<=6h`},
 		{"goroutines>=1.5", `trigger "goroutines>=1.5": 1.5 is not a whole number: goroutines needs a count, e.g. goroutines>=10000`},
-		{"goroutines>=10k", `trigger "goroutines>=10k": unknown unit "k" in "10k" (want % or a size unit: B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)`},
+		{"goroutines>=10k", `trigger "goroutines>=10k": unknown unit "k" in "10k" (want % or a size unit: B, KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti), KB, MB, GB or TB)`},
 		{"goroutine_growth>=5%", `trigger "goroutine_growth>=5%": goroutine_growth needs a count, e.g. goroutine_growth>=1000`},
 		{"gc_cpu>=0.25", `trigger "gc_cpu>=0.25": gc_cpu needs a percentage of CPU time, e.g. gc_cpu>=25%`},
 		{"goroutines>=99999999999999999999", `trigger "goroutines>=99999999999999999999": 99999999999999999999 is out of range: goroutines needs a count, e.g. goroutines>=10000`},
@@ -149,10 +154,10 @@ func TestMetrics(t *testing.T) {
 
 func TestFormatDuration(t *testing.T) {
 	for _, d := range []time.Duration{time.Nanosecond, 1500 * time.Millisecond, time.Minute, 90 * time.Minute,
-		time.Hour + 500*time.Millisecond, 24 * time.Hour, 25 * time.Hour, 7 * 24 * time.Hour, maxDuration} {
-		got, err := parseDuration(formatDuration(d))
+		time.Hour + 500*time.Millisecond, 24 * time.Hour, 25 * time.Hour, 7 * 24 * time.Hour, units.MaxDuration} {
+		got, err := units.ParseDuration(formatDuration(d))
 		if err != nil || got != d {
-			t.Errorf("parseDuration(formatDuration(%v) = %q) = %v, %v", d, formatDuration(d), got, err)
+			t.Errorf("units.ParseDuration(formatDuration(%v) = %q) = %v, %v", d, formatDuration(d), got, err)
 		}
 	}
 }

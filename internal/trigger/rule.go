@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heapscope/heapscope/internal/humanize"
+	"github.com/heapscope/heapscope/internal/units"
 )
 
 // Defaults of a Rule and the windows of the metrics that look back.
@@ -433,7 +434,7 @@ func NewRule(expr, hysteresis string, cooldown time.Duration) (Rule, error) {
 
 func parseHysteresis(e Expr, s string) (float64, error) {
 	if e.Unit == Seconds {
-		d, err := parseDuration(s)
+		d, err := units.ParseDuration(s)
 		if err != nil {
 			return 0, err
 		}
@@ -448,7 +449,7 @@ func parseHysteresis(e Expr, s string) (float64, error) {
 	case e.Unit == Percent && suffix == "%", e.Unit == Count && suffix == "":
 		return num, nil
 	case e.Unit == Bytes:
-		if scale, ok := sizeUnits[suffix]; ok {
+		if scale, ok := units.SizeUnit(suffix); ok && suffix != "" {
 			return num * scale, nil
 		}
 	}

@@ -469,7 +469,9 @@ func TestParseDuration(t *testing.T) {
 		{"-5m", 0, "-5m is negative"},
 		{"+5m", 0, `bad duration "+5m" (want e.g. 15m, 1h, 1d)`},
 		{"15", 0, `bad duration "15" (want e.g. 15m, 1h, 1d)`},
-		{"1d1.5h", 0, `bad duration "1d1.5h" (want e.g. 15m, 1h, 1d)`},
+		{"1d1.5h", 25*time.Hour + 30*time.Minute, ""},
+		{"1y", 365 * 24 * time.Hour, ""},
+		{"1d12", 0, `bad duration "1d12" (want e.g. 15m, 1h, 1d)`},
 		{"", 0, `bad duration "" (want e.g. 15m, 1h, 1d)`},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -15,84 +14,25 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/heapscope/heapscope/internal/units"
 )
 
-// ParseDuration reads a duration in Go's form (1h30m, 1.5s, 300ms) or
-// Prometheus' (30d, 1w, 1y): what every duration of the config, and the
-// command line's, accepts. Negative durations are errors.
+// ParseDuration reads a duration as every duration of the config, the
+// triggers and the command line is written (units.ParseDuration): 15m,
+// 1h30m, 1.5s, 7d, 1w, 1y. Negative durations are errors.
 func ParseDuration(s string) (time.Duration, error) {
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		if _, err := ParseDuration(rest); err == nil {
-			return 0, fmt.Errorf("%s is negative", s)
-		}
-	} else if !strings.HasPrefix(s, "+") {
-		if d, err := model.ParseDuration(s); err == nil {
-			return time.Duration(d), nil
-		}
-		if d, err := time.ParseDuration(s); err == nil {
-			return d, nil
-		}
+	d, err := units.ParseDuration(s)
+	if err != nil && !strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("bad duration %q (want e.g. 15m, 1h, 1d)", s)
 	}
-	return 0, fmt.Errorf("bad duration %q (want e.g. 15m, 1h, 1d)", s)
+	return d, err
 }
 
-// sizeUnits are the units of ParseSize, lower-cased: KB, MB, GB and TB
-// are powers of 1000; KiB, MiB, GiB, TiB (and Kubernetes' Ki, Mi, Gi, Ti)
-// powers of 1024.
-var sizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-	"ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40,
-}
-
-// ParseSize reads a size in bytes: a number with a unit, 64MiB, 1.5GiB,
-// 512MB, 512Mi (case aside, a space allowed between), or a number of
-// bytes. KB, MB, GB and TB are powers of 1000, KiB, MiB, GiB and TiB of
-// 1024.
-func ParseSize(s string) (int64, error) {
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		if _, err := ParseSize(rest); err == nil {
-			return 0, fmt.Errorf("%s is negative", s)
-		}
-	}
-	bad := fmt.Errorf("bad size %q (want e.g. 64MiB, 20GiB, 500MB, or a number of bytes)", s)
-	end := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if end < 0 {
-		end = len(s)
-	}
-	num, unit := s[:end], asciiLower(strings.TrimLeft(s[end:], " "))
-	mult, ok := sizeUnits[unit]
-	if num == "" || !ok {
-		return 0, bad
-	}
-	if !strings.Contains(num, ".") {
-		v, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || v > math.MaxInt64/mult {
-			return 0, fmt.Errorf("size %q is too large", s)
-		}
-		return v * mult, nil
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, bad
-	}
-	if b := v * float64(mult); b < math.MaxInt64 {
-		return int64(b), nil
-	}
-	return 0, fmt.Errorf("size %q is too large", s)
-}
-
-// asciiLower lower-cases ASCII letters only: the Kelvin sign is no k.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
+// ParseSize reads a size in bytes as every size of the config and the
+// triggers is written (units.ParseSize): 64MiB, 1.5GiB, 512MB, 512Mi
+// (case aside, a space allowed between), or a number of bytes.
+func ParseSize(s string) (int64, error) { return units.ParseSize(s) }
 
 // formatDuration writes d as the config would: 15m, 1d, 1h30m.
 func formatDuration(d time.Duration) string {
