@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -360,7 +359,7 @@ func (s *session) shell(cmd string) string {
 	cmd = readmePort.ReplaceAllStringFunc(cmd, func(m string) string {
 		host, p := m[:len("127.0.0.1:")], m[len("127.0.0.1:"):]
 		if s.ports[p] == "" {
-			s.ports[p] = freePort(s.t)
+			s.ports[p] = strconv.Itoa(testserver.Port(s.t))
 		}
 		return host + s.ports[p]
 	})
@@ -509,16 +508,6 @@ func (s *session) serve(readme, line string) {
 	case <-time.After(20 * time.Second):
 		t.Errorf("%s: printed no URL in 20 s", readme)
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // TestTestScript_namesWhatIsMissing runs the README's test command on a

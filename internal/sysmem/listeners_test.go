@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 func TestListeners_oneReadingForManyPorts(t *testing.T) {
@@ -20,7 +22,7 @@ func TestListeners_oneReadingForManyPorts(t *testing.T) {
 		t.Cleanup(func() { ln.Close() })
 		ports[i] = ln.Addr().(*net.TCPAddr).Port
 	}
-	closed := freePort(t)
+	closed := testserver.Port(t)
 	l := &Listeners{}
 	for poll := 0; poll < 3; poll++ {
 		for _, port := range ports {
@@ -39,7 +41,7 @@ func TestListeners_oneReadingForManyPorts(t *testing.T) {
 }
 
 func TestListeners_restartOnTheSamePort(t *testing.T) {
-	port := freePort(t)
+	port := testserver.Port(t)
 	now := time.Unix(1e9, 0)
 	l := &Listeners{now: func() time.Time { return now }}
 	const poll = 5 * time.Second
@@ -85,16 +87,4 @@ func TestListeners_invalidPort(t *testing.T) {
 	if reads, _ := l.Reads(); reads != 0 {
 		t.Errorf("invalid ports read net/tcp %d times", reads)
 	}
-}
-
-// freePort returns a port of 127.0.0.1 on which nothing listens.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
 }

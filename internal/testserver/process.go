@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -166,6 +167,16 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Port is FreePort for a test: it fails t when no port can be had.
+func Port(t testing.TB) int {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }
 
 // AddrInUse says whether the server's log tells that its port was taken.

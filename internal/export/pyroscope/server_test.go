@@ -10,7 +10,6 @@ package pyroscope
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,8 @@ import (
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/heapscope/heapscope/internal/testserver"
 )
 
 // pyroscopeServer is a Pyroscope server of its own on 127.0.0.1.
@@ -47,7 +48,7 @@ func startPyroscope(t *testing.T) *pyroscopeServer {
 		t.Fatal("PYROSCOPE_BIN is not set: run make test-pyroscope, which builds the server and sets it")
 	}
 	dir := t.TempDir()
-	httpPort, grpcPort, gossipPort := freePort(t), freePort(t), freePort(t)
+	httpPort, grpcPort, gossipPort := strconv.Itoa(testserver.Port(t)), strconv.Itoa(testserver.Port(t)), strconv.Itoa(testserver.Port(t))
 	args := []string{
 		"-target=all",
 		"-server.http-listen-address=127.0.0.1", "-server.http-listen-port=" + httpPort,
@@ -119,16 +120,6 @@ func (s *pyroscopeServer) dumpLog(t *testing.T) {
 	data, _ := os.ReadFile(s.log)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	t.Logf("pyroscope log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // TestExporter_RealPyroscope pushes a real capture to a real Pyroscope and
