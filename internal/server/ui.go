@@ -174,35 +174,24 @@ func (s *Server) targetsPage(w http.ResponseWriter, r *http.Request) {
 	}{"Targets", "7 days", rows})
 }
 
-// sparkline draws points over [from, to] as a small SVG line; a point
-// alone is a dot.
+// sparkline draws points over [from, to] as a small SVG line
+// (chart.Chart's Spark); a point alone is a dot.
 func sparkline(points []store.Point, from, to time.Time) template.HTML {
-	const w, h = 160.0, 32.0
-	if len(points) == 0 {
-		return `<svg class="sparkline" width="160" height="32" role="img" aria-label="no data"></svg>`
+	c := chart.Chart{Spark: true, Width: 160, Height: 32, Label: "no data",
+		X: chart.Axis{Min: unixSeconds(from), Max: unixSeconds(to)}}
+	if len(points) > 0 {
+		c.Label = fmt.Sprintf("%d points", len(points))
+		s := chart.Series{Color: "#4e79a7"}
+		if len(points) == 1 {
+			s.Style = chart.Dots
+		}
+		for _, p := range points {
+			s.Points = append(s.Points, chart.Point{X: unixSeconds(p.Time), Y: p.Value})
+		}
+		c.Series = []chart.Series{s}
 	}
-	lo, hi := points[0].Value, points[0].Value
-	for _, p := range points {
-		lo, hi = min(lo, p.Value), max(hi, p.Value)
-	}
-	if hi == lo {
-		hi, lo = hi+1, lo-1
-	}
-	span := to.Sub(from).Seconds()
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="sparkline" width="160" height="32" viewBox="0 0 160 32" role="img" aria-label="%d points">`, len(points))
-	b.WriteString(`<polyline fill="none" stroke="#4e79a7" stroke-width="1.5" points="`)
-	for _, p := range points {
-		x := p.Time.Sub(from).Seconds() / span * w
-		y := h - 2 - (p.Value-lo)/(hi-lo)*(h-4)
-		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
-	}
-	b.WriteString(`"/>`)
-	if len(points) == 1 {
-		p := points[0]
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2" fill="#4e79a7"/>`, p.Time.Sub(from).Seconds()/span*w, h/2)
-	}
-	b.WriteString(`</svg>`)
+	c.WriteSVG(&b) // a strings.Builder takes every write
 	return template.HTML(b.String())
 }
 

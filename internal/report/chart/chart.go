@@ -121,6 +121,10 @@ type Chart struct {
 	// series' names and the keys, is drawn when it has two entries or
 	// more.
 	Keys []Key
+	// Spark draws the series alone, a sparkline filling Width×Height:
+	// no title, axes, ticks, bands, marks or legend. X.Min and X.Max
+	// bound its x when set; its y spans the points'.
+	Spark bool
 }
 
 // Layout, in pixels.
@@ -208,6 +212,10 @@ func (c *Chart) XScale() XScale {
 }
 
 func (c *Chart) write(b *bufio.Writer) {
+	if c.Spark {
+		c.writeSpark(b)
+		return
+	}
 	e := html.EscapeString
 	l := c.layout()
 	width, height, top, left, legend := l.width, l.height, l.top, l.left, l.legend
@@ -306,6 +314,50 @@ func (c *Chart) write(b *bufio.Writer) {
 		}
 	}
 	b.WriteString("</svg>\n")
+}
+
+// sparkPad keeps a sparkline's line off its top and bottom edges.
+const sparkPad = 2
+
+// writeSpark writes the chart as a sparkline (Spark).
+func (c *Chart) writeSpark(b *bufio.Writer) {
+	l := c.layout()
+	label := c.Label
+	if label == "" {
+		label = c.Title
+	}
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="sparkline" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+		l.width, l.height, l.width, l.height, html.EscapeString(label))
+	var pts []Point
+	for _, s := range c.Series {
+		pts = append(pts, s.Points...)
+	}
+	if len(pts) > 0 {
+		x0, x1 := c.X.Min, c.X.Max
+		if x1 <= x0 {
+			x0, x1 = pts[0].X, pts[0].X
+			for _, p := range pts {
+				x0, x1 = math.Min(x0, p.X), math.Max(x1, p.X)
+			}
+		}
+		y0, y1 := pts[0].Y, pts[0].Y
+		for _, p := range pts {
+			y0, y1 = math.Min(y0, p.Y), math.Max(y1, p.Y)
+		}
+		if x1 == x0 {
+			x0, x1 = x0-1, x1+1
+		}
+		if y1 == y0 {
+			y0, y1 = y0-1, y1+1
+		}
+		w, h := float64(l.width), float64(l.height)
+		px := func(x float64) float64 { return (x - x0) / (x1 - x0) * w }
+		py := func(y float64) float64 { return h - sparkPad - (y-y0)/(y1-y0)*(h-2*sparkPad) }
+		for _, s := range c.Series {
+			writeSeries(b, s, px, py, h)
+		}
+	}
+	b.WriteString("</svg>")
 }
 
 func writeSeries(b *bufio.Writer, s Series, px, py func(float64) float64, base float64) {

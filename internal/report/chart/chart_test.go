@@ -180,3 +180,32 @@ func TestChart_WriteSVG_elements(t *testing.T) {
 		})
 	}
 }
+
+// TestChart_Spark: a sparkline is its series alone, filling its box over
+// the x range it is given: no text, axes or grid.
+func TestChart_Spark(t *testing.T) {
+	c := Chart{Spark: true, Width: 160, Height: 32, Label: "3 points", X: Axis{Min: 0, Max: 100},
+		Series: []Series{{Color: "#4e79a7", Points: []Point{{X: 0, Y: 10}, {X: 50, Y: 30}, {X: 100, Y: 20}}}}}
+	var b strings.Builder
+	if err := c.WriteSVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if !strings.Contains(svg, `class="sparkline" width="160" height="32"`) || !strings.Contains(svg, `aria-label="3 points"`) {
+		t.Errorf("sparkline element: %s", svg)
+	}
+	if !strings.Contains(svg, `points="0.0,30.0 80.0,2.0 160.0,16.0"`) {
+		t.Errorf("sparkline points: %s\nwant the first at the left and the bottom, the highest at the top, the last at the right", svg)
+	}
+	for _, part := range []string{"<text", `class="tick"`, `class="grid"`, `class="axis"`} {
+		if strings.Contains(svg, part) {
+			t.Errorf("a sparkline with %s: %s", part, svg)
+		}
+	}
+	one := Chart{Spark: true, Width: 160, Height: 32, X: Axis{Min: 0, Max: 100}, Series: []Series{{Style: Dots, Points: []Point{{X: 50, Y: 7}}}}}
+	b.Reset()
+	one.WriteSVG(&b)
+	if !strings.Contains(b.String(), `<circle class="dot" cx="80.0" cy="16.0"`) {
+		t.Errorf("a sparkline of one point: %s, want a dot in the middle", b.String())
+	}
+}
