@@ -54,12 +54,18 @@ func TestTriggers_localTargetsShareOneReadingOfTheSockets(t *testing.T) {
 		t.Cleanup(srv.Close)
 		urls = append(urls, srv.URL)
 	}
+	// Held open until all are picked, so that the system does not hand
+	// one port out twice.
+	var lns []net.Listener
 	for range closed {
 		ln, err := net.Listen("tcp4", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		urls = append(urls, "http://"+ln.Addr().String())
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
 		ln.Close()
 	}
 	const poll = 300 * time.Millisecond
