@@ -119,7 +119,7 @@ func TestExecute_ErrorsAreOneLineWithExitCode2(t *testing.T) {
 		{"snapshots and interval", []string{"profile", live.URL, "--snapshots", "3", "--interval", "1s", "--out", out}, "give one"},
 		{"interval too short", []string{"profile", live.URL, "--interval", "1ms", "--out", out}, "too short"},
 		{"warm-up without load", []string{"profile", live.URL, "--warmup", "1s", "--out", out}, "--warmup drives the load"},
-		{"negative warm-up", []string{"profile", live.URL, "--warmup", "-1s", "--load", "GET /", "--out", out}, "warm-up -1s"},
+		{"negative warm-up", []string{"profile", live.URL, "--warmup", "-1s", "--load", "GET /", "--out", out}, `"--warmup" flag: -1s is negative`},
 		{"unknown flag", []string{"profile", live.URL, "--frobnicate"}, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"unknown example", []string{"demo", "--example", "nope"}, "leaky"},
