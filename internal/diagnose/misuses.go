@@ -180,8 +180,8 @@ type method struct {
 	pkg, typ, name string
 }
 
-// methodOf splits a call written pkg.(*T).M or pkg.T.M into its package's
-// name (the last element of its path), type and method.
+// methodOf splits a call written pkg.(*T).M into its package's name (as
+// the source names it: packageName), type and method.
 func methodOf(call string) (method, bool) {
 	open := strings.Index(call, ".(")
 	if open < 0 {
@@ -191,7 +191,23 @@ func methodOf(call string) (method, bool) {
 	if !ok || name == "" || strings.ContainsAny(name, "().") {
 		return method{}, false
 	}
-	return method{pkg: path.Base(call[:open]), typ: strings.TrimPrefix(typ, "*"), name: name}, true
+	return method{pkg: packageName(call[:open]), typ: strings.TrimPrefix(typ, "*"), name: name}, true
+}
+
+// packageName is the name a package of importPath goes by, as Go's
+// conventions make it: the last element of the path, without a major
+// version element (/v2), a gopkg.in version (.v3), or a go- prefix or
+// -go suffix: github.com/patrickmn/go-cache is cache, gopkg.in/yaml.v3
+// yaml.
+func packageName(importPath string) string {
+	base := path.Base(importPath)
+	if v := strings.TrimPrefix(base, "v"); v != base && v != "" && strings.Trim(v, "0123456789") == "" {
+		base = path.Base(path.Dir(importPath))
+	}
+	if i := strings.Index(base, ".v"); i > 0 {
+		base = base[:i]
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(base, "go-"), "-go")
 }
 
 // callsMethod reports whether code, a line of file, calls m on a receiver

@@ -216,7 +216,9 @@ func TestMethodOf(t *testing.T) {
 		ok   bool
 	}{
 		{"sync.(*Map).Store", method{"sync", "Map", "Store"}, true},
-		{"github.com/patrickmn/go-cache.(*Cache).Set", method{"go-cache", "Cache", "Set"}, true},
+		{"github.com/patrickmn/go-cache.(*Cache).Set", method{"cache", "Cache", "Set"}, true},
+		{"github.com/redis/go-redis/v9.(*Client).Subscribe", method{"redis", "Client", "Subscribe"}, true},
+		{"gopkg.in/yaml.v3.(*Decoder).Decode", method{"yaml", "Decoder", "Decode"}, true},
 		{"expvar.Map.Add", method{}, false},
 		{"context.WithValue", method{}, false},
 		{"sync.(*Map).Store.func1", method{}, false},
